@@ -1,0 +1,85 @@
+"""One array namespace over NumPy and CuPy.
+
+Spectral numerics run in float64 by default. The backend is chosen per call (``backend="cupy"``) or globally
+(:func:`set_backend`); ``None`` means "the global default", which starts as NumPy. CuPy is optional: asking for it
+without CuPy or without a CUDA device raises a clear :class:`RuntimeError`, and :func:`gpu_available` lets tests skip.
+The namespaces are array-api-compat wrappers, so code written against them runs unchanged on either library.
+"""
+from __future__ import annotations
+
+import numpy as np
+import array_api_compat
+
+_BACKENDS = ("numpy", "cupy")
+_default = "numpy"
+DEFAULT_DTYPE = "float64"
+
+
+def set_backend(name: str) -> None:
+    """Set the global default backend (``"numpy"`` or ``"cupy"``)."""
+    global _default
+    _check_name(name)
+    if name == "cupy":
+        _cupy()  # fail now, not at first use
+    _default = name
+
+
+def get_backend() -> str:
+    return _default
+
+
+def _check_name(name):
+    if name not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {name!r}")
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        raise RuntimeError("backend='cupy' needs CuPy: pip install 'rmtnet[gpu]'") from exc
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("backend='cupy' needs a CUDA device; none was found")
+    except cupy.cuda.runtime.CUDARuntimeError as exc:  # pragma: no cover
+        raise RuntimeError(f"backend='cupy' needs a CUDA device: {exc}") from exc
+    return cupy
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        _cupy()
+    except RuntimeError:
+        return False
+    return True
+
+
+def namespace(backend: str | None = None):
+    """The array-api-compat namespace of ``backend`` (NumPy or CuPy)."""
+    name = _default if backend is None else backend
+    _check_name(name)
+    if name == "numpy":
+        return array_api_compat.array_namespace(np.empty(0))
+    cp = _cupy()
+    return array_api_compat.array_namespace(cp.empty(0))
+
+
+def native(backend: str | None = None):
+    """The library module itself (``numpy`` or ``cupy``), for routines outside the array API (QR, RNG)."""
+    name = _default if backend is None else backend
+    _check_name(name)
+    return np if name == "numpy" else _cupy()
+
+
+def to_numpy(x):
+    """Bring an array from any backend to host NumPy."""
+    if hasattr(x, "get"):  # cupy
+        return x.get()
+    return np.asarray(x)
+
+
+def rng(seed, backend: str | None = None):
+    """A seeded generator of the backend (``numpy.random.Generator`` or ``cupy.random.Generator``)."""
+    lib = native(backend)
+    return lib.random.default_rng(seed)

@@ -1,0 +1,21 @@
+"""Limit laws of random matrices and deep networks, by free probability, with Monte Carlo counterparts.
+
+Conventions are those of REFERENCE §1: G(z) = ∫ dμ(x)/(z - x), M(z) = zG(z) - 1, ψ(u) = M(1/u),
+η = ψ/(1 + ψ), S(w) = (1 + w)/(w M⁻¹(w)), S_{μ⊠ν} = S_μ S_ν.
+"""
+from ._checks import ConvergenceError
+from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, GaussianPushforward,
+                       gaussian_pushforward)
+from .laws import MarchenkoPastur, Semicircle, FussCatalan, Bernoulli, Arcsine
+from .free import free_mult, free_mult_power, free_add, free_add_power, FreeProduct, FreeSum
+from .transforms import (cauchy, m_transform, psi, eta, s_transform, cauchy_inverse, m_inverse, psi_inverse,
+                         eta_inverse)
+from . import series, montecarlo
+
+__all__ = [
+    "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
+    "GaussianPushforward", "gaussian_pushforward", "MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli",
+    "Arcsine", "free_mult", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum",
+    "cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
+    "eta_inverse", "series", "montecarlo",
+]

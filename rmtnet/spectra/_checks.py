@@ -1,0 +1,60 @@
+"""Input validation and the engine's error type, shared by the spectral modules."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+class ConvergenceError(RuntimeError):
+    """A numerical solve did not converge. Carries where (``z``), how far (``iteration``) and how badly (``residual``)."""
+
+    def __init__(self, message, *, z=None, iteration=None, residual=None):
+        self.z, self.iteration, self.residual = z, iteration, residual
+        super().__init__(f"{message} (z={z!r}, iteration={iteration}, residual={residual!r})")
+
+
+def real_scalar(name, value, *, lo=None, hi=None, lo_open=False, hi_open=False):
+    """Return ``value`` as a float, or raise ValueError naming ``name`` and the allowed range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    value = float(value)
+    bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
+    bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
+    if bad_lo or bad_hi:
+        left = "(" if lo_open else "["
+        right = ")" if hi_open else "]"
+        rng = f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{right}"
+        raise ValueError(f"{name} must lie in {rng}, got {value!r}")
+    return value
+
+
+def probability_vector(name, masses, *, total=1.0, tol=1e-10):
+    """Masses that are finite, non-negative and sum to ``total`` (within ``tol``)."""
+    masses = np.asarray(masses, dtype=float)
+    if masses.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {masses.shape}")
+    if not np.all(np.isfinite(masses)):
+        raise ValueError(f"{name} must be finite")
+    if np.any(masses < 0):
+        raise ValueError(f"{name} must be non-negative, got min {masses.min()!r}")
+    if total is not None and abs(masses.sum() - total) > tol:
+        raise ValueError(f"{name} must sum to {total} (within {tol}), got {masses.sum()!r}")
+    return masses
+
+
+def finite_array(name, x, dtype=float):
+    """``x`` as an array of ``dtype`` with every entry finite, or ValueError naming ``name``."""
+    arr = np.asarray(x, dtype=dtype)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return arr
+
+
+def log_upper(w):
+    """Logarithm continuous on the closed upper half-plane (branch cut on the negative imaginary axis).
+
+    The ⊠ engine works with log z, log ω_i and log((1+m)/m), all of which live in the closed upper half-plane;
+    the principal log would jump by 2πi when a value on the negative real axis picks up an Im of -0.
+    """
+    return np.log(-1j * w) + 0.5j * np.pi

@@ -1,0 +1,269 @@
+"""Closed-form laws (REFERENCE §2): Marchenko–Pastur, semicircle, Fuss–Catalan, Bernoulli, arcsine, point masses."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+from scipy import special
+
+from ._checks import finite_array, real_scalar
+from .measures import Measure, PointMasses, _order
+
+__all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]
+
+
+def _sqrt_cut(z, a, b):
+    """√((z - a)(z - b)) with the cut on [a, b] and ~ z at infinity (for Im z ≥ 0 and real z off [a, b])."""
+    return np.sqrt(z - a) * np.sqrt(z - b)
+
+
+class MarchenkoPastur(Measure):
+    """Marchenko–Pastur law of σ²·XXᵀ, X N×M with iid entries of variance 1/M, ratio λ = N/M (REFERENCE §2).
+
+    Density √((λ₊ - x)(x - λ₋))/(2πλσ²x) on [λ₋, λ₊], λ± = σ²(1 ± √λ)², plus an atom 1 - 1/λ at 0 when λ > 1.
+    Moments σ^{2k} Σ_j N(k, j) λ^{j-1} (Narayana numbers); S(w) = 1/(σ²(1 + λw)).
+    """
+
+    def __init__(self, ratio, scale=1.0):
+        self.ratio = real_scalar("ratio", ratio, lo=0, lo_open=True)
+        self.scale_ = real_scalar("scale", scale, lo=0, lo_open=True)
+        r = np.sqrt(self.ratio)
+        self.edges = (self.scale_ * (1 - r) ** 2, self.scale_ * (1 + r) ** 2)
+
+    def atoms(self):
+        if self.ratio > 1:
+            return np.array([0.0]), np.array([1.0 - 1.0 / self.ratio])
+        return np.empty(0), np.empty(0)
+
+    def support(self):
+        return self.edges
+
+    def _g(self, z):
+        # G = (z - c - R)/(2λσ²z) with c = σ²(1 - λ), R = √((z - λ₋)(z - λ₊)); written as 2/(z - c + R), which
+        # has no cancellation for large |z|.
+        z = np.asarray(z, dtype=complex)
+        a, b = self.edges
+        c = self.scale_ * (1 - self.ratio)
+        R = _sqrt_cut(z, a, b)
+        dR = (2 * z - a - b) / (2 * R)
+        d = z - c + R
+        return 2.0 / d, -2.0 * (1 + dR) / (d * d)
+
+    def _mt(self, z):
+        # M = zG - 1 = (z + c - R)/(z - c + R), with z - R = ((a + b)z - ab)/(z + R) to avoid cancellation
+        z = np.asarray(z, dtype=complex)
+        a, b = self.edges
+        c = self.scale_ * (1 - self.ratio)
+        R = _sqrt_cut(z, a, b)
+        dR = (2 * z - a - b) / (2 * R)
+        d = z - c + R
+        num = c + ((a + b) * z - a * b) / (z + R)
+        dnum = 1 - dR
+        return num / d, (dnum * d - num * (1 + dR)) / (d * d)
+
+    def pdf(self, x):
+        x = finite_array("x", x)
+        a, b = self.edges
+        inside = (x > a) & (x < b)
+        xs = np.where(inside, x, 0.5 * (a + b))
+        rho = np.sqrt(np.maximum((b - xs) * (xs - a), 0.0)) / (2 * np.pi * self.ratio * self.scale_ * xs)
+        return np.where(inside, rho, 0.0)
+
+    def moment(self, k):
+        k = _order(k)
+        if k == 0:
+            return 1.0
+        j = np.arange(1, k + 1)
+        narayana = special.comb(k, j) * special.comb(k, j - 1) / k
+        return float(self.scale_ ** k * np.sum(narayana * self.ratio ** (j - 1)))
+
+    def s_transform(self, w):
+        w = finite_array("w", w, dtype=complex)
+        return 1.0 / (self.scale_ * (1 + self.ratio * w))
+
+    def sample(self, n, seed=None, backend=None):
+        """Eigenvalues of one σ²XXᵀ with N = n rows and M = round(n/λ) columns (finite-N Monte Carlo)."""
+        from .montecarlo import wishart_eigs
+        return wishart_eigs(n, max(1, round(n / self.ratio)), seed=seed, backend=backend) * self.scale_
+
+    def __repr__(self):
+        return f"MarchenkoPastur(ratio={self.ratio:g}, scale={self.scale_:g})"
+
+
+class Semicircle(Measure):
+    """Wigner's semicircle law with centre ``loc`` and variance ``var``: support loc ± 2√var.
+
+    G(z) = (z - loc - √((z - loc)² - 4 var))/(2 var); even moments var^k · Catalan(k).
+    """
+
+    def __init__(self, var=1.0, loc=0.0):
+        self.var_ = real_scalar("var", var, lo=0, lo_open=True)
+        self.loc = real_scalar("loc", loc)
+        r = 2 * np.sqrt(self.var_)
+        self.edges = (self.loc - r, self.loc + r)
+
+    def support(self):
+        return self.edges
+
+    def _g(self, z):
+        # (z - loc - R)/(2 var) = 2/(z - loc + R): no cancellation for large |z|
+        z = np.asarray(z, dtype=complex)
+        a, b = self.edges
+        R = _sqrt_cut(z, a, b)
+        dR = (z - self.loc) / R
+        d = z - self.loc + R
+        return 2.0 / d, -2.0 * (1 + dR) / (d * d)
+
+    def pdf(self, x):
+        x = finite_array("x", x)
+        d = x - self.loc
+        return np.sqrt(np.maximum(4 * self.var_ - d * d, 0.0)) / (2 * np.pi * self.var_)
+
+    def cdf(self, x):
+        x = finite_array("x", x)
+        u = np.clip((x - self.loc) / (2 * np.sqrt(self.var_)), -1.0, 1.0)
+        return 0.5 + (u * np.sqrt(1 - u * u) + np.arcsin(u)) / np.pi
+
+    def moment(self, k):
+        k = _order(k)
+        total = 0.0
+        for j in range(0, k + 1, 2):      # E (loc + X)^k, X centred semicircle
+            cat = special.comb(j, j // 2) / (j // 2 + 1)
+            total += special.comb(k, j) * self.loc ** (k - j) * self.var_ ** (j // 2) * cat
+        return float(total)
+
+    def __repr__(self):
+        return f"Semicircle(var={self.var_:g}, loc={self.loc:g})"
+
+
+class FussCatalan(Measure):
+    """Fuss–Catalan law of order s: the limit spectrum of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s square Ginibre matrices with
+    entry variance 1/N, i.e. MarchenkoPastur(1)^{⊠s}. Moments C((s+1)k, k)/(sk + 1); support [0, (s+1)^{s+1}/s^s].
+
+    Exact parametric density (Penson–Życzkowski 2011; Haagerup–Möller; Neuschel), 0 < φ < π/(s+1):
+    x(φ) = sin^{s+1}((s+1)φ)/(sin φ · sin^s(sφ)),  ρ(x(φ)) = sin²φ · sin^{s-1}(sφ)/(π sin^s((s+1)φ)).
+    """
+
+    def __init__(self, s, scale=1.0):
+        if isinstance(s, bool) or int(s) != s or s < 1:
+            raise ValueError(f"s must be a positive integer, got {s!r}")
+        self.s = int(s)
+        self.scale_ = real_scalar("scale", scale, lo=0, lo_open=True)
+        self.edges = (0.0, self.scale_ * (self.s + 1) ** (self.s + 1) / self.s ** self.s)
+
+    def support(self):
+        return self.edges
+
+    def x_of_phi(self, phi):
+        s = self.s
+        return self.scale_ * np.sin((s + 1) * phi) ** (s + 1) / (np.sin(phi) * np.sin(s * phi) ** s)
+
+    def rho_of_phi(self, phi):
+        s = self.s
+        return np.sin(phi) ** 2 * np.sin(s * phi) ** (s - 1) / (np.pi * np.sin((s + 1) * phi) ** s) / self.scale_
+
+    def _phi_of_x(self, x):
+        """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1)) by vectorised bisection (to machine precision)."""
+        lo = np.zeros_like(x)
+        hi = np.full_like(x, np.pi / (self.s + 1))
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            big = self.x_of_phi(mid) > x
+            lo = np.where(big, mid, lo)
+            hi = np.where(big, hi, mid)
+            if np.all(hi - lo <= 4e-16 * hi):
+                break
+        return 0.5 * (lo + hi)
+
+    def pdf(self, x):
+        x = finite_array("x", x)
+        a, b = self.edges
+        inside = (x > a) & (x < b)
+        out = np.zeros_like(x)
+        if inside.any():
+            out[inside] = self.rho_of_phi(self._phi_of_x(x[inside]))
+        return out
+
+    def moment(self, k):
+        k = _order(k)
+        s = self.s
+        return float(self.scale_ ** k * special.comb((s + 1) * k, k, exact=True) / (s * k + 1))
+
+    @cached_property
+    def _engine(self):
+        from .free import free_mult_power
+        return free_mult_power(MarchenkoPastur(1.0, self.scale_ ** (1.0 / self.s)), self.s)
+
+    def _g(self, z):
+        return self._engine._g(z)
+
+    def _mt(self, z):
+        return self._engine._mt(z)
+
+    def s_transform(self, w):
+        w = finite_array("w", w, dtype=complex)
+        return 1.0 / (self.scale_ * (1 + w) ** self.s)
+
+    def __repr__(self):
+        return f"FussCatalan(s={self.s})"
+
+
+class Bernoulli(PointMasses):
+    """(1 - p)δ₀ + pδ₁: the D² law of ReLU (p = ½) and hard-tanh layers. S(w) = (1 + w)/(p + w)."""
+
+    def __init__(self, p):
+        self.p = real_scalar("p", p, lo=0.0, hi=1.0)
+        super().__init__([0.0, 1.0], [1.0 - self.p, self.p])
+
+    def s_transform(self, w):
+        w = finite_array("w", w, dtype=complex)
+        return (1 + w) / (self.p + w)
+
+    def __repr__(self):
+        return f"Bernoulli(p={self.p:g})"
+
+
+class Arcsine(Measure):
+    """Arcsine law on [lo, hi]: density 1/(π√((x - lo)(hi - x))); G(z) = 1/√((z - lo)(z - hi))."""
+
+    def __init__(self, lo=0.0, hi=1.0):
+        self.lo = real_scalar("lo", lo)
+        self.hi = real_scalar("hi", hi)
+        if not self.hi > self.lo:
+            raise ValueError(f"hi must exceed lo, got lo={lo!r}, hi={hi!r}")
+
+    def support(self):
+        return self.lo, self.hi
+
+    def _g(self, z):
+        z = np.asarray(z, dtype=complex)
+        R = _sqrt_cut(z, self.lo, self.hi)
+        g = 1.0 / R
+        dR = (2 * z - self.lo - self.hi) / (2 * R)
+        return g, -dR / (R * R)
+
+    def pdf(self, x):
+        x = finite_array("x", x)
+        inside = (x > self.lo) & (x < self.hi)
+        xs = np.where(inside, x, 0.5 * (self.lo + self.hi))
+        return np.where(inside, 1.0 / (np.pi * np.sqrt((xs - self.lo) * (self.hi - xs))), 0.0)
+
+    def cdf(self, x):
+        x = finite_array("x", x)
+        u = np.clip((x - self.lo) / (self.hi - self.lo), 0.0, 1.0)
+        return 2.0 / np.pi * np.arcsin(np.sqrt(u))
+
+    def quantile(self, q):
+        q = finite_array("q", q)
+        if np.any((q < 0) | (q > 1)):
+            raise ValueError("q must lie in [0, 1]")
+        return self.lo + (self.hi - self.lo) * np.sin(0.5 * np.pi * q) ** 2
+
+    def moment(self, k):
+        k = _order(k)
+        w = self.hi - self.lo
+        return float(sum(special.comb(k, j) * self.lo ** (k - j) * w ** j * special.comb(2 * j, j) / 4 ** j
+                         for j in range(k + 1)))
+
+    def __repr__(self):
+        return f"Arcsine(lo={self.lo:g}, hi={self.hi:g})"

@@ -1,0 +1,143 @@
+"""The transforms of a measure and their numerical inverses (REFERENCE §1).
+
+G(z) = ∫ dμ(x)/(z - x)   M(z) = zG(z) - 1   ψ(u) = M(1/u)   η(u) = ψ(u)/(1 + ψ(u))
+S(w) = (1 + w)/(w M⁻¹(w))      (needs m₁ ≠ 0)
+
+All functions are vectorised over arrays of their argument. The inverses are *branch-safe*: each target value
+v is reached by continuation along the ray s·v, s from ~0 up to 1, starting on the branch that is unambiguous
+near 0 (M⁻¹(w) ≈ m₁/w, G⁻¹(g) ≈ 1/g + m₁ — the branch continued from |z| → ∞), with Newton polishing at every
+step. A failure raises :class:`ConvergenceError` with the point, the iteration and the residual.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import ConvergenceError, finite_array
+
+__all__ = ["cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
+           "eta_inverse"]
+
+
+def cauchy(mu, z):
+    """G_μ(z)."""
+    return mu.cauchy(z)
+
+
+def m_transform(mu, z):
+    """M_μ(z) = zG_μ(z) - 1."""
+    return mu.m_transform(z)
+
+
+def psi(mu, u):
+    """ψ_μ(u) = M_μ(1/u)."""
+    return mu.psi(u)
+
+
+def eta(mu, u):
+    """η_μ(u) = ψ/(1 + ψ)."""
+    return mu.eta(u)
+
+
+def _invert(fn, target, start, name, max_iter=400, tol=1e-14):
+    """Solve fn(ω) = target (vectorised) by continuation along s·target with Newton. fn returns (F, F')."""
+    target = np.asarray(target, dtype=complex)
+    flat = target.ravel()
+    s = np.full(flat.shape, 1e-6)
+    step = np.full(flat.shape, 10.0)
+    om = start(s * flat)
+    iters = np.zeros(flat.shape, int)
+
+    def newton(w, tgt, n):
+        conv = np.zeros(w.shape, bool)
+        res = np.full(w.shape, np.inf)
+        for _ in range(n):
+            F, dF = fn(w)
+            with np.errstate(all="ignore"):
+                d = (F - tgt) / dF
+            res = np.abs(F - tgt) / np.maximum(np.abs(tgt), 1e-300)
+            ok = np.isfinite(d)
+            w = np.where(ok, w - d, w)
+            conv = ok & (np.abs(d) <= tol * np.maximum(np.abs(w), 1e-300))
+            if conv.all():
+                break
+        return w, conv, res
+
+    om, conv, res = newton(om, s * flat, 60)
+    if not conv.all():
+        k = int(np.argmin(conv))
+        raise ConvergenceError(f"{name}: Newton failed at the start", z=complex(flat[k]), iteration=60,
+                               residual=float(res[k]))
+    while np.any(s < 1):
+        act = np.nonzero(s < 1)[0]
+        snew = np.minimum(s[act] * step[act], 1.0)
+        w, conv, res = newton(om[act].copy(), snew * flat[act], 8)
+        iters[act] += 8
+        jump = np.abs(w - om[act]) <= 2.0 * np.abs(om[act])
+        good = conv & jump
+        om[act[good]] = w[good]
+        s[act[good]] = snew[good]
+        step[act[good]] = np.minimum(step[act[good]] * 2, 10.0)
+        step[act[~good]] = np.sqrt(step[act[~good]])
+        bad = (s < 1) & ((step < 1 + 1e-9) | (iters > max_iter))
+        if bad.any():
+            k = int(np.nonzero(bad)[0][0])
+            raise ConvergenceError(f"{name}: continuation stalled at s = {s[k]:.3g}", z=complex(flat[k]),
+                                   iteration=int(iters[k]), residual=float(np.max(res)))
+    return om.reshape(target.shape)
+
+
+def m_inverse(mu, w):
+    """M_μ⁻¹(w): the z with M_μ(z) = w on the branch z ≈ m₁/w as w → 0."""
+    w = finite_array("w", w, dtype=complex)
+    m1, m2 = mu.moment(1), mu.moment(2)
+    if m1 == 0:
+        raise ValueError("M⁻¹ near 0 needs a measure with non-zero mean (m₁ ≠ 0)")
+    return _invert(lambda z: _mt_any(mu, z), w,
+                   lambda v: m1 / v + m2 / m1, "m_inverse")
+
+
+def _mt_any(mu, z):
+    lower = z.imag < 0
+    zu = z.real + 1j * np.abs(z.imag)
+    F, dF = mu._mt(zu)
+    F, dF = np.broadcast_to(F, zu.shape), np.broadcast_to(dF, zu.shape)
+    return np.where(lower, np.conj(F), F), np.where(lower, np.conj(dF), dF)
+
+
+def _g_any(mu, z):
+    lower = z.imag < 0
+    zu = z.real + 1j * np.abs(z.imag)
+    F, dF = mu._g(zu)
+    F, dF = np.broadcast_to(F, zu.shape), np.broadcast_to(dF, zu.shape)
+    return np.where(lower, np.conj(F), F), np.where(lower, np.conj(dF), dF)
+
+
+def cauchy_inverse(mu, g):
+    """G_μ⁻¹(g): the z with G_μ(z) = g on the branch z ≈ 1/g + m₁ as g → 0."""
+    g = finite_array("g", g, dtype=complex)
+    m1 = mu.moment(1)
+    return _invert(lambda z: _g_any(mu, z), g, lambda v: 1.0 / v + m1, "cauchy_inverse")
+
+
+def psi_inverse(mu, p):
+    """ψ_μ⁻¹(p) = 1/M_μ⁻¹(p) (the χ of REFERENCE §1)."""
+    return 1.0 / m_inverse(mu, p)
+
+
+def eta_inverse(mu, e):
+    """η_μ⁻¹(e) = ψ_μ⁻¹(e/(1 - e))."""
+    e = finite_array("e", e, dtype=complex)
+    return psi_inverse(mu, e / (1.0 - e))
+
+
+def s_transform(mu, w):
+    """S_μ(w) = (1 + w)/(w M_μ⁻¹(w)), on the branch continued from w → 0 (S(0) = 1/m₁)."""
+    w = finite_array("w", w, dtype=complex)
+    small = np.abs(w) < 1e-8
+    wsafe = np.where(small, 1e-8, w)
+    s = (1 + wsafe) / (wsafe * m_inverse(mu, wsafe))
+    if small.any():
+        m1, m2 = mu.moment(1), mu.moment(2)
+        # S(w) = 1/m₁ - (m₂ - m₁²)/m₁³ · w + O(w²)
+        s = np.where(small, 1 / m1 - (m2 - m1 ** 2) / m1 ** 3 * w, s)
+    return s
