@@ -381,8 +381,11 @@ class FreeProduct(_Convolution):
     def _outer(self, u, om):
         T = self.T
         t = np.array([t for _, t in self.factors])[:, None]
-        psi = (1 - T) * log_upper((1 + u) / u) + (t * log_upper(om)).sum(0)
-        b = (1 - T) * (-1.0 / (u * (1 + u)))
+        psi = (t * log_upper(om)).sum(0)
+        b = np.zeros_like(u)
+        if T != 1:
+            psi = psi + (1 - T) * log_upper((1 + u) / u)
+            b = (1 - T) * (-1.0 / (u * (1 + u)))
         return psi, b, t / om
 
     def _zeta(self, z):
