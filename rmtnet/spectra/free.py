@@ -336,18 +336,16 @@ class _Convolution(Measure):
             for _ in range(100):
                 F, dF = self._inner(mu, np.array([w + 0j]))
                 F, dF = float(F[0].real), float(dF[0].real)
-                if not np.isfinite(F) or dF == 0:
+                if not np.isfinite(F) or not np.isfinite(dF) or dF == 0:
                     return None
-                dw = (F - u) / dF
-                w_new = w - dw
-                if abs(dw) <= 1e-15 * max(abs(w), 1e-300):
-                    w = w_new
+                if abs(F - u) <= 1e-15 * max(abs(u), 1.0):
                     break
-                w = w_new
-            else:
-                return None
+                dw = (F - u) / dF
+                w = w - dw
+                if abs(dw) <= 1e-15 * max(abs(w), 1e-300):
+                    break
             F, _ = self._inner(mu, np.array([w + 0j]))
-            if abs(F[0] - u) > 1e-10 * max(abs(u), 1e-300):
+            if not abs(F[0] - u) <= 1e-10 * max(abs(u), 1e-300):
                 return None
             om[i] = w
         F = np.empty(len(self.factors))
