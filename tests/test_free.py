@@ -96,7 +96,9 @@ def test_atoms_of_products_and_sums():
     seen = np.real(1j * y * law.cauchy(np.array([2.0, 6.0]) + 1j * y))
     assert np.allclose(seen, [0.1, 0.7], atol=1e-5)
     s = free_add(PointMasses([0.0, 1.0], [0.2, 0.8]), PointMasses([0.0, 1.0], [0.1, 0.9]))
-    assert np.allclose(s.atoms()[0], [2.0]) and np.allclose(s.atoms()[1], [0.7])
+    assert np.allclose(s.atoms()[0], [1.0, 2.0]) and np.allclose(s.atoms()[1], [0.1, 0.7])
+    seen = np.real(1j * y * s.cauchy(np.array([1.0, 2.0]) + 1j * y))
+    assert np.allclose(seen, [0.1, 0.7], atol=1e-5)
     p = free_mult_power(Bernoulli(0.9), 3)       # power t: mass t·p - (t - 1) at 1
     assert np.allclose(p.atoms()[0], [0.0, 1.0]) and np.allclose(p.atoms()[1], [0.1, 0.7])
 

@@ -183,8 +183,7 @@ class _Convolution(Measure):
             stuck = (~done) & ((logstep < 1e-9) | (iters >= self.max_iter))
             # a point that got within Im z ≤ max(1e-10·|x|, 1e-13·scale) of the axis keeps that regularised value
             # (Stieltjes inversion at that height; it only happens next to a hard edge at 0)
-            close = stuck & (ytar == 0) & (y <= np.maximum(1e-10 * np.abs(x), 1e-13 * scale)) \
-                & (iters < self.max_iter)
+            close = stuck & (ytar == 0) & (y <= np.maximum(1e-10 * np.abs(x), 1e-13 * scale))
             done |= close
             stuck &= ~close
             if stuck.any():
