@@ -64,7 +64,7 @@ class _Convolution(Measure):
         self.max_iter = int(max_iter)
 
     # --- pieces a subclass defines --------------------------------------------------------------------------
-    def _inner(self, mu, w):            # (F_i(ω), F_i'(ω)): M_i for ⊠, G_i for ⊞
+    def _inner(self, mu, w):            # (R_i, R_i') with R_i = 1/F_i: 1/M_i for ⊠, 1/G_i for ⊞
         raise NotImplementedError
 
     def _outer(self, u, om):            # Ψ(u, ω), ∂Ψ/∂u, [∂Ψ/∂ω_i]
@@ -104,7 +104,8 @@ class _Convolution(Measure):
                 c = a / dF
                 du = (-E0 + (c * E).sum(0)) / (b + c.sum(0))
                 dom = (du - E) / dF
-            scale_u = np.maximum(np.abs(ua), 1e-300)
+            # natural scale of the outer variable: |v| or, where v passes near 0, the variation of R_i = 1/F_i
+            scale_u = np.maximum(np.abs(ua), np.max(np.abs(oa * dF), axis=0)) + 1e-300
             r = np.abs(E0) + (np.abs(E) / scale_u).sum(0)
             ok = np.isfinite(du) & np.all(np.isfinite(dom), axis=0)
             du = np.where(ok, du, 0.0)
@@ -131,8 +132,9 @@ class _Convolution(Measure):
         with np.errstate(all="ignore"):
             du = (self._zeta(z1)[0] - self._zeta(z0)[0]) / (b + (a / dF).sum(0))
             dom = du / dF
-            u1 = u * np.exp(du / u)
-            om1 = om * np.exp(dom / om)
+            # multiplicative where the relative change is moderate, additive otherwise
+            u1 = np.where(np.abs(du) < 0.5 * np.abs(u), u * np.exp(du / u), u + du)
+            om1 = np.where(np.abs(dom) < 0.5 * np.abs(om), om * np.exp(dom / om), om + dom)
         ok = np.isfinite(u1) & np.all(np.isfinite(om1), axis=0)
         return np.where(ok, u1, u), np.where(ok, om1, om)
 
@@ -163,7 +165,10 @@ class _Convolution(Measure):
             ua, oa = self._predict(x[act] + 1j * y[act], zn, u[act], om[:, act])
             final = ynew == ytar[act]
             # intermediate steps only need to stay on the branch; the target itself gets the full tolerance
-            ua, oa, conv, res, used = self._newton(zn, ua, oa, 6, tol=1e-4)
+            # small steps are taken where Newton is slow (near a spectral edge the root is nearly double and
+            # Newton converges only linearly): give those more iterations
+            budget = 6 if np.all(logstep[act] > 0.05) else 40
+            ua, oa, conv, res, used = self._newton(zn, ua, oa, budget, tol=1e-4)
             if final.any():
                 fa = np.nonzero(final & conv)[0]
                 u2, o2, c2, r2, n2 = self._newton(zn[fa], ua[fa], oa[:, fa], 30)
@@ -171,7 +176,8 @@ class _Convolution(Measure):
                 used[fa] += n2
             iters[act] += used
             phys = self._physical(ua, oa, ynew)
-            jump = np.abs(ua - u[act]) <= 0.5 * np.abs(u[act]) + 1e-3 * np.abs(ua) + 1e-300
+            jump = (np.abs(ua - u[act]) <= 0.5 * np.abs(u[act]) + 1e-3 * np.abs(ua) + 1e-300) | \
+                   np.all(np.abs(oa - om[:, act]) <= 0.5 * np.abs(om[:, act]), axis=0)
             good = conv & phys & jump
             ga = act[good]
             u[ga], om[:, ga], y[ga] = ua[good], oa[:, good], ynew[good]
@@ -258,10 +264,23 @@ class _Convolution(Measure):
         u, om = self._solve(x + 0j)
         g, _ = self._g_from(x + 0j, u, om)
         rho = np.maximum(-g.imag / np.pi, 0.0)
-        pos = np.nonzero(rho > 1e-8 * rho.max())[0]
+        thr = 1e-8 * rho.max()
+        pos = np.nonzero(rho > thr)[0]
         if pos.size == 0:
             raise ConvergenceError(f"{self.kind}: no continuous density found on the bracket [{lo}, {hi}]",
                                    z=complex(lo), iteration=0, residual=float(rho.max()))
+        if pos[0] == 0:
+            # density already at the first grid point: look closer to the bracket's end for a gap (a soft edge
+            # just above lo) before concluding that the continuous part reaches lo (a hard edge)
+            xc = (lo + (x[0] - lo) * np.array([1e-8, 1e-4, 1e-2, 0.1, 0.2, 0.5]))
+            uc, oc = self._solve(xc + 0j)
+            gc, _ = self._g_from(xc + 0j, uc, oc)
+            x, u = np.concatenate([xc, x]), np.concatenate([uc, u])
+            om, rho = np.concatenate([oc, om], axis=1), np.concatenate([-gc.imag / np.pi, rho])
+            pos = np.nonzero(rho > thr)[0]
+            zero = np.nonzero(rho[:xc.size] <= thr)[0]
+            if zero.size:
+                pos = pos[pos > zero[-1]]
         edges = []
         for j_in, j_out, bound in ((pos[0], pos[0] - 1, lo), (pos[-1], pos[-1] + 1, hi)):
             if j_out < 0 or j_out >= x.size:
@@ -373,16 +392,19 @@ class FreeProduct(_Convolution):
     kind = "free_mult"
 
     def _inner(self, mu, w):
-        return mu._mt(w)
+        F, dF = mu._mt(w)
+        with np.errstate(all="ignore"):
+            return 1.0 / F, -dF / (F * F)
 
-    def _outer(self, u, om):
+    def _outer(self, v, om):
+        # unknown v = 1/m: log z = (1 - T) log(1 + v) + Σ t_i log ω_i, with 1/M_i(ω_i) = v
         T = self.T
         t = np.array([t for _, t in self.factors])[:, None]
         psi = (t * log_upper(om)).sum(0)
-        b = np.zeros_like(u)
+        b = np.zeros_like(v)
         if T != 1:
-            psi = psi + (1 - T) * log_upper((1 + u) / u)
-            b = (1 - T) * (-1.0 / (u * (1 + u)))
+            psi = psi + (1 - T) * log_upper(1 + v)
+            b = (1 - T) / (1 + v)
         return psi, b, t / om
 
     def _zeta(self, z):
@@ -395,33 +417,33 @@ class FreeProduct(_Convolution):
         for mu, _ in self.factors:
             a1, a2 = mu.moment(1), mu.moment(2)
             om.append(a1 / u + a2 / a1)
-        return u, np.array(om, dtype=complex)
+        return 1.0 / u, np.array(om, dtype=complex)
 
-    def _physical(self, u, om, y):
+    def _physical(self, v, om, y):
         tol = 1e-10
-        return (u.imag <= tol * np.abs(u)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
+        return (v.imag >= -tol * np.abs(v)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
 
-    def _g_from(self, z, u, om):
-        _, b, a = self._outer(u, om)
-        dF = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
-        denom = b + (a / dF).sum(0)
+    def _m_and_derivative(self, z, v, om):
+        _, b, a = self._outer(v, om)
+        dR = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
         with np.errstate(all="ignore"):
-            g = (1 + u) / z
-            dudz = 1.0 / (z * denom)
-            dg = dudz / z - (1 + u) / z ** 2
-        return g, dg
+            dvdz = 1.0 / (z * (b + (a / dR).sum(0)))
+            return 1.0 / v, -dvdz / (v * v)
+
+    def _g_from(self, z, v, om):
+        m, dm = self._m_and_derivative(z, v, om)
+        with np.errstate(all="ignore"):
+            return (1 + m) / z, dm / z - (1 + m) / z ** 2
 
     def _mt(self, z):
         z = np.asarray(z, dtype=complex)
-        u, om = self._solve(z.ravel())
-        _, b, a = self._outer(u, om)
-        dF = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
-        denom = b + (a / dF).sum(0)
-        return u.reshape(z.shape), (1.0 / (z.ravel() * denom)).reshape(z.shape)
+        v, om = self._solve(z.ravel())
+        m, dm = self._m_and_derivative(z.ravel(), v, om)
+        return m.reshape(z.shape), dm.reshape(z.shape)
 
-    def _x_of(self, u, om):
+    def _x_of(self, v, om):
         t = np.array([t for _, t in self.factors])
-        logx = (1 - self.T) * np.log(abs((1 + u) / u)) + np.sum(t * np.log(np.abs(om)))
+        logx = (1 - self.T) * np.log(abs(1 + v)) + np.sum(t * np.log(np.abs(om)))
         return float(np.exp(logx))
 
     @cached_property
@@ -456,15 +478,16 @@ class FreeProduct(_Convolution):
         """λ_max = min_{m>0} z(m) along the real branch started at m → 0⁺ (REFERENCE §1)."""
         m1 = self._moments(1)[0]
         scale = self._scale()
-        u = m1 / (1e3 * scale)
-        om = np.array([mu.moment(1) / u + mu.moment(2) / mu.moment(1) for mu, _ in self.factors])
+        m = m1 / (1e3 * scale)
+        u = 1.0 / m
+        om = np.array([mu.moment(1) / m + mu.moment(2) / mu.moment(1) for mu, _ in self.factors])
         r = self._real_denom(u, om)
         if r is None:
             return np.inf
         d, om = r
         x_prev = self._x_of(u, om)
         for _ in range(400):
-            u_new = u * 1.25
+            u_new = u / 1.25
             r = self._real_denom(u_new, om)
             if r is None:
                 return x_prev
@@ -494,13 +517,16 @@ class FreeSum(_Convolution):
     kind = "free_add"
 
     def _inner(self, mu, w):
-        return mu._g(w)
+        G, dG = mu._g(w)
+        with np.errstate(all="ignore"):
+            return 1.0 / G, -dG / (G * G)
 
-    def _outer(self, u, om):
+    def _outer(self, v, om):
+        # unknown v = 1/G(z) (the F-transform): z = Σ t_i ω_i - (T - 1) v, with 1/G_i(ω_i) = v
         T = self.T
         t = np.array([t for _, t in self.factors])[:, None]
-        psi = (t * om).sum(0) - (T - 1) / u
-        b = (T - 1) / u ** 2
+        psi = (t * om).sum(0) - (T - 1) * v
+        b = np.full(v.shape, -(T - 1), dtype=complex)
         return psi, b, np.broadcast_to(t, om.shape).astype(complex)
 
     def _zeta(self, z):
@@ -509,23 +535,24 @@ class FreeSum(_Convolution):
     def _start(self, z):
         means = np.array([mu.moment(1) for mu, _ in self.factors])
         t = np.array([t for _, t in self.factors])
-        g = 1.0 / (z - np.sum(t * means))
-        om = np.array([1.0 / g + m for m in means], dtype=complex)
-        return g, om
+        v = z - np.sum(t * means)
+        om = np.array([v + m for m in means], dtype=complex)
+        return v, om
 
-    def _physical(self, u, om, y):
+    def _physical(self, v, om, y):
         tol = 1e-10
-        return (u.imag <= tol * np.abs(u)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
+        return (v.imag >= -tol * np.abs(v)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
 
-    def _g_from(self, z, u, om):
-        _, b, a = self._outer(u, om)
-        dF = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
-        denom = b + (a / dF).sum(0)
-        return u, 1.0 / denom
+    def _g_from(self, z, v, om):
+        _, b, a = self._outer(v, om)
+        dR = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
+        with np.errstate(all="ignore"):
+            dvdz = 1.0 / (b + (a / dR).sum(0))
+            return 1.0 / v, -dvdz / (v * v)
 
-    def _x_of(self, u, om):
+    def _x_of(self, v, om):
         t = np.array([t for _, t in self.factors])
-        return float(np.sum(t * om) - (self.T - 1) / u)
+        return float(np.sum(t * om) - (self.T - 1) * v)
 
     @cached_property
     def _atoms(self):
