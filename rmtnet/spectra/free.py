@@ -35,6 +35,7 @@ from the density on a grid, then located by a secant search on dz/dm = 0 along t
 from __future__ import annotations
 
 import itertools
+import warnings
 from functools import cached_property
 
 import numpy as np
@@ -117,8 +118,8 @@ class _Convolution(Measure):
             res[act] = np.where(ok, r, np.inf)
             # converged: the step is below tol, or it has stalled at the rounding floor of the transforms, or the
             # residual is at that floor (at a spectral edge the root is double and Newton only halves the error)
-            stalled = ((step <= 1e-9) & (step >= 0.5 * prev[act])) | (r <= 10 * tol)
-            conv[act] = ok & (r <= max(np.sqrt(tol), 1e-6)) & ((step <= tol) | stalled)
+            stalled = ((step <= 1e-9) & (step >= 0.5 * prev[act])) | (r <= 1e-13)
+            conv[act] = ok & (((step <= tol) & (r <= 1e-9)) | stalled)
             prev[act] = step
         return u, om, conv, res, used
 
@@ -187,9 +188,18 @@ class _Convolution(Measure):
             logstep[act[~good]] *= 0.5
             done = y <= ytar
             stuck = (~done) & ((logstep < 1e-9) | (iters >= self.max_iter))
-            # a point that got within Im z ≤ max(1e-10·|x|, 1e-13·scale) of the axis keeps that regularised value
-            # (Stieltjes inversion at that height; it only happens next to a hard edge at 0)
-            close = stuck & (ytar == 0) & (y <= np.maximum(1e-10 * np.abs(x), 1e-13 * scale))
+            # A point that got within Im z ≤ max(1e-10·|x|, 1e-8·scale) of the axis but cannot reach it (a nearly
+            # singular system, next to an atom or a hard edge at 0) keeps its value at that height: the density
+            # there is the Stieltjes (Cauchy-kernel) regularisation at width y, which preserves mass. Say so.
+            close = stuck & (ytar == 0) & (y <= np.maximum(1e-10 * np.abs(x), 1e-8 * scale))
+            if close.any():
+                coarse = close & (y > 1e-10 * np.abs(x)) & (y > 1e-13 * scale)
+                if coarse.any():
+                    warnings.warn(f"{self.kind}: {int(coarse.sum())} point(s) near x = {x[coarse][0]:.3g} "
+                                  f"evaluated at height Im z ≤ {y[coarse].max():.2g} (Newton could not reach "
+                                  "the axis there); their density is Cauchy-regularised at that width",
+                                  RuntimeWarning, stacklevel=3)
+                self.regularised_points = getattr(self, "regularised_points", 0) + int(close.sum())
             done |= close
             stuck &= ~close
             if stuck.any():
@@ -260,7 +270,11 @@ class _Convolution(Measure):
         if self.continuous_mass <= 1e-14:
             return None
         lo, hi = self._bracket_hull()
-        x = np.linspace(lo, hi, 202)[1:-1]
+        # an irrationally offset grid, kept off the atoms (whose poles would swamp the density)
+        x = lo + (hi - lo) * (np.arange(200) + 0.3819660112501051) / 200
+        locs = self.atoms()[0]
+        if locs.size:
+            x = x[np.min(np.abs(x[:, None] - locs[None, :]), axis=1) > 1e-9 * (hi - lo)]
         u, om = self._solve(x + 0j)
         g, _ = self._g_from(x + 0j, u, om)
         rho = np.maximum(-g.imag / np.pi, 0.0)
@@ -281,6 +295,21 @@ class _Convolution(Measure):
             zero = np.nonzero(rho[:xc.size] <= thr)[0]
             if zero.size:
                 pos = pos[pos > zero[-1]]
+        if pos[-1] == x.size - 1:
+            # likewise at the top of the bracket
+            xc = hi - (hi - x[-1]) * np.array([0.5, 0.2, 0.1, 1e-2, 1e-4, 1e-8])
+            uc, oc = self._solve(xc + 0j)
+            gc, _ = self._g_from(xc + 0j, uc, oc)
+            n0 = x.size
+            x, u = np.concatenate([x, xc]), np.concatenate([u, uc])
+            om, rho = np.concatenate([om, oc], axis=1), np.concatenate([rho, -gc.imag / np.pi])
+            zero = np.nonzero(rho[n0:] <= thr)[0]
+            keep = rho > thr
+            if zero.size:
+                keep[n0 + zero[0]:] = False
+            first = pos[0]
+            pos = np.nonzero(keep)[0]
+            pos = pos[pos >= first]
         edges = []
         for j_in, j_out, bound in ((pos[0], pos[0] - 1, lo), (pos[-1], pos[-1] + 1, hi)):
             if j_out < 0 or j_out >= x.size:
@@ -392,19 +421,20 @@ class FreeProduct(_Convolution):
     kind = "free_mult"
 
     def _inner(self, mu, w):
-        F, dF = mu._mt(w)
+        # P_i(ω) = (1 + M_i(ω))/M_i(ω) = 1/η_i(1/ω), each part computed where it is accurate
+        F, A, dF = mu._mt(w)
         with np.errstate(all="ignore"):
-            return 1.0 / F, -dF / (F * F)
+            return A / F, -dF / (F * F)
 
-    def _outer(self, v, om):
-        # unknown v = 1/m: log z = (1 - T) log(1 + v) + Σ t_i log ω_i, with 1/M_i(ω_i) = v
+    def _outer(self, p, om):
+        # unknown p = (1 + m)/m: log z = (1 - T) log p + Σ t_i log ω_i, with P_i(ω_i) = p
         T = self.T
         t = np.array([t for _, t in self.factors])[:, None]
         psi = (t * log_upper(om)).sum(0)
-        b = np.zeros_like(v)
+        b = np.zeros_like(p)
         if T != 1:
-            psi = psi + (1 - T) * log_upper(1 + v)
-            b = (1 - T) / (1 + v)
+            psi = psi + (1 - T) * log_upper(p)
+            b = (1 - T) / p
         return psi, b, t / om
 
     def _zeta(self, z):
@@ -417,33 +447,35 @@ class FreeProduct(_Convolution):
         for mu, _ in self.factors:
             a1, a2 = mu.moment(1), mu.moment(2)
             om.append(a1 / u + a2 / a1)
-        return 1.0 / u, np.array(om, dtype=complex)
+        return 1.0 + 1.0 / u, np.array(om, dtype=complex)
 
-    def _physical(self, v, om, y):
+    def _physical(self, p, om, y):
         tol = 1e-10
-        return (v.imag >= -tol * np.abs(v)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
+        return (p.imag >= -tol * np.abs(p)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
 
-    def _m_and_derivative(self, z, v, om):
-        _, b, a = self._outer(v, om)
+    def _m_and_derivative(self, z, p, om):
+        """m = 1/(p - 1), 1 + m = p/(p - 1) and dm/dz from the solution (p, ω) at z."""
+        _, b, a = self._outer(p, om)
         dR = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
         with np.errstate(all="ignore"):
-            dvdz = 1.0 / (z * (b + (a / dR).sum(0)))
-            return 1.0 / v, -dvdz / (v * v)
+            dpdz = 1.0 / (z * (b + (a / dR).sum(0)))
+            v = p - 1.0
+            return 1.0 / v, p / v, -dpdz / (v * v)
 
-    def _g_from(self, z, v, om):
-        m, dm = self._m_and_derivative(z, v, om)
+    def _g_from(self, z, p, om):
+        m, one_m, dm = self._m_and_derivative(z, p, om)
         with np.errstate(all="ignore"):
-            return (1 + m) / z, dm / z - (1 + m) / z ** 2
+            return one_m / z, dm / z - one_m / z ** 2
 
     def _mt(self, z):
         z = np.asarray(z, dtype=complex)
-        v, om = self._solve(z.ravel())
-        m, dm = self._m_and_derivative(z.ravel(), v, om)
-        return m.reshape(z.shape), dm.reshape(z.shape)
+        p, om = self._solve(z.ravel())
+        m, one_m, dm = self._m_and_derivative(z.ravel(), p, om)
+        return m.reshape(z.shape), one_m.reshape(z.shape), dm.reshape(z.shape)
 
-    def _x_of(self, v, om):
+    def _x_of(self, p, om):
         t = np.array([t for _, t in self.factors])
-        logx = (1 - self.T) * np.log(abs(1 + v)) + np.sum(t * np.log(np.abs(om)))
+        logx = (1 - self.T) * np.log(abs(p)) + np.sum(t * np.log(np.abs(om)))
         return float(np.exp(logx))
 
     @cached_property
@@ -479,7 +511,7 @@ class FreeProduct(_Convolution):
         m1 = self._moments(1)[0]
         scale = self._scale()
         m = m1 / (1e3 * scale)
-        u = 1.0 / m
+        u = 1.0 + 1.0 / m
         om = np.array([mu.moment(1) / m + mu.moment(2) / mu.moment(1) for mu, _ in self.factors])
         r = self._real_denom(u, om)
         if r is None:
@@ -487,7 +519,7 @@ class FreeProduct(_Convolution):
         d, om = r
         x_prev = self._x_of(u, om)
         for _ in range(400):
-            u_new = u / 1.25
+            u_new = 1.0 + (u - 1.0) / 1.25
             r = self._real_denom(u_new, om)
             if r is None:
                 return x_prev

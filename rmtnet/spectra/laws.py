@@ -59,7 +59,7 @@ class MarchenkoPastur(Measure):
         d = z - c + R
         num = c + ((a + b) * z - a * b) / (z + R)
         dnum = 1 - dR
-        return num / d, (dnum * d - num * (1 + dR)) / (d * d)
+        return num / d, 2.0 * z / d, (dnum * d - num * (1 + dR)) / (d * d)
 
     def pdf(self, x):
         x = finite_array("x", x)

@@ -62,9 +62,13 @@ class Measure:
         raise NotImplementedError
 
     def _mt(self, z):
-        """(M(z), M'(z)) with M(z) = ∫ x/(z - x) dμ = zG(z) - 1 (regular at z = 0 where atoms at 0 are)."""
+        """(M(z), 1 + M(z), M'(z)) with M(z) = ∫ x/(z - x) dμ = zG(z) - 1 and 1 + M = zG = ∫ z/(z - x) dμ.
+
+        Both M and 1 + M are returned so that each is accurate where it is small: M far from the support,
+        1 + M next to a hard edge at 0. Kinds that can, compute them without cancellation."""
         g, dg = self._g(z)
-        return z * g - 1.0, g + z * dg
+        a = z * g
+        return a - 1.0, a, g + z * dg
 
     def atoms(self):
         """(locations, masses) of the atoms, sorted by location."""
@@ -277,7 +281,7 @@ class PointMasses(Measure):
         z = np.asarray(z, dtype=complex)[..., None]
         d = 1.0 / (z - self._locs)
         a = self._masses * self._locs
-        return (a * d).sum(-1), -(a * d * d).sum(-1)
+        return (a * d).sum(-1), (self._masses * z * d).sum(-1), -(a * d * d).sum(-1)
 
     def moment(self, k):
         k = _order(k)
@@ -457,11 +461,10 @@ class Mixture(Measure):
         return g, dg
 
     def _mt(self, z):
-        g = dg = 0.0
+        out = [0.0, 0.0, 0.0]
         for w, m in zip(self.weights, self.components):
-            a, b = m._mt(z)
-            g, dg = g + w * a, dg + w * b
-        return g, dg
+            out = [o + w * t for o, t in zip(out, m._mt(z))]
+        return tuple(out)
 
     def atoms(self):
         locs = [m.atoms()[0] for m in self.components]

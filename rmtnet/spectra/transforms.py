@@ -105,7 +105,7 @@ def m_inverse(mu, w):
 def _mt_any(mu, z):
     lower = z.imag < 0
     zu = z.real + 1j * np.abs(z.imag)
-    F, dF = mu._mt(zu)
+    F, _, dF = mu._mt(zu)
     F, dF = np.broadcast_to(F, zu.shape), np.broadcast_to(dF, zu.shape)
     return np.where(lower, np.conj(F), F), np.where(lower, np.conj(dF), dF)
 
