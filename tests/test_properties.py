@@ -1,4 +1,7 @@
-"""Property tests of ⊠ over random measures on [0, ∞) (hypothesis, ≥ 50 cases each)."""
+"""Property tests of ⊠ over random measures on [0, ∞) (hypothesis, ≥ 50 cases each).
+
+The default profile draws a fixed, derandomised set of 50 cases per test; ``HYPOTHESIS_PROFILE=stress`` draws 1000
+fresh ones (see conftest.py)."""
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -6,7 +9,7 @@ from rmtnet.spectra import Arcsine, Bernoulli, MarchenkoPastur, PointMasses, fre
 
 from conftest import contour_moments, total_mass
 
-SETTINGS = dict(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = dict(suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

@@ -39,6 +39,7 @@ import warnings
 from functools import cached_property
 
 import numpy as np
+from scipy import optimize
 
 from . import series
 from ._checks import ConvergenceError, finite_array, log_upper, real_scalar
@@ -140,7 +141,10 @@ class _Convolution(Measure):
         return np.where(ok, u1, u), np.where(ok, om1, om)
 
     def _solve(self, z, return_state=False):
-        """Solve the system at points z (Im z ≥ 0) by continuation from y₀ down to Im z. Returns (u, ω)."""
+        """Solve the system at points z (Im z ≥ 0) by continuation from y₀ down to Im z.
+
+        Returns (u, ω, ẑ): ẑ = z except at points that were stopped just above the real axis (see below), where
+        ẑ = x + iy is the height actually reached; every transform must then be evaluated at ẑ."""
         z = np.asarray(z, dtype=complex).ravel()
         x, ytar = z.real, z.imag
         scale = self._scale()
@@ -208,15 +212,16 @@ class _Convolution(Measure):
                 r = float(res[j[0]]) if j.size else float("nan")
                 raise ConvergenceError(f"{self.kind}: continuation from Im z = {y0[k]:.3g} stalled at Im z = {y[k]:.3g}",
                                        z=complex(z[k]), iteration=int(iters[k]), residual=r)
+        zhat = x + 1j * y
         if return_state:
-            return u, om, iters
-        return u, om
+            return u, om, zhat, iters
+        return u, om, zhat
 
     # --- Measure interface ----------------------------------------------------------------------------------
     def _g(self, z):
         z = np.asarray(z, dtype=complex)
-        u, om = self._solve(z.ravel())
-        g, dg = self._g_from(z.ravel(), u, om)
+        u, om, zhat = self._solve(z.ravel())
+        g, dg = self._g_from(zhat, u, om)
         return g.reshape(z.shape), dg.reshape(z.shape)
 
     def pdf(self, x):
@@ -229,9 +234,20 @@ class _Convolution(Measure):
         locs, _ = self.atoms()
         inside = (x > sup[0]) & (x < sup[1]) & ~np.isin(x, locs)
         if inside.any():
-            g, _ = self._g(x[inside] + 0j)
-            out[inside] = np.maximum(-g.imag / np.pi, 0.0)
+            u, om, zhat = self._solve(x[inside] + 0j)
+            out[inside] = np.maximum(-self._continuous_g(zhat, u, om).imag / np.pi, 0.0)
         return out
+
+    def _continuous_g(self, zhat, u, om):
+        """G of the continuous part alone at ẑ: the atoms' poles Σ a_k/(ẑ - x_k) are removed, so that a point
+        evaluated at a small height next to an atom does not pick up the atom's Cauchy tail."""
+        g, _ = self._g_from(zhat, u, om)
+        locs, masses = self.atoms()
+        if locs.size:
+            with np.errstate(all="ignore"):
+                poles = (masses[None, :] / (zhat[:, None] - locs[None, :])).sum(axis=1)
+            g = g - np.where(zhat.imag > 0, poles, 0.0)
+        return g
 
     def moment(self, k):
         k = _order(k)
@@ -267,6 +283,8 @@ class _Convolution(Measure):
     # --- support --------------------------------------------------------------------------------------------
     @cached_property
     def _support(self):
+        """(bands, splits): the bands of the continuous part and, inside them, the sharp local minima of the
+        density (where quadrature panels are split)."""
         if self.continuous_mass <= 1e-14:
             return None
         lo, hi = self._bracket_hull()
@@ -275,8 +293,8 @@ class _Convolution(Measure):
         locs = self.atoms()[0]
         if locs.size:
             x = x[np.min(np.abs(x[:, None] - locs[None, :]), axis=1) > 1e-9 * (hi - lo)]
-        u, om = self._solve(x + 0j)
-        g, _ = self._g_from(x + 0j, u, om)
+        u, om, zh = self._solve(x + 0j)
+        g = self._continuous_g(zh, u, om)
         rho = np.maximum(-g.imag / np.pi, 0.0)
         thr = 1e-8 * rho.max()
         pos = np.nonzero(rho > thr)[0]
@@ -287,8 +305,8 @@ class _Convolution(Measure):
             # density already at the first grid point: look closer to the bracket's end for a gap (a soft edge
             # just above lo) before concluding that the continuous part reaches lo (a hard edge)
             xc = (lo + (x[0] - lo) * np.array([1e-8, 1e-4, 1e-2, 0.1, 0.2, 0.5]))
-            uc, oc = self._solve(xc + 0j)
-            gc, _ = self._g_from(xc + 0j, uc, oc)
+            uc, oc, zc = self._solve(xc + 0j)
+            gc = self._continuous_g(zc, uc, oc)
             x, u = np.concatenate([xc, x]), np.concatenate([uc, u])
             om, rho = np.concatenate([oc, om], axis=1), np.concatenate([-gc.imag / np.pi, rho])
             pos = np.nonzero(rho > thr)[0]
@@ -298,8 +316,8 @@ class _Convolution(Measure):
         if pos[-1] == x.size - 1:
             # likewise at the top of the bracket
             xc = hi - (hi - x[-1]) * np.array([0.5, 0.2, 0.1, 1e-2, 1e-4, 1e-8])
-            uc, oc = self._solve(xc + 0j)
-            gc, _ = self._g_from(xc + 0j, uc, oc)
+            uc, oc, zc = self._solve(xc + 0j)
+            gc = self._continuous_g(zc, uc, oc)
             n0 = x.size
             x, u = np.concatenate([x, xc]), np.concatenate([u, uc])
             om, rho = np.concatenate([om, oc], axis=1), np.concatenate([rho, -gc.imag / np.pi])
@@ -310,32 +328,112 @@ class _Convolution(Measure):
             first = pos[0]
             pos = np.nonzero(keep)[0]
             pos = pos[pos >= first]
-        edges = []
-        for j_in, j_out, bound in ((pos[0], pos[0] - 1, lo), (pos[-1], pos[-1] + 1, hi)):
-            if j_out < 0 or j_out >= x.size:
-                edges.append(bound)
-                continue
-            edges.append(self._refine_edge(x[j_out], u[j_out], om[:, j_out], x[j_in], u[j_in], om[:, j_in]))
-        return float(edges[0]), float(edges[1])
+        # narrow gaps: every interior local minimum of ρ on the grid is minimised locally; a minimum at zero
+        # density joins the grid as an outside point, and splits the band there
+        first, last = x[pos[0]], x[pos[-1]]
+        x, u, om, rho, splits = self._probe_local_minima(x, u, om, rho, pos, thr, hi - lo)
+        pos = np.nonzero((rho > thr) & (x >= first) & (x <= last))[0]
+        # bands: runs of positive density on the grid; every edge is refined on the real branch
+        inside = np.zeros(x.size, bool)
+        inside[pos[0]:pos[-1] + 1] = rho[pos[0]:pos[-1] + 1] > thr
+        starts = [j for j in range(pos[0], pos[-1] + 1) if inside[j] and (j == pos[0] or not inside[j - 1])]
+        ends = [j for j in range(pos[0], pos[-1] + 1) if inside[j] and (j == pos[-1] or not inside[j + 1])]
+        bands = []
+        for j0, j1 in zip(starts, ends):
+            a = lo if j0 == 0 else self._refine_edge(x[j0 - 1], u[j0 - 1], om[:, j0 - 1], x[j0], u[j0], om[:, j0])
+            b = hi if j1 == x.size - 1 else self._refine_edge(x[j1 + 1], u[j1 + 1], om[:, j1 + 1], x[j1], u[j1],
+                                                              om[:, j1])
+            bands.append((float(a), float(b)))
+        return bands, [t for t in splits if any(a < t < b for a, b in bands)]
+
+    def _probe_local_minima(self, x, u, om, rho, pos, thr, width):
+        """Look for gaps narrower than the grid spacing: at each interior local minimum of the grid density,
+        minimise ρ on the neighbouring cells (bounded Brent); where it reaches zero, add that point and its
+        (real-branch) solution to the grid, sorted. Minima with positive density are returned as split points."""
+        def density(t):
+            ut, ot, zt = self._solve(np.array([t + 0j]))
+            return float(-self._continuous_g(zt, ut, ot).imag[0] / np.pi)
+
+        found, splits = [], []
+        for j in range(pos[0] + 1, pos[-1]):
+            if thr < rho[j] < rho[j - 1] and rho[j] <= rho[j + 1]:
+                r = optimize.minimize_scalar(density, bounds=(x[j - 1], x[j + 1]), method="bounded",
+                                             options={"xatol": 1e-12 * width})
+                (found if r.fun <= thr else splits).append(float(r.x))
+        if not found:
+            return x, u, om, rho, splits
+        xf = np.array(found)
+        uf, of, zf = self._solve(xf + 0j)
+        rf = -self._continuous_g(zf, uf, of).imag / np.pi
+        x, u = np.concatenate([x, xf]), np.concatenate([u, uf])
+        om, rho = np.concatenate([om, of], axis=1), np.concatenate([rho, rf])
+        order = np.argsort(x)
+        return x[order], u[order], om[:, order], rho[order], splits
+
+    def intervals(self):
+        """Bands of the continuous part: located on an offset 200-point grid, with every local minimum of the grid
+        density searched for a gap, and each edge refined to a real critical point of z(m). A gap whose
+        neighbourhood shows no local minimum on the grid is not resolved."""
+        return [] if self._support is None else list(self._support[0])
+
+    def _panels(self):
+        """Quadrature panels: the bands, split at the density's sharp interior minima (near-gaps), where
+        double-exponential quadrature would otherwise converge slowly."""
+        if self._support is None:
+            return []
+        bands, splits = self._support
+        out = []
+        for a, b in bands:
+            cuts = [a] + sorted(t for t in splits if a < t < b) + [b]
+            out += list(zip(cuts[:-1], cuts[1:]))
+        return out
 
     def support(self):
-        return self._support
+        if self._support is None:
+            return None
+        bands = self._support[0]
+        return bands[0][0], bands[-1][1]
 
     def _refine_edge(self, x_out, u_out, om_out, x_in, u_in, om_in):
-        """Real critical point of z(u) between the outside solution and the inside one (secant on dΨ/du = 0)."""
+        """The spectral edge between a grid point outside the support (x_out) and one inside (x_in): the real
+        critical point of z(u) (secant on dΨ/du = 0 along the real branch), accepted only if it lies between the
+        two; otherwise (the real branch left the bracket) bisection on the sign of the density."""
+        edge = self._edge_on_real_branch(x_out, u_out, om_out, u_in)
+        if edge is not None and min(x_out, x_in) <= edge <= max(x_out, x_in):
+            return edge
+        return self._edge_by_bisection(x_out, x_in)
+
+    def _edge_by_bisection(self, x_out, x_in, iters=60):
+        u, om, z = self._solve(np.array([x_in + 0j]))
+        ref = float(-self._continuous_g(z, u, om).imag[0] / np.pi)
+        a, b = x_out, x_in
+        for _ in range(iters):
+            c = 0.5 * (a + b)
+            if c in (a, b):
+                break
+            u, om, z = self._solve(np.array([c + 0j]))
+            if -self._continuous_g(z, u, om).imag[0] / np.pi > 1e-10 * ref:
+                b = c
+            else:
+                a = c
+        return 0.5 * (a + b)
+
+    def _edge_on_real_branch(self, x_out, u_out, om_out, u_in):
+        """Secant on dΨ/du = 0 along the real branch from the outside solution towards Re u_in; None if it fails."""
         u0 = float(u_out.real)
         om0 = om_out.real.astype(float)
         target = float(u_in.real)
         d0 = self._real_denom(u0, om0)
         if d0 is None:
-            return x_out
-        best_x = x_out
+            return None
         ua, da, oma = u0, d0[0], d0[1]
         # march towards the inside with growing steps until dΨ/du changes sign or the real branch ends
         step = (target - u0) / 64.0
         ub = ua
         for _ in range(200):
             ub = ua + step
+            if abs(ub - u0) > 8 * abs(target - u0):
+                return None
             r = self._real_denom(ub, oma)
             if r is None or not np.isfinite(r[0]):
                 step /= 2
@@ -346,10 +444,9 @@ class _Convolution(Measure):
             if np.sign(db) != np.sign(da):
                 break
             ua, da, oma = ub, db, omb
-            best_x = self._x_of(ua, oma)
             step *= 1.5
         else:
-            return best_x
+            return None
         # secant (safeguarded by bisection) on [ua, ub]; the answer is the point with the smallest |dΨ/du|
         lo_u, lo_d, lo_om = ua, da, oma
         hi_u, hi_d = ub, db
@@ -469,8 +566,8 @@ class FreeProduct(_Convolution):
 
     def _mt(self, z):
         z = np.asarray(z, dtype=complex)
-        p, om = self._solve(z.ravel())
-        m, one_m, dm = self._m_and_derivative(z.ravel(), p, om)
+        p, om, zhat = self._solve(z.ravel())
+        m, one_m, dm = self._m_and_derivative(zhat, p, om)
         return m.reshape(z.shape), one_m.reshape(z.shape), dm.reshape(z.shape)
 
     def _x_of(self, p, om):

@@ -27,12 +27,22 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
-from scipy import integrate, special
+from scipy import integrate, interpolate, special
+from scipy.optimize import elementwise
 
 from ._checks import finite_array, probability_vector, real_scalar
 
 __all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "GaussianPushforward",
            "gaussian_pushforward", "tanh_sinh_grid"]
+
+
+def _tanh_sinh_map(t, lo, hi):
+    """x(t) and dx/dt of the tanh-sinh substitution of [lo, hi] (offsets from the ends without cancellation)."""
+    s = 0.5 * np.pi * np.sinh(t)
+    w = hi - lo
+    x = np.where(t <= 0, lo + w * special.expit(2 * s), hi - w * special.expit(-2 * s))
+    dxdt = w * 0.25 * np.pi * np.cosh(t) / np.cosh(s) ** 2
+    return x, dxdt
 
 
 def tanh_sinh_grid(lo, hi, n=1601, t_max=6.0):
@@ -43,14 +53,54 @@ def tanh_sinh_grid(lo, hi, n=1601, t_max=6.0):
     Offsets from ``lo`` are formed without cancellation, so a singular end at 0 is resolved down to 1e-300.
     """
     t = np.linspace(-t_max, t_max, n)
-    s = 0.5 * np.pi * np.sinh(t)
-    w = hi - lo
-    left = w * special.expit(2 * s)         # x - lo
-    right = w * special.expit(-2 * s)       # hi - x
-    x = np.where(t <= 0, lo + left, hi - right)
-    dxdt = w * 0.25 * np.pi * np.cosh(t) / np.cosh(s) ** 2
+    x, dxdt = _tanh_sinh_map(t, lo, hi)
     keep = (x > lo) & (x < hi) & (dxdt > 0)
     return x[keep], dxdt[keep], t[1] - t[0]
+
+
+def adaptive_tanh_sinh(f, lo, hi, rtol=1e-11, n0=400, min_level=0, max_level=5, t_max=6.0):
+    """Nested tanh-sinh quadrature of f on [lo, hi]: the step is halved (re-using every node) at least
+    ``min_level`` times and then until the integral changes by less than ``rtol`` relative, or stops improving
+    (a change that does not halve: the noise floor of f), at most ``max_level`` times. Returns (x, dxdt, f(x), h); f is called only at new nodes, and only at nodes strictly inside (lo, hi)."""
+    def evaluate(t):
+        x, w = _tanh_sinh_map(t, lo, hi)
+        inside = (x > lo) & (x < hi) & (w > 0)
+        fx = np.zeros_like(x)
+        if inside.any():
+            fx[inside] = f(x[inside])
+        return x, np.where(inside, w, 0.0), fx
+
+    # the t-range stops where the offset from an end drops below what x can resolve next to that end (a few ulp of
+    # |end|; 1e-300 at an end at 0), so that no node is wasted on abscissae that round onto the end
+    def reach(end):
+        tiny = max(2 * np.finfo(float).eps * abs(end), 1e-300)
+        return min(t_max, float(np.arcsinh(np.log(max((hi - lo) / tiny, 2.0)) / np.pi)))
+
+    t = np.linspace(-reach(lo), reach(hi), n0 + 1)
+    h = t[1] - t[0]
+    x, w, fx = evaluate(t)
+    total = h * np.sum(fx * w)
+    last_delta = np.inf
+    for level in range(1, max_level + 1):
+        tm = 0.5 * (t[1:] + t[:-1])
+        xm, wm, fm = evaluate(tm)
+        t, x, w, fx = (_interleave(a, b) for a, b in ((t, tm), (x, xm), (w, wm), (fx, fm)))
+        h /= 2
+        new = h * np.sum(fx * w)
+        delta = abs(new - total)
+        converged = delta <= rtol * max(abs(new), 1e-300)
+        # tanh-sinh error roughly squares per level; a change that no longer halves is the noise floor of f
+        stalled = level >= 2 and delta > 0.5 * last_delta
+        total, last_delta = new, delta
+        if (converged or stalled) and level >= min_level:
+            break
+    return x, w, fx, h
+
+
+def _interleave(a, b):
+    out = np.empty(a.size + b.size, dtype=np.result_type(a, b))
+    out[0::2], out[1::2] = a, b
+    return out
 
 
 class Measure:
@@ -154,68 +204,113 @@ class Measure:
         k = _order(k)
         locs, masses = self.atoms()
         total = float(np.sum(masses * locs ** k))
-        sup = self.support()
-        if sup is not None:
-            x, w, h = self._quad_nodes()
-            total += h * float(np.sum(self._pdf_nodes * x ** k * w))
+        for x, w, fx, h in self._quad:
+            total += h * float(np.sum(fx * x ** k * w))
         return total
+
+    def intervals(self):
+        """The bands of the continuous part, [(a₁, b₁), (a₂, b₂), …] in increasing order (one for most laws)."""
+        sup = self.support()
+        return [] if sup is None else [tuple(sup)]
+
+    def _panels(self):
+        """Intervals on which the density is smooth inside (singular at most at the ends): the bands by default."""
+        return self.intervals()
 
     @cached_property
     def _quad(self):
-        sup = self.support()
-        return tanh_sinh_grid(*sup)
-
-    def _quad_nodes(self):
-        return self._quad
-
-    @cached_property
-    def _pdf_nodes(self):
-        x, _, _ = self._quad
-        return self.pdf(x)
+        """Per panel: (x, dx/dt, ρ(x), h) on nested tanh-sinh nodes, refined until the panel's mass converges and
+        to at least 1600 nodes, so that the Hermite cdf between the nodes is accurate to ~1e-10."""
+        return [adaptive_tanh_sinh(self.pdf, a, b, min_level=2) for a, b in self._panels()]
 
     @cached_property
     def _cdf_table(self):
-        """Continuous part's cumulative integral on the quadrature nodes (cumulative Simpson in t)."""
-        x, w, h = self._quad
-        f = self._pdf_nodes * w
-        c = integrate.cumulative_simpson(f, dx=h, initial=0.0)
-        return x, np.maximum.accumulate(c)
+        """(x, C(x), ρ(x)) on the quadrature nodes: C is the continuous part's cumulative integral (cumulative
+        Simpson in t, panel by panel); repeated abscissae (nodes that merge at a panel's end) are dropped."""
+        xs, cs, rs, offset = [], [], [], 0.0
+        for x, w, fx, h in self._quad:
+            c = offset + integrate.cumulative_simpson(fx * w, dx=h, initial=0.0)
+            xs.append(x)
+            cs.append(c)
+            rs.append(fx)
+            offset = c[-1]
+        x, c, r = np.concatenate(xs), np.concatenate(cs), np.concatenate(rs)
+        keep = np.concatenate([[True], np.diff(x) > 0])
+        return x[keep], np.maximum.accumulate(c[keep]), r[keep]
+
+    @cached_property
+    def _cdf_spline(self):
+        """C(x) between the nodes: the cubic Hermite interpolant of (C, C' = ρ) — fourth order in the node spacing,
+        and exact for a piecewise-linear density on its own grid."""
+        x, c, r = self._cdf_table
+        with np.errstate(all="ignore"):      # cells of width ~1e-300 at a singular end at 0 overflow; see below
+            return interpolate.CubicHermiteSpline(x, c, r, extrapolate=False)
+
+    def _continuous_cdf(self, x):
+        """C(x) = ∫_{-∞}^x ρ for an array x (0 left of the support, the continuous mass right of it)."""
+        if not self._panels():
+            return np.zeros(np.shape(x))
+        xs, cs, _ = self._cdf_table
+        x = np.asarray(x, dtype=float)
+        out = np.where(x >= xs[-1], cs[-1], 0.0)
+        inside = (x > xs[0]) & (x < xs[-1])
+        if inside.any():
+            xi = x[inside]
+            with np.errstate(all="ignore"):
+                c = self._cdf_spline(xi)
+            # where the cubic overflowed (a cell of width ~1e-300 next to a singular end), interpolate linearly
+            c = np.where(np.isfinite(c), c, np.interp(xi, xs, cs))
+            out[inside] = np.clip(c, 0.0, cs[-1])
+        return out
 
     def cdf(self, x):
         """μ((-∞, x]): atoms at or left of x plus the integral of the density up to x."""
         x = finite_array("x", x)
         locs, masses = self.atoms()
         out = (masses[None, :] * (locs[None, :] <= x.reshape(-1, 1))).sum(axis=1).reshape(x.shape)
-        sup = self.support()
-        if sup is not None:
-            xs, cs = self._cdf_table
-            out = out + np.interp(x, xs, cs, left=0.0, right=cs[-1])
-        return np.clip(out, 0.0, 1.0)
+        return np.clip(out + self._continuous_cdf(x), 0.0, 1.0)
 
     def quantile(self, q):
-        """inf{x : cdf(x) ≥ q} for q in [0, 1]."""
+        """inf{x : cdf(x) ≥ q} for q in [0, 1].
+
+        q falls either in the jump of an atom (the answer is the atom) or in a stretch where the atoms' cumulative
+        mass A is constant; there C(x) = q - A is solved on the Hermite cdf table by a bracketed root finder
+        (Chandrupatla, :func:`scipy.elementwise.find_root`)."""
         q = finite_array("q", q)
         if np.any((q < 0) | (q > 1)):
             raise ValueError("q must lie in [0, 1]")
-        pts = [np.asarray(self.atoms()[0])]
-        sup = self.support()
-        if sup is not None:
-            pts.append(self._cdf_table[0])
-            pts.append(np.asarray(sup, dtype=float))
-        xs = np.unique(np.concatenate(pts))
-        fs = self.cdf(xs)
-        idx = np.clip(np.searchsorted(fs, q, side="left"), 0, len(xs) - 1)
-        out = xs[idx]
-        # inside the continuous part, interpolate linearly between the bracketing nodes
-        prev = np.clip(idx - 1, 0, len(xs) - 1)
-        f0, f1 = fs[prev], fs[idx]
-        lin = (f1 > f0) & (idx > 0)
-        locs = self.atoms()[0]
-        is_atom = np.isin(xs[idx], locs)
-        jump_left = self.cdf(xs[idx]) - self._atom_mass_at(xs[idx])
-        interp = lin & ~(is_atom & (q > jump_left))
-        frac = np.where(interp, (q - f0) / np.where(f1 > f0, f1 - f0, 1.0), 1.0)
-        out = np.where(interp, xs[prev] + np.clip(frac, 0, 1) * (xs[idx] - xs[prev]), out)
+        flat = q.ravel()
+        locs, masses = self.atoms()
+        lo, hi = self.hull()
+        out = np.full(flat.shape, lo)
+        # atoms: F(a_k) and F(a_k-) = F(a_k) - m_k; q in (F(a_k-), F(a_k)] selects a_k
+        F_at = self.cdf(locs) if locs.size else np.empty(0)
+        hit = (F_at[None, :] - masses[None, :] < flat[:, None]) & (flat[:, None] <= F_at[None, :])
+        on_atom = hit.any(axis=1)
+        if on_atom.any():
+            out[on_atom] = locs[np.argmax(hit[on_atom], axis=1)]
+        rest = np.nonzero(~on_atom & (flat > 0))[0]
+        if rest.size and self._panels():
+            # atoms strictly left of the answer are those with F(a_k) < q
+            A = (masses[None, :] * (F_at[None, :] < flat[rest, None])).sum(axis=1)
+            out[rest] = self._continuous_quantile(flat[rest] - A)
+        return out.reshape(q.shape)
+
+    def _continuous_quantile(self, t):
+        """inf{x : C(x) ≥ t} on the table: the cell with C(x_{i-1}) < t ≤ C(x_i), then a root of the cubic."""
+        xs, cs, _ = self._cdf_table
+        t = np.clip(t, 0.0, cs[-1])
+        idx = np.clip(np.searchsorted(cs, t, side="left"), 1, xs.size - 1)
+        out = xs[idx].copy()
+        solve = cs[idx] > t
+        if solve.any():
+            a, b, tt = xs[idx - 1][solve], xs[idx][solve], t[solve]
+            res = elementwise.find_root(lambda x, target: self._cdf_spline(x) - target, (a, b),
+                                                 args=(tt,))
+            ok = res.success & np.isfinite(res.x)
+            # a bracket spoiled by rounding at a node: fall back to linear interpolation within the cell
+            lin = a + (tt - cs[idx - 1][solve]) / (cs[idx][solve] - cs[idx - 1][solve]) * (b - a)
+            out[solve] = np.where(ok, res.x, lin)
         return out
 
     def _atom_mass_at(self, x):
@@ -435,10 +530,25 @@ class GridDensity(Measure):
         locs, masses = self.atoms()
         return total + float(np.sum(masses * locs ** k))
 
+    def _panels(self):
+        return [] if self._sup is None else [(float(self.x[0]), float(self.x[-1]))]
+
     @cached_property
     def _cdf_table(self):
-        c = integrate.cumulative_trapezoid(self.rho, self.x, initial=0.0)
-        return self.x, c
+        """Exact: the trapezoid rule integrates the piecewise-linear density, and the Hermite interpolant of
+        (C, ρ) is the exact piecewise-quadratic C between the nodes."""
+        return self.x, integrate.cumulative_trapezoid(self.rho, self.x, initial=0.0), self.rho
+
+
+def _merge(intervals):
+    """Union of closed intervals as a sorted list of disjoint ones."""
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -485,9 +595,14 @@ class Mixture(Measure):
         x = finite_array("x", x)
         return sum(w * m.pdf(x) for w, m in zip(self.weights, self.components))
 
-    def cdf(self, x):
-        x = finite_array("x", x)
-        return sum(w * m.cdf(x) for w, m in zip(self.weights, self.components))
+    def intervals(self):
+        return _merge([p for w, m in zip(self.weights, self.components) if w > 0 for p in m.intervals()])
+
+    def _panels(self):
+        """The components' panels cut at every component's panel ends, so that each is smooth inside."""
+        panels = [p for w, m in zip(self.weights, self.components) if w > 0 for p in m._panels()]
+        ends = np.unique([e for p in panels for e in p])
+        return [(a, b) for a, b in zip(ends[:-1], ends[1:]) if any(c <= 0.5 * (a + b) <= d for c, d in panels)]
 
     def moment(self, k):
         return float(sum(w * m.moment(k) for w, m in zip(self.weights, self.components)))

@@ -1,0 +1,191 @@
+"""The Measure kinds (grid densities, mixtures, affine push-forwards, empirical samples, Gaussian push-forwards)
+and the generic scipy.stats-like interface, each against an independent computation."""
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+from rmtnet.spectra import (Affine, Empirical, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle,
+                            gaussian_pushforward)
+
+Z = np.array([0.3 + 0.4j, 1.7 + 0.05j, -2.0 + 1.0j, 5.0 + 0.0j])
+
+
+def cauchy_by_quad(pdf, lo, hi, z):
+    """∫ ρ(x)/(z - x) dx by adaptive quadrature, real and imaginary parts separately."""
+    re = integrate.quad(lambda x: (pdf(x) / (z - x)).real, lo, hi, limit=500, epsabs=1e-13, epsrel=1e-12)[0]
+    im = integrate.quad(lambda x: (pdf(x) / (z - x)).imag, lo, hi, limit=500, epsabs=1e-13, epsrel=1e-12)[0]
+    return re + 1j * im
+
+
+# --- GridDensity -----------------------------------------------------------------------------------------------
+@pytest.fixture
+def tent():
+    """A piecewise-linear density on [0, 3] (non-symmetric tent) with an atom at 4."""
+    x = np.array([0.0, 0.5, 2.0, 3.0])
+    rho = np.array([0.0, 0.6, 0.2, 0.0])
+    return GridDensity(x, rho, atoms=([4.0], [0.2]), normalize=True)
+
+
+def test_grid_density_cauchy_is_exact_for_piecewise_linear(tent):
+    lin = lambda t: float(np.interp(t, tent.x, tent.rho))  # noqa: E731
+    for z in Z[:3]:
+        expected = cauchy_by_quad(lin, 0.0, 3.0, z) + 0.2 / (z - 4.0)
+        assert abs(tent.cauchy(z) - expected) < 1e-10 * abs(expected)
+
+
+def test_grid_density_mass_moments_cdf(tent):
+    lin = lambda t: float(np.interp(t, tent.x, tent.rho))  # noqa: E731
+    assert abs(integrate.quad(lin, 0, 3, points=[0.5, 2.0])[0] - 0.8) < 1e-12
+    for k in (1, 2, 3):
+        expected = integrate.quad(lambda t: t ** k * lin(t), 0, 3, points=[0.5, 2.0])[0] + 0.2 * 4.0 ** k
+        assert abs(tent.moment(k) - expected) < 1e-12 * expected
+    xs = np.array([0.5, 1.0, 2.0, 3.5, 4.0])
+    expected = [integrate.quad(lin, 0, min(t, 3), points=[0.5, 2.0])[0] + 0.2 * (t >= 4) for t in xs]
+    assert np.allclose(tent.cdf(xs), expected, atol=1e-12)
+
+
+def test_grid_density_rejects_bad_grids():
+    with pytest.raises(ValueError, match="increasing"):
+        GridDensity([0, 2, 1], [0, 1, 0])
+    with pytest.raises(ValueError, match="density"):
+        GridDensity([0, 1, 2], [0, -1, 0])
+    with pytest.raises(ValueError):
+        GridDensity([0, 1, 2], [0, 5, 0])          # mass 5, normalize=False
+
+
+# --- Mixture and Affine ---------------------------------------------------------------------------------------
+def test_mixture_is_the_weighted_sum():
+    a, b = MarchenkoPastur(0.5), PointMasses([1.0, 3.0], [0.5, 0.5])
+    mix = Mixture([a, b], [0.3, 0.7])
+    assert np.allclose(mix.cauchy(Z[:3]), 0.3 * a.cauchy(Z[:3]) + 0.7 * b.cauchy(Z[:3]), rtol=1e-14)
+    xs = np.linspace(-0.5, 4, 11)
+    assert np.allclose(mix.cdf(xs), 0.3 * a.cdf(xs) + 0.7 * b.cdf(xs), atol=1e-14)
+    locs, masses = mix.atoms()
+    assert np.allclose(locs, [1.0, 3.0]) and np.allclose(masses, [0.35, 0.35])
+    assert abs(mix.moment(3) - (0.3 * a.moment(3) + 0.7 * b.moment(3))) < 1e-12
+    # sampling reproduces the law: KS against the exact CDF (atoms included), n = 20000, fixed seed
+    s = np.sort(mix.rvs(20000, seed=1))
+    n = s.size
+    F = mix.cdf(s)
+    F_left = F - mix._atom_mass_at(s)
+    ks = max(np.max(np.arange(1, n + 1) / n - F), np.max(F_left - np.arange(n) / n))
+    assert ks < 1.63 / np.sqrt(n)          # the 1 % critical value of the KS statistic
+
+
+@pytest.mark.parametrize("a,b", [(2.5, 0.0), (-1.5, 0.0), (0.7, -0.3), (-2.0, 1.0)])
+def test_affine_pushforward(a, b):
+    base = MarchenkoPastur(4.0)           # atom 0.75 at 0 and a continuous part
+    law = Affine(base, a, b)
+    for k in (1, 2, 3):
+        expected = sum(special.comb(k, j) * a ** j * b ** (k - j) * base.moment(j) for j in range(k + 1))
+        assert abs(law.moment(k) - expected) < 1e-12 * max(1.0, abs(expected))
+    locs, masses = law.atoms()
+    assert np.allclose(locs, [b]) and np.allclose(masses, [0.75])
+    # cdf of a·X + b against P(X ≤ (x - b)/a) (a > 0) or P(X ≥ (x - b)/a) (a < 0)
+    xs = np.linspace(*law.hull(), 9)
+    y = (xs - b) / a
+    expected = base.cdf(y) if a > 0 else 1.0 - base.cdf(y) + base._atom_mass_at(y)
+    assert np.allclose(law.cdf(xs), expected, atol=1e-12)
+    # density transforms with the Jacobian; G(z) = G_base((z - b)/a)/a off the axis
+    x_in = np.linspace(*law.support(), 7)[1:-1]
+    assert np.allclose(law.pdf(x_in), base.pdf((x_in - b) / a) / abs(a), rtol=1e-12)
+    zs = np.array([0.3 + 0.9j, -1.0 + 0.2j])
+    assert np.allclose(law.cauchy(zs), base.cauchy((zs - b) / a) / a, rtol=1e-12)
+    # the methods scale() and shift() are this push-forward
+    assert np.allclose(base.scale(a).shift(b).cauchy(zs), law.cauchy(zs), rtol=1e-12)
+
+
+def test_quantile_inverts_cdf_with_and_without_atoms():
+    for law in (MarchenkoPastur(0.5), MarchenkoPastur(4.0), Semicircle(2.0),
+                Mixture([MarchenkoPastur(0.5), PointMasses([3.0], [1.0])], [0.6, 0.4])):
+        q = np.linspace(0.01, 0.99, 37)
+        x = law.quantile(q)
+        F = law.cdf(x)
+        F_left = F - law._atom_mass_at(x)
+        # inf{x: F(x) ≥ q}: F(x) ≥ q and the left limit F(x-) ≤ q
+        assert np.all(F >= q - 1e-9) and np.all(F_left <= q + 1e-9)
+        cont = law._atom_mass_at(x) == 0
+        assert np.allclose(F[cont], q[cont], atol=1e-9)
+
+
+def test_generic_rvs_matches_cdf():
+    law = MarchenkoPastur(0.3, scale=2.0)
+    s = law.rvs(20000, seed=3)
+    assert stats.kstest(s, law.cdf).statistic < 1.63 / np.sqrt(s.size)
+
+
+# --- Empirical --------------------------------------------------------------------------------------------------
+def test_empirical_measure():
+    s = np.array([3.0, 1.0, 2.0, 2.0])
+    e = Empirical(s)
+    assert np.allclose(e.cdf([0.5, 1.0, 2.0, 2.5, 3.0]), [0, 0.25, 0.75, 0.75, 1.0])
+    assert np.allclose(e.quantile([0.1, 0.25, 0.26, 0.75, 1.0]), [1, 1, 2, 2, 3])
+    assert e.moment(2) == pytest.approx(np.mean(s ** 2), rel=1e-15)
+    z = 0.5 + 0.5j
+    assert e.cauchy(z) == pytest.approx(np.mean(1 / (z - s)), rel=1e-14)
+    with pytest.raises(ValueError, match="samples"):
+        Empirical([])
+
+
+# --- Gaussian push-forwards ----------------------------------------------------------------------------------
+def test_relu_derivative_law_is_two_atoms():
+    law = gaussian_pushforward(lambda h: (h > 0).astype(float), 1.3)
+    locs, masses = law.atoms()
+    assert np.allclose(locs, [0.0, 1.0]) and np.allclose(masses, [0.5, 0.5], atol=1e-14)
+    assert law.continuous_mass < 1e-14 and law.support() is None
+
+
+@pytest.mark.parametrize("q", [0.25, 1.0, 3.0])
+def test_hard_tanh_derivative_law(q):
+    law = gaussian_pushforward(lambda h: (np.abs(h) < 1).astype(float), q)
+    locs, masses = law.atoms()
+    p1 = special.erf(1 / np.sqrt(2 * q))           # P(|h| < 1)
+    assert np.allclose(locs, [0.0, 1.0]) and np.allclose(masses, [1 - p1, p1], atol=1e-13)
+
+
+@pytest.mark.parametrize("q", [0.3, 1.0, 2.5])
+def test_gaussian_kernel_law_moments_closed_form(q):
+    """f(h) = exp(-a h²) (the erf-type φ'² law): E[f^k] = 1/√(1 + 2akq)."""
+    a = np.pi / 2                                    # φ(h) = erf(√π h/2): φ'(h)² = exp(-πh²/2)
+    law = gaussian_pushforward(lambda h: np.exp(-a * h * h), q)
+    for k in range(1, 6):
+        assert abs(law.moment(k) - 1 / np.sqrt(1 + 2 * a * k * q)) < 1e-11
+    # density: ρ(x) = 2 φ_q(h)/|f'(h)| at h = √(-log x / a); it integrates to 1 and has the right mean
+    x = np.linspace(0.05, 0.95, 7)
+    h = np.sqrt(-np.log(x) / a)
+    expected = 2 * np.exp(-h * h / (2 * q)) / np.sqrt(2 * np.pi * q) / (2 * a * h * x)
+    assert np.allclose(law.pdf(x), expected, rtol=1e-8)
+
+
+def test_tanh_law_cauchy_transform_against_quadrature():
+    """G(z) = E[1/(z - f(h))] by Gauss–Hermite-free adaptive quadrature over h; the panel construction is
+    second-order in the panel width (h-width 18√q/1200), which bounds the relative error near 1e-6 here."""
+    q = 0.7
+    f = lambda h: (1 - np.tanh(h) ** 2) ** 2                     # noqa: E731
+    law = gaussian_pushforward(f, q)
+    phi = lambda h: np.exp(-h * h / (2 * q)) / np.sqrt(2 * np.pi * q)  # noqa: E731
+    for z in (0.5 + 0.3j, 1.2 + 0.1j, -0.5 + 0.5j, 0.3 + 0.02j):
+        re = integrate.quad(lambda h: (phi(h) / (z - f(h))).real, -12, 12, limit=800, epsabs=1e-14)[0]
+        im = integrate.quad(lambda h: (phi(h) / (z - f(h))).imag, -12, 12, limit=800, epsabs=1e-14)[0]
+        expected = re + 1j * im
+        assert abs(law.cauchy(z) - expected) < 1e-5 * abs(expected)
+    for k in (1, 2, 3):
+        expected = integrate.quad(lambda h: phi(h) * f(h) ** k, -12, 12, epsabs=1e-15)[0]
+        assert abs(law.moment(k) - expected) < 1e-11
+
+
+def test_gaussian_pushforward_rejects_bad_input():
+    with pytest.raises(ValueError, match="q"):
+        gaussian_pushforward(np.tanh, -1.0)
+    with pytest.raises(ValueError, match="f"):
+        gaussian_pushforward(3.0, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        gaussian_pushforward(lambda h: 1 / h * 0 + np.log(h), 1.0)
+
+
+def test_non_finite_arguments_are_rejected():
+    law = MarchenkoPastur(0.5)
+    for name, call in (("z", lambda: law.cauchy([1.0 + 1j, np.nan])), ("x", lambda: law.pdf([np.inf])),
+                       ("q", lambda: law.quantile([1.5])), ("k", lambda: law.moment(-1))):
+        with pytest.raises(ValueError, match=name):
+            call()
