@@ -24,8 +24,16 @@ def scripts():
     return sorted(p for p in _sim_dir().glob("*.py") if not p.name.startswith("_"))
 
 
+def load_simulation(name):
+    """The namespace of ``simulations/NAME.py`` (its ``main(full, outdir)`` draws the figure)."""
+    path = _sim_dir() / f"{name.removesuffix('.py')}.py"
+    if not path.exists():
+        raise SystemExit(f"no simulation named {name!r}; `rmtnet list` shows the available ones")
+    return runpy.run_path(str(path))
+
+
 def _run(path, full, outdir):
-    mod = runpy.run_path(str(path))
+    mod = load_simulation(path.stem)
     t0 = time.perf_counter()
     out, tables = mod["main"](full=full, outdir=outdir)
     dt = time.perf_counter() - t0
@@ -55,7 +63,8 @@ def main(argv=None):
     chosen = scripts() if a.cmd == "run-all" else [_sim_dir() / f"{n.removesuffix('.py')}.py" for n in a.names]
     for p in chosen:
         if not p.exists():
-            raise SystemExit(f"no simulation named {p.stem}; see `rmtnet list`")
+            raise SystemExit(f"no simulation named {p.stem!r}; `rmtnet list` shows the available ones")
+    for p in chosen:
         _run(p, a.full, a.outdir)
     return 0
 

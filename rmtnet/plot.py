@@ -97,6 +97,8 @@ def save(fig, path, tables=None):
         for key, t in tables.items():
             t = t.copy()
             t.insert(0, "panel", key)
+            if "ks" in t.attrs:
+                t["ks"] = t.attrs["ks"]
             frames.append(t)
         pd.concat(frames, ignore_index=True).to_csv(path.with_suffix(".csv"), index=False)
     return path

@@ -10,11 +10,10 @@ import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 from rmtnet import plot
 from rmtnet._backend import to_numpy
-import numpy as np
-
 from rmtnet.spectra import FussCatalan, MarchenkoPastur, free_mult_power, montecarlo
 
 RATIOS = (0.1, 0.25, 0.5, 1.0, 2.0)
