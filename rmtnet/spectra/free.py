@@ -720,7 +720,11 @@ class FreeSum(_Convolution):
 
 # ---------------------------------------------------------------------------------------------------------------
 def _collect(cls, pairs, tol, max_iter):
-    """Flatten nested convolutions of the same kind and merge repeated factors (powers add)."""
+    """Flatten nested convolutions of the same kind and merge repeated factors (powers add).
+
+    Exact because the transforms linearise: (μ ⊠ ν)^{⊠t} has S-transform S_μ^t S_ν^t, so it is μ^{⊠t} ⊠ ν^{⊠t}
+    (and (μ ⊞ ν)^{⊞t} = μ^{⊞t} ⊞ ν^{⊞t}, R-transforms adding). A nested product is thus one Newton system of the
+    distinct factors, never a solve inside a solve."""
     merged = {}
     order = []
     for mu, t in pairs:
@@ -728,7 +732,7 @@ def _collect(cls, pairs, tol, max_iter):
             raise ValueError(f"factors must be Measure objects, got {type(mu).__name__}")
         inner = [(mu, t)]
         if type(mu) is cls:
-            inner = [(m, s * t) for m, s in mu.factors] if t == 1 else [(mu, t)]
+            inner = [(m, s * t) for m, s in mu.factors]
         for m, s in inner:
             if id(m) not in merged:
                 order.append(m)
