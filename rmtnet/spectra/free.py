@@ -135,8 +135,8 @@ class _Convolution(Measure):
             du = (self._zeta(z1)[0] - self._zeta(z0)[0]) / (b + (a / dF).sum(0))
             dom = du / dF
             # multiplicative where the relative change is moderate, additive otherwise
-            u1 = np.where(np.abs(du) < 0.5 * np.abs(u), u * np.exp(du / u), u + du)
-            om1 = np.where(np.abs(dom) < 0.5 * np.abs(om), om * np.exp(dom / om), om + dom)
+            u1 = np.where(np.abs(du) < 2.0 * np.abs(u), u * np.exp(du / u), u + du)
+            om1 = np.where(np.abs(dom) < 2.0 * np.abs(om), om * np.exp(dom / om), om + dom)
         ok = np.isfinite(u1) & np.all(np.isfinite(om1), axis=0)
         return np.where(ok, u1, u), np.where(ok, om1, om)
 
@@ -168,6 +168,7 @@ class _Convolution(Measure):
             ynew = np.where(ynew < np.maximum(ymin[act], ytar[act]), ytar[act], ynew)
             zn = x[act] + 1j * ynew
             ua, oa = self._predict(x[act] + 1j * y[act], zn, u[act], om[:, act])
+            up, op = ua.copy(), oa.copy()
             final = ynew == ytar[act]
             # intermediate steps only need to stay on the branch; the target itself gets the full tolerance
             # small steps are taken where Newton is slow (near a spectral edge the root is nearly double and
@@ -181,8 +182,10 @@ class _Convolution(Measure):
                 used[fa] += n2
             iters[act] += used
             phys = self._physical(ua, oa, ynew)
-            jump = (np.abs(ua - u[act]) <= 0.5 * np.abs(u[act]) + 1e-3 * np.abs(ua) + 1e-300) | \
-                   np.all(np.abs(oa - om[:, act]) <= 0.5 * np.abs(om[:, act]), axis=0)
+            # a branch jump shows as Newton landing far from the predictor (which already carries the expected
+            # change, power laws included)
+            jump = (np.abs(ua - up) <= 0.5 * np.abs(up) + 1e-3 * np.abs(ua) + 1e-300) | \
+                   np.all(np.abs(oa - op) <= 0.5 * np.abs(op), axis=0)
             good = conv & phys & jump
             ga = act[good]
             u[ga], om[:, ga], y[ga] = ua[good], oa[:, good], ynew[good]
