@@ -74,7 +74,7 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None):
     heights = heights / (s.size * np.diff(edges))          # density of the continuous part, mass-weighted
     centres = 0.5 * (edges[1:] + edges[:-1])
     ks = ks_distance(law, s)
-    ax.bar(centres, heights, width=np.diff(edges), alpha=0.35, color=color, label=f"Monte Carlo (KS {ks:.3f})")
+    ax.stairs(heights, edges, fill=True, alpha=0.35, color=color or "C0", label=f"Monte Carlo (KS {ks:.3f})")
     x = np.linspace(lo, hi_plot, 600)
     name = label or repr(law)
     atom_note = "" if not locs.size else "; atoms " + ", ".join(f"{m:.3g}@{a:.3g}" for a, m in zip(locs, masses))

@@ -22,7 +22,7 @@ ORDERS = (1, 2, 3, 5)
 
 def main(full=False, outdir="figures", seed=0, backend=None):
     n, draws = (4000, 4) if full else (1000, 1)
-    fig, axes = plt.subplots(2, max(len(RATIOS), len(ORDERS)), figsize=(18, 6.5))
+    fig, axes = plt.subplots(2, max(len(RATIOS), len(ORDERS)), figsize=(18, 7), layout="constrained")
     tables = {}
     for j, lam in enumerate(RATIOS):
         law = MarchenkoPastur(lam)
