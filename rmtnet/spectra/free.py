@@ -28,8 +28,12 @@ exceeding it raises :class:`ConvergenceError` with z, the iteration count and th
 
 **Atoms** follow Belinschi (2003) / Bercovici–Voiculescu (1998): (μ⊠ν)({0}) = max(μ({0}), ν({0})); a product of
 nonzero atoms a_i carries mass Σ t_i μ_i({a_i}) - (T - 1) when positive (similarly for ⊞ at Σ t_i a_i).
-**Edges** are real critical points of z(m) (λ_max = min_{m>0} M^{-1}(m) and its mirror at a left edge): bracketed
-from the density on a grid, then located by a secant search on dz/dm = 0 along the real branch.
+**Bands and edges.** The continuous part's bands are read off the density on a 200-point grid of the hull, with every
+interior local minimum of the grid density minimised (bounded Brent) so that gaps narrower than the grid are found.
+Each edge is a real critical point of z(m) (λ_max = min_{m>0} M^{-1}(m) and its mirror at a left edge), located by a
+secant search on dz/dm = 0 along the real branch (bisection on the density if that branch leaves the bracket).
+The density is -Im G/π of the continuous part: the atoms' poles are removed, so that a point evaluated slightly above
+the axis next to an atom does not pick up the atom's Cauchy tail.
 **Moments** are exact through the S-transform / free-cumulant series (:mod:`rmtnet.spectra.series`).
 """
 from __future__ import annotations
