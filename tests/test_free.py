@@ -117,7 +117,8 @@ def test_tanh_power_moments_equal_series(tanh_law):
     assert rel([law.moment(k) for k in range(1, 5)], [float(m) for m in exact]) < 1e-8
     # the engine itself (density + atoms), not only the series
     assert abs(total_mass(law) - 1) < 1e-6
-    assert rel(quadrature_moments(law, 4), [float(m) for m in exact]) < 1e-6
+    assert rel(quadrature_moments(law, 4), [float(m) for m in exact]) < 1e-8
+    assert rel(contour_moments(law, 4), [float(m) for m in exact]) < 1e-8
 
 
 def test_tanh_power_monte_carlo(tanh_law):

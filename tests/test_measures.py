@@ -159,7 +159,7 @@ def test_gaussian_kernel_law_moments_closed_form(q):
 
 def test_tanh_law_cauchy_transform_against_quadrature():
     """G(z) = E[1/(z - f(h))] by Gauss–Hermite-free adaptive quadrature over h; the panel construction is
-    second-order in the panel width (h-width 18√q/1200), which bounds the relative error near 1e-6 here."""
+    a linear density per panel (h-width 18√q/2400), which bounds the relative error near 1e-6 here."""
     q = 0.7
     f = lambda h: (1 - np.tanh(h) ** 2) ** 2                     # noqa: E731
     law = gaussian_pushforward(f, q)

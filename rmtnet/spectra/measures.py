@@ -718,13 +718,15 @@ class GaussianPushforward(Measure):
     * **Moments** use ``n_gauss``-point Gauss–Legendre rules on every panel against the Gaussian density (spectral
       accuracy for smooth f).
     * The **Cauchy transform** of the continuous part replaces each panel by a linear density on the panel's image
-      [min f, max f] with the panel's exact mass and mean. Its transform is closed form (:func:`_bin_cauchy`), stays
-      bounded as z approaches the real axis (where a point-mass quadrature would resolve its own nodes), and is
-      second-order accurate in the panel width — this is what lets the ⊠ engine take laws that are not algebraic.
+      [min f, max f] with the panel's exact mass and mean. Its transform is closed form (:func:`_bin_cauchy`) and
+      stays bounded as z approaches the real axis (where a point-mass quadrature would resolve its own nodes) —
+      this is what lets the ⊠ engine take laws that are not algebraic. The binned law's higher moments differ from
+      ν's by O(panel width⁴) (measured: halving the width divides the ⊠-power moment error by 16; with the default
+      2400 panels, tanh′(h)⁴ at q = 0.7 and ⊠5 agree with the exact series to 1.5e-9).
     * The **density** sums φ_q(h)/|f'(h)| over the preimages of x, located on the panels and Newton-polished.
     """
 
-    def __init__(self, f, q, n_panels=1200, n_gauss=8, width=9.0):
+    def __init__(self, f, q, n_panels=2400, n_gauss=8, width=9.0):
         if not callable(f):
             raise ValueError("f must be a callable h -> f(h) acting elementwise on arrays")
         self.f = f
