@@ -10,12 +10,14 @@ from .laws import MarchenkoPastur, Semicircle, FussCatalan, Bernoulli, Arcsine
 from .free import free_mult, free_mult_power, free_add, free_add_power, FreeProduct, FreeSum
 from .transforms import (cauchy, m_transform, psi, eta, s_transform, cauchy_inverse, m_inverse, psi_inverse,
                          eta_inverse)
-from . import series, montecarlo
+from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
+from . import series, montecarlo, meanfield
 
 __all__ = [
     "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
     "GaussianPushforward", "gaussian_pushforward", "MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli",
     "Arcsine", "free_mult", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum",
     "cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
-    "eta_inverse", "series", "montecarlo",
+    "eta_inverse", "series", "montecarlo", "meanfield", "activation", "q_star", "chi", "critical_sigma_w",
+    "d2_law", "d2_moments", "length_map",
 ]

@@ -1,0 +1,203 @@
+"""Mean-field signal propagation in deep random networks (REFERENCE §2; Poole et al. 2016, Schoenholz et al. 2017,
+Pennington, Schoenholz & Ganguli 2017/2018).
+
+Convention: h_ℓ = W_ℓ φ(h_{ℓ-1}) + b_ℓ with W_ℓ entries of variance σ_w²/N and b_ℓ of variance σ_b². The
+pre-activation variance obeys
+
+    q_ℓ = σ_w² E[φ(√q_{ℓ-1} ξ)²] + σ_b²,   ξ ~ N(0, 1),                                  (length map)
+
+with fixed point q*; the slope of the Jacobian per layer is χ = σ_w² E[φ′(√q* ξ)²] and χ = 1 is criticality.
+The law of D² = φ′(h)², h ~ N(0, q), enters the Jacobian spectrum; μ_k = E[φ′(h)^{2k}] are its moments.
+
+Activations are :class:`Activation` objects (φ, φ′ and optional closed forms). ``erf`` is φ(h) = erf(√π h/2),
+normalised so that φ′(0) = 1 as in Pennington et al.; ``hard_tanh`` is clip(h, -1, 1). Expectations use closed
+forms where they exist and composite Gauss–Legendre quadrature against the Gaussian otherwise
+(:func:`gaussian_expectation`); a user activation needs only φ and φ′.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+from scipy import optimize, special
+
+from ._checks import ConvergenceError, real_scalar
+from .laws import Bernoulli
+from .measures import Measure, PointMasses, gaussian_pushforward
+
+__all__ = ["Activation", "activation", "gaussian_expectation", "length_map", "q_star", "chi", "critical_sigma_w",
+           "d2_law", "d2_moments"]
+
+@dataclass(frozen=True)
+class Activation:
+    """φ and φ′ (vectorised), plus optional closed forms of E[φ(√q ξ)²] and E[φ′(√q ξ)^{2k}]."""
+    name: str
+    phi: Callable
+    dphi: Callable
+    second_moment: Optional[Callable] = None          # q ↦ E[φ(√q ξ)²]
+    derivative_moment: Optional[Callable] = None      # (q, k) ↦ E[φ′(√q ξ)^{2k}]
+    d2_atoms: Optional[Callable] = None               # q ↦ PointMasses law of φ′² when φ′² takes two values
+    breakpoints: tuple = ()                           # kinks of φ or φ′ (panel ends for quadrature)
+    homogeneous: bool = False                         # φ(ah) = aφ(h) for a > 0: χ does not depend on q
+
+
+def _erf_moment(q, k):
+    # φ′(h)² = exp(-π h²/2): E[exp(-k π h²/2)] = 1/√(1 + kπq)
+    return 1.0 / np.sqrt(1.0 + k * np.pi * q)
+
+
+def _erf_second(q):
+    # E[erf(a h)²] = (2/π) arcsin(2a²q/(1 + 2a²q)) with a = √π/2 (Williams 1997)
+    c = np.pi * q / 2
+    return 2.0 / np.pi * np.arcsin(c / (1.0 + c))
+
+
+def _hard_tanh_p(q):
+    return float(special.erf(1.0 / np.sqrt(2.0 * q)))
+
+
+_REGISTRY = {
+    "linear": Activation("linear", lambda h: np.asarray(h, float), lambda h: np.ones_like(np.asarray(h, float)),
+                         second_moment=lambda q: q, derivative_moment=lambda q, k: 1.0,
+                         d2_atoms=lambda q: PointMasses([1.0], [1.0]), homogeneous=True),
+    "relu": Activation("relu", lambda h: np.maximum(h, 0.0), lambda h: (np.asarray(h) > 0).astype(float),
+                       second_moment=lambda q: q / 2, derivative_moment=lambda q, k: 0.5,
+                       d2_atoms=lambda q: Bernoulli(0.5), breakpoints=(0.0,), homogeneous=True),
+    "hard_tanh": Activation("hard_tanh", lambda h: np.clip(h, -1.0, 1.0),
+                            lambda h: (np.abs(np.asarray(h)) < 1).astype(float),
+                            derivative_moment=lambda q, k: _hard_tanh_p(q),
+                            d2_atoms=lambda q: Bernoulli(_hard_tanh_p(q)), breakpoints=(-1.0, 1.0)),
+    "erf": Activation("erf", lambda h: special.erf(np.sqrt(np.pi) / 2 * np.asarray(h, float)),
+                      lambda h: np.exp(-np.pi / 4 * np.asarray(h, float) ** 2),
+                      second_moment=_erf_second, derivative_moment=_erf_moment),
+    "tanh": Activation("tanh", np.tanh, lambda h: 1.0 - np.tanh(h) ** 2),
+}
+
+
+def activation(spec, dphi=None):
+    """An :class:`Activation` from a name (``linear``, ``relu``, ``hard_tanh``, ``erf``, ``tanh``), an Activation,
+    or a callable φ together with its derivative ``dphi``."""
+    if isinstance(spec, Activation):
+        return spec
+    if isinstance(spec, str):
+        if spec not in _REGISTRY:
+            raise ValueError(f"activation must be one of {sorted(_REGISTRY)} or a callable, got {spec!r}")
+        return _REGISTRY[spec]
+    if callable(spec):
+        if dphi is None or not callable(dphi):
+            raise ValueError("a callable activation needs its derivative: activation(phi, dphi)")
+        return Activation(getattr(spec, "__name__", "custom"), spec, dphi)
+    raise ValueError(f"activation must be a name, an Activation or a callable, got {type(spec).__name__}")
+
+
+def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10):
+    """E[f(h)], h ~ N(0, q), by composite Gauss–Legendre quadrature on [-width·√q, width·√q] (Gaussian mass
+    outside < 2e-23) with panels of at most ``panel`` in h and panel ends at ``breakpoints`` (kinks of f).
+
+    Chosen over Gauss–Hermite because activations such as tanh have poles near the real axis (tanh′ at ±iπ/2),
+    where Hermite rules converge slowly once √q is large; panels resolve them at any q."""
+    q = real_scalar("q", q, lo=0.0)
+    if q == 0:
+        return float(np.asarray(f(np.zeros(1)), dtype=float)[0])
+    H = width * np.sqrt(q)
+    n = int(min(max(np.ceil(2 * H / panel), 16), 40000))
+    edges = np.union1d(np.linspace(-H, H, n + 1), [b for b in breakpoints if -H < b < H])
+    x, w = np.polynomial.legendre.leggauss(n_gauss)
+    a, b = edges[:-1, None], edges[1:, None]
+    h = (0.5 * (a + b) + 0.5 * (b - a) * x).ravel()
+    wt = (0.5 * (b - a) * w).ravel() * np.exp(-h * h / (2 * q)) / np.sqrt(2 * np.pi * q)
+    return float(np.sum(wt * np.asarray(f(h), dtype=float)))
+
+
+def _second_moment(act, q):
+    if act.second_moment is not None:
+        return float(act.second_moment(q))
+    return gaussian_expectation(lambda h: act.phi(h) ** 2, q, act.breakpoints)
+
+
+def d2_moments(act, q, k):
+    """μ_k = E[φ′(h)^{2k}], h ~ N(0, q)."""
+    act = activation(act)
+    q = real_scalar("q", q, lo=0.0)
+    if isinstance(k, bool) or int(k) != k or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    if act.derivative_moment is not None and q > 0:
+        return float(act.derivative_moment(q, int(k)))
+    return gaussian_expectation(lambda h: act.dphi(h) ** (2 * int(k)), q, act.breakpoints)
+
+
+def length_map(act, q, sigma_w, sigma_b=0.0):
+    """q ↦ σ_w² E[φ(√q ξ)²] + σ_b² (one layer of the variance recursion)."""
+    act = activation(act)
+    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0)
+    sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
+    q = real_scalar("q", q, lo=0.0)
+    return sigma_w ** 2 * _second_moment(act, q) + sigma_b ** 2
+
+
+def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
+    """Fixed point q* of the length map reached from q0 by iterating it (the q_ℓ of a deep network started at q0).
+
+    The map q ↦ σ_w² E[φ(√q ξ)²] + σ_b² is increasing, so the iteration moves monotonically to the nearest fixed
+    point in the direction of g(q0) = map(q0) - q0. That fixed point is found directly: a geometric scan from q0 in
+    that direction brackets the first sign change of g (trusted only where |g| exceeds ``noise``·q, the rounding of
+    the quadrature) and Brent's method solves it — no slow iteration near criticality, where q_ℓ approaches q* like
+    1/ℓ. Cases: |g(q0)| ≤ noise·q0 gives q* = q0 (a line of fixed points: linear at σ_w = 1, ReLU at σ_w² = 2 with
+    σ_b = 0); moving down without a fixed point gives q* = 0 (σ_b = 0, φ(0) = 0: the ordered phase); moving up without
+    one raises ValueError (q grows without bound)."""
+    act = activation(act)
+    q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
+    g = lambda t: length_map(act, t, sigma_w, sigma_b) - t       # noqa: E731
+    g0 = g(q0)
+    if abs(g0) <= noise * q0:
+        return q0
+    down = g0 < 0
+    prev_t, prev_g = q0, g0
+    for k in range(1, 1400):
+        t = q0 * (0.5 ** k if down else 2.0 ** k)
+        if t < 1e-300 or t > 1e300:
+            break
+        gt = g(t)
+        if abs(gt) <= noise * t:                          # below the rounding floor: no trusted sign beyond
+            if down and length_map(act, 0.0, sigma_w, sigma_b) == 0.0:
+                return 0.0
+            return float(t)
+        if np.sign(gt) != np.sign(prev_g):
+            a, b = sorted((t, prev_t))
+            return float(optimize.brentq(g, a, b, xtol=1e-300, rtol=1e-15))
+        prev_t, prev_g = t, gt
+    if down:
+        return 0.0
+    raise ValueError(f"the length map of {act.name} at sigma_w={sigma_w}, sigma_b={sigma_b} has no finite fixed point "
+                     "above q0 (q grows without bound)")
+
+
+def chi(act, sigma_w, sigma_b=0.0, q=None):
+    """χ = σ_w² E[φ′(√q ξ)²] at q (default q*): the mean squared singular value of one layer's Jacobian."""
+    act = activation(act)
+    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0)
+    if act.homogeneous:                                 # E[φ′²] does not depend on q (linear, ReLU)
+        return sigma_w ** 2 * d2_moments(act, 1.0, 1)
+    q = q_star(act, sigma_w, sigma_b) if q is None else real_scalar("q", q, lo=0.0)
+    return sigma_w ** 2 * d2_moments(act, q, 1)
+
+
+def critical_sigma_w(act, sigma_b=0.0, bracket=(0.05, 20.0)):
+    """σ_w on the critical line χ(σ_w, σ_b) = 1 (with q = q*(σ_w, σ_b))."""
+    act = activation(act)
+    f = lambda s: chi(act, s, sigma_b) - 1.0           # noqa: E731
+    a, b = bracket
+    if f(a) * f(b) > 0:
+        raise ValueError(f"no critical sigma_w in {bracket} for {act.name} at sigma_b={sigma_b}")
+    return float(optimize.brentq(f, a, b, xtol=1e-14, rtol=1e-14))
+
+
+def d2_law(act, q) -> Measure:
+    """The law of D² = φ′(h)², h ~ N(0, q): a two-point law for piecewise-linear φ (ReLU: Bernoulli(½); hard-tanh:
+    Bernoulli(erf(1/√(2q))); linear: δ₁), otherwise the Gaussian push-forward by quadrature."""
+    act = activation(act)
+    q = real_scalar("q", q, lo=0.0, lo_open=True)
+    if act.d2_atoms is not None:
+        return act.d2_atoms(q)
+    return gaussian_pushforward(lambda h: np.asarray(act.dphi(h), float) ** 2, q)

@@ -1,0 +1,78 @@
+"""Mean field: length map, q*, χ, the critical line and the D² laws, against closed forms and adaptive quadrature."""
+import numpy as np
+import pytest
+from scipy import integrate, special
+
+from rmtnet.spectra import meanfield as mf
+
+
+def by_quad(f, q):
+    """E[f(h)], h ~ N(0, q), by adaptive quadrature (independent of the Gauss–Hermite rule)."""
+    g = lambda h: f(h) * np.exp(-h * h / (2 * q)) / np.sqrt(2 * np.pi * q)   # noqa: E731
+    s = 12 * np.sqrt(q)
+    return integrate.quad(g, -s, s, limit=400, epsabs=1e-15, epsrel=1e-13)[0]
+
+
+@pytest.mark.parametrize("q", [0.05, 0.7, 3.0])
+def test_closed_forms_equal_quadrature(q):
+    erf, tanh = mf.activation("erf"), mf.activation("tanh")
+    assert abs(mf._second_moment(erf, q) - by_quad(lambda h: erf.phi(h) ** 2, q)) < 1e-12
+    for k in (1, 2, 3):
+        assert abs(mf.d2_moments(erf, q, k) - by_quad(lambda h: erf.dphi(h) ** (2 * k), q)) < 1e-12
+        assert abs(mf.d2_moments(tanh, q, k) - by_quad(lambda h: tanh.dphi(h) ** (2 * k), q)) < 1e-12
+    assert mf.length_map("relu", q, 1.3, 0.2) == pytest.approx(1.3 ** 2 * q / 2 + 0.04, rel=1e-15)
+    assert mf.d2_moments("hard_tanh", q, 2) == pytest.approx(special.erf(1 / np.sqrt(2 * q)), rel=1e-14)
+
+
+@pytest.mark.parametrize("name,sw,sb", [("tanh", 1.5, 0.1), ("erf", 2.0, 0.3), ("tanh", 1.05, 0.0)])
+def test_q_star_is_the_fixed_point(name, sw, sb):
+    act = mf.activation(name)
+    q = mf.q_star(name, sw, sb)
+    assert q > 0
+    assert abs(sw ** 2 * by_quad(lambda h: act.phi(h) ** 2, q) + sb ** 2 - q) < 1e-12 * q
+    assert mf.chi(name, sw, sb) == pytest.approx(sw ** 2 * by_quad(lambda h: act.dphi(h) ** 2, q), rel=1e-12)
+
+
+def test_ordered_phase_goes_to_zero_and_linear_line_of_fixed_points():
+    assert mf.q_star("tanh", 0.8, 0.0) == 0.0
+    assert mf.q_star("tanh", 1.0, 0.0) == 0.0          # critical: q_ℓ ~ 1/ℓ, still q* = 0
+    assert mf.q_star("linear", 1.0, 0.0, q0=0.37) == pytest.approx(0.37, rel=1e-14)
+    assert mf.q_star("relu", np.sqrt(2), 0.0, q0=2.5) == pytest.approx(2.5, rel=1e-14)
+    with pytest.raises(ValueError, match="without bound"):
+        mf.q_star("relu", 2.0, 0.0)
+
+
+def test_critical_line():
+    assert mf.critical_sigma_w("relu") == pytest.approx(np.sqrt(2), rel=1e-12)
+    # σ_b = 0: q* = 0 and χ = σ_w² below σ_w = 1, but above it q* ≈ (σ_w² - 1)/2 and χ - 1 = O((σ_w - 1)²): the
+    # root is a double root from the right, so it is determined only to ~√ε
+    s0 = mf.critical_sigma_w("tanh", 0.0)
+    assert abs(s0 - 1.0) < 1e-7 and abs(mf.chi("tanh", s0, 0.0) - 1.0) < 1e-13
+    for name, sb in (("tanh", 0.05), ("erf", 0.2)):
+        s = mf.critical_sigma_w(name, sb)
+        act = mf.activation(name)
+        q = mf.q_star(name, s, sb)
+        assert s ** 2 * by_quad(lambda h: act.dphi(h) ** 2, q) == pytest.approx(1.0, abs=1e-10)
+        assert s > 1.0                                  # bias pushes the critical line above σ_w = 1
+
+
+def test_d2_laws():
+    relu = mf.d2_law("relu", 1.0)
+    assert np.allclose(relu.atoms()[1], [0.5, 0.5])
+    p = special.erf(1 / np.sqrt(2 * 0.4))
+    ht = mf.d2_law("hard_tanh", 0.4)
+    assert np.allclose(ht.atoms()[0], [0, 1]) and np.allclose(ht.atoms()[1], [1 - p, p])
+    t = mf.d2_law("tanh", 0.7)
+    for k in (1, 2):
+        assert t.moment(k) == pytest.approx(mf.d2_moments("tanh", 0.7, k), rel=1e-11)
+
+
+def test_custom_activation_and_errors():
+    soft = mf.activation(lambda h: np.log1p(np.exp(h)), lambda h: special.expit(h))
+    assert mf.d2_moments(soft, 1.0, 1) == pytest.approx(by_quad(lambda h: special.expit(h) ** 2, 1.0), rel=1e-12)
+    with pytest.raises(ValueError, match="activation must be one of"):
+        mf.activation("swish")
+    with pytest.raises(ValueError, match="derivative"):
+        mf.activation(np.sin)
+    with pytest.raises(ValueError, match="sigma_w"):
+        mf.length_map("tanh", 1.0, -1.0)
