@@ -62,11 +62,8 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None):
     s = np.sort(to_numpy(samples).ravel())
     ax = ax if ax is not None else plt.gca()
     locs, masses = law.atoms()
-    cont = s
-    if locs.size:
-        tol = 1e-8 * max(1.0, abs(s).max())
-        near = np.any(np.abs(s[:, None] - locs[None, :]) <= tol, axis=1)
-        cont = s[~near]
+    snapped = _snap_to_atoms(law, s)                       # the same atom rule as the KS distance
+    cont = snapped[~np.isin(snapped, locs)]
     lo, hi = law.support()
     hi_plot = hi if x_max is None else x_max
     edges = np.linspace(lo, hi_plot, bins + 1)

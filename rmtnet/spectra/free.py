@@ -241,9 +241,13 @@ class _Convolution(Measure):
         locs, _ = self.atoms()
         inside = (x > sup[0]) & (x < sup[1]) & ~np.isin(x, locs)
         if inside.any():
-            u, om, zhat = self._solve(x[inside] + 0j)
-            out[inside] = np.maximum(-self._continuous_g(zhat, u, om).imag / np.pi, 0.0)
+            out[inside] = self._solve_density(x[inside])[2]
         return out
+
+    def _solve_density(self, x):
+        """(u, ω, ρ) at real points x: the solution and the continuous part's density -Im G/π (≥ 0) there."""
+        u, om, zhat = self._solve(np.asarray(x, dtype=float) + 0j)
+        return u, om, np.maximum(-self._continuous_g(zhat, u, om).imag / np.pi, 0.0)
 
     def _continuous_g(self, zhat, u, om):
         """G of the continuous part alone at ẑ: the atoms' poles Σ a_k/(ẑ - x_k) are removed, so that a point
@@ -300,9 +304,7 @@ class _Convolution(Measure):
         locs = self.atoms()[0]
         if locs.size:
             x = x[np.min(np.abs(x[:, None] - locs[None, :]), axis=1) > 1e-9 * (hi - lo)]
-        u, om, zh = self._solve(x + 0j)
-        g = self._continuous_g(zh, u, om)
-        rho = np.maximum(-g.imag / np.pi, 0.0)
+        u, om, rho = self._solve_density(x)
         thr = 1e-8 * rho.max()
         pos = np.nonzero(rho > thr)[0]
         if pos.size == 0:
@@ -312,10 +314,9 @@ class _Convolution(Measure):
             # density already at the first grid point: look closer to the bracket's end for a gap (a soft edge
             # just above lo) before concluding that the continuous part reaches lo (a hard edge)
             xc = (lo + (x[0] - lo) * np.array([1e-8, 1e-4, 1e-2, 0.1, 0.2, 0.5]))
-            uc, oc, zc = self._solve(xc + 0j)
-            gc = self._continuous_g(zc, uc, oc)
+            uc, oc, rc = self._solve_density(xc)
             x, u = np.concatenate([xc, x]), np.concatenate([uc, u])
-            om, rho = np.concatenate([oc, om], axis=1), np.concatenate([-gc.imag / np.pi, rho])
+            om, rho = np.concatenate([oc, om], axis=1), np.concatenate([rc, rho])
             pos = np.nonzero(rho > thr)[0]
             zero = np.nonzero(rho[:xc.size] <= thr)[0]
             if zero.size:
@@ -323,11 +324,10 @@ class _Convolution(Measure):
         if pos[-1] == x.size - 1:
             # likewise at the top of the bracket
             xc = hi - (hi - x[-1]) * np.array([0.5, 0.2, 0.1, 1e-2, 1e-4, 1e-8])
-            uc, oc, zc = self._solve(xc + 0j)
-            gc = self._continuous_g(zc, uc, oc)
+            uc, oc, rc = self._solve_density(xc)
             n0 = x.size
             x, u = np.concatenate([x, xc]), np.concatenate([u, uc])
-            om, rho = np.concatenate([om, oc], axis=1), np.concatenate([rho, -gc.imag / np.pi])
+            om, rho = np.concatenate([om, oc], axis=1), np.concatenate([rho, rc])
             zero = np.nonzero(rho[n0:] <= thr)[0]
             keep = rho > thr
             if zero.size:
@@ -358,8 +358,7 @@ class _Convolution(Measure):
         minimise ρ on the neighbouring cells (bounded Brent); where it reaches zero, add that point and its
         (real-branch) solution to the grid, sorted. Minima with positive density are returned as split points."""
         def density(t):
-            ut, ot, zt = self._solve(np.array([t + 0j]))
-            return float(-self._continuous_g(zt, ut, ot).imag[0] / np.pi)
+            return float(self._solve_density(np.array([t]))[2][0])
 
         found, splits = [], []
         for j in range(pos[0] + 1, pos[-1]):
@@ -370,8 +369,7 @@ class _Convolution(Measure):
         if not found:
             return x, u, om, rho, splits
         xf = np.array(found)
-        uf, of, zf = self._solve(xf + 0j)
-        rf = -self._continuous_g(zf, uf, of).imag / np.pi
+        uf, of, rf = self._solve_density(xf)
         x, u = np.concatenate([x, xf]), np.concatenate([u, uf])
         om, rho = np.concatenate([om, of], axis=1), np.concatenate([rho, rf])
         order = np.argsort(x)
@@ -405,27 +403,25 @@ class _Convolution(Measure):
         """The spectral edge between a grid point outside the support (x_out) and one inside (x_in): the real
         critical point of z(u) (secant on dΨ/du = 0 along the real branch), accepted only if it lies between the
         two; otherwise (the real branch left the bracket) bisection on the sign of the density."""
-        edge = self._edge_on_real_branch(x_out, u_out, om_out, u_in)
+        edge = self._edge_on_real_branch(u_out, om_out, u_in)
         if edge is not None and min(x_out, x_in) <= edge <= max(x_out, x_in):
             return edge
         return self._edge_by_bisection(x_out, x_in)
 
     def _edge_by_bisection(self, x_out, x_in, iters=60):
-        u, om, z = self._solve(np.array([x_in + 0j]))
-        ref = float(-self._continuous_g(z, u, om).imag[0] / np.pi)
+        ref = float(self._solve_density(np.array([x_in]))[2][0])
         a, b = x_out, x_in
         for _ in range(iters):
             c = 0.5 * (a + b)
             if c in (a, b):
                 break
-            u, om, z = self._solve(np.array([c + 0j]))
-            if -self._continuous_g(z, u, om).imag[0] / np.pi > 1e-10 * ref:
+            if self._solve_density(np.array([c]))[2][0] > 1e-10 * ref:
                 b = c
             else:
                 a = c
         return 0.5 * (a + b)
 
-    def _edge_on_real_branch(self, x_out, u_out, om_out, u_in):
+    def _edge_on_real_branch(self, u_out, om_out, u_in):
         """Secant on dΨ/du = 0 along the real branch from the outside solution towards Re u_in; None if it fails."""
         u0 = float(u_out.real)
         om0 = om_out.real.astype(float)
