@@ -568,10 +568,14 @@ class FreeProduct(_Convolution):
             return one_m / z, dm / z - one_m / z ** 2
 
     def _mt(self, z):
+        # M(z̄) = conj M(z) (Schwarz reflection): the continuation runs in the upper half-plane only; a point just
+        # below the axis (a transient Newton iterate of an enclosing product) is reflected.
         z = np.asarray(z, dtype=complex)
-        p, om, zhat = self._solve(z.ravel())
-        m, one_m, dm = self._m_and_derivative(zhat, p, om)
-        return m.reshape(z.shape), one_m.reshape(z.shape), dm.reshape(z.shape)
+        lower = z.imag < 0
+        zu = np.where(lower, np.conj(z), z)
+        p, om, zhat = self._solve(zu.ravel())
+        out = self._m_and_derivative(zhat, p, om)
+        return tuple(np.where(lower, np.conj(v.reshape(z.shape)), v.reshape(z.shape)) for v in out)
 
     def _x_of(self, p, om):
         t = np.array([t for _, t in self.factors])

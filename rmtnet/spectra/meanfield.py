@@ -26,7 +26,7 @@ from ._checks import ConvergenceError, real_scalar
 from .laws import Bernoulli
 from .measures import Measure, PointMasses, gaussian_pushforward
 
-__all__ = ["Activation", "activation", "gaussian_expectation", "length_map", "q_star", "chi", "critical_sigma_w",
+__all__ = ["Activation", "activation", "gaussian_expectation", "second_moment", "length_map", "variance_profile", "q_star", "chi", "critical_sigma_w",
            "d2_law", "d2_moments"]
 
 @dataclass(frozen=True)
@@ -57,19 +57,28 @@ def _hard_tanh_p(q):
     return float(special.erf(1.0 / np.sqrt(2.0 * q)))
 
 
+def _erf(h):
+    """scipy.special.erf, or cupyx's for CuPy arrays (activations are applied on the Monte Carlo's backend)."""
+    if type(h).__module__.startswith("cupy"):
+        import cupyx.scipy.special as cs
+        return cs.erf(h)
+    return special.erf(h)
+
+
+# φ and φ′ use only ufuncs and operators, so they run unchanged on NumPy and CuPy arrays.
 _REGISTRY = {
-    "linear": Activation("linear", lambda h: np.asarray(h, float), lambda h: np.ones_like(np.asarray(h, float)),
+    "linear": Activation("linear", lambda h: h * 1.0, lambda h: h * 0.0 + 1.0,
                          second_moment=lambda q: q, derivative_moment=lambda q, k: 1.0,
                          d2_atoms=lambda q: PointMasses([1.0], [1.0]), homogeneous=True),
-    "relu": Activation("relu", lambda h: np.maximum(h, 0.0), lambda h: (np.asarray(h) > 0).astype(float),
+    "relu": Activation("relu", lambda h: np.maximum(h, 0.0), lambda h: (h > 0) * 1.0,
                        second_moment=lambda q: q / 2, derivative_moment=lambda q, k: 0.5,
                        d2_atoms=lambda q: Bernoulli(0.5), breakpoints=(0.0,), homogeneous=True),
-    "hard_tanh": Activation("hard_tanh", lambda h: np.clip(h, -1.0, 1.0),
-                            lambda h: (np.abs(np.asarray(h)) < 1).astype(float),
+    "hard_tanh": Activation("hard_tanh", lambda h: np.minimum(np.maximum(h, -1.0), 1.0),
+                            lambda h: (abs(h) < 1) * 1.0,
                             derivative_moment=lambda q, k: _hard_tanh_p(q),
                             d2_atoms=lambda q: Bernoulli(_hard_tanh_p(q)), breakpoints=(-1.0, 1.0)),
-    "erf": Activation("erf", lambda h: special.erf(np.sqrt(np.pi) / 2 * np.asarray(h, float)),
-                      lambda h: np.exp(-np.pi / 4 * np.asarray(h, float) ** 2),
+    "erf": Activation("erf", lambda h: _erf(np.sqrt(np.pi) / 2 * h),
+                      lambda h: np.exp(-np.pi / 4 * h * h),
                       second_moment=_erf_second, derivative_moment=_erf_moment),
     "tanh": Activation("tanh", np.tanh, lambda h: 1.0 - np.tanh(h) ** 2),
 }
@@ -110,7 +119,8 @@ def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10
     return float(np.sum(wt * np.asarray(f(h), dtype=float)))
 
 
-def _second_moment(act, q):
+def second_moment(act, q):
+    """E[φ(h)²], h ~ N(0, q): closed form where known, else quadrature."""
     if act.second_moment is not None:
         return float(act.second_moment(q))
     return gaussian_expectation(lambda h: act.phi(h) ** 2, q, act.breakpoints)
@@ -133,7 +143,19 @@ def length_map(act, q, sigma_w, sigma_b=0.0):
     sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0)
     sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
     q = real_scalar("q", q, lo=0.0)
-    return sigma_w ** 2 * _second_moment(act, q) + sigma_b ** 2
+    return sigma_w ** 2 * second_moment(act, q) + sigma_b ** 2
+
+
+def variance_profile(act, sigma_w, sigma_b, q0, depth):
+    """Pre-activation variances (q_1, …, q_L) of a network fed an input with ‖x₀‖²/n₀ = q0:
+    q_1 = σ_w² q0 + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b² (the length map)."""
+    act = activation(act)
+    q = [sigma_w ** 2 * real_scalar("q0", q0, lo=0.0) + sigma_b ** 2]
+    for _ in range(int(depth) - 1):
+        q.append(length_map(act, q[-1], sigma_w, sigma_b))
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f"the mean-field variances overflow (q = {q}); lower sigma_w or q0")
+    return tuple(float(v) for v in q)
 
 
 def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):

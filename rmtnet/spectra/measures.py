@@ -32,7 +32,7 @@ from scipy.optimize import elementwise
 
 from ._checks import finite_array, probability_vector, real_scalar
 
-__all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "GaussianPushforward",
+__all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "OtherGram", "GaussianPushforward",
            "gaussian_pushforward", "adaptive_tanh_sinh"]
 
 
@@ -691,6 +691,66 @@ class Affine(Measure):
         return f"Affine({self.base!r}, a={self.a}, b={self.b})"
 
 
+class OtherGram(Measure):
+    """The law of AAᵀ (m×m) given ``base`` = the law of AᵀA (n×n), for an m×n matrix A and ``ratio`` = m/n.
+
+    The two Gram matrices share their nonzero eigenvalues, so μ_{AAᵀ} = (1/r) μ_{AᵀA} + (1 - 1/r) δ₀, i.e.
+    G(z) = G_base(z)/r + (1 - 1/r)/z and M(z) = M_base(z)/r. For r < 1 the base must carry an atom ≥ 1 - r at 0
+    (the rank of AᵀA is at most m). This is how a non-square layer changes the space a spectrum lives on."""
+
+    def __init__(self, base, ratio):
+        if not isinstance(base, Measure):
+            raise ValueError("base must be a Measure")
+        self.base = base
+        self.ratio = real_scalar("ratio", ratio, lo=0.0, lo_open=True)
+        locs, masses = base.atoms()
+        zero = float(masses[locs == 0].sum())
+        if self.ratio < 1 and zero < 1 - self.ratio - 1e-9:
+            raise ValueError(f"ratio={self.ratio} needs an atom ≥ {1 - self.ratio} at 0 in base, which has {zero}")
+
+    def _g(self, z):
+        g, dg = self.base._g(z)
+        c = 1.0 - 1.0 / self.ratio
+        return g / self.ratio + c / z, dg / self.ratio - c / (z * z)
+
+    def _mt(self, z):
+        m, one_m, dm = self.base._mt(z)
+        return m / self.ratio, 1.0 + m / self.ratio, dm / self.ratio
+
+    def atoms(self):
+        locs, masses = self.base.atoms()
+        masses = masses / self.ratio
+        zero = locs == 0
+        extra = 1.0 - 1.0 / self.ratio
+        if zero.any():
+            masses = masses.copy()
+            masses[zero] += extra
+        elif extra > 0:
+            locs, masses = np.append(locs, 0.0), np.append(masses, extra)
+        keep = masses > 1e-15
+        order = np.argsort(locs[keep])
+        return locs[keep][order], np.maximum(masses[keep][order], 0.0)
+
+    def support(self):
+        return self.base.support()
+
+    def intervals(self):
+        return self.base.intervals()
+
+    def _panels(self):
+        return self.base._panels()
+
+    def pdf(self, x):
+        return self.base.pdf(x) / self.ratio
+
+    def moment(self, k):
+        k = _order(k)
+        return 1.0 if k == 0 else self.base.moment(k) / self.ratio
+
+    def __repr__(self):
+        return f"OtherGram({self.base!r}, ratio={self.ratio})"
+
+
 # ------------------------------------------------------------------------------------------------------------------
 class GaussianPushforward(Measure):
     """The law ν of f(h), h ~ N(0, q), for a vectorised callable f (e.g. f = φ'(·)², the D² law of a layer).
@@ -746,7 +806,7 @@ class GaussianPushforward(Measure):
         hi = np.maximum(np.maximum(fa, fb), fq.max(1))
         mean = (wq * fq).sum(1) / np.where(wq.sum(1) > 0, wq.sum(1), 1.0)
         keep = pm > 0
-        self._bc, self._bw, self._bm, self._bp = ((lo + hi) / 2)[keep], (hi - lo)[keep], mean[keep], pm[keep]
+        self._bc, self._bw, self._bm, self._bp = _merge_bins((lo + hi) / 2, hi - lo, mean, pm, keep)
         self._sup = None if not keep.any() else (float(lo[keep].min()), float(hi[keep].max()))
 
     def _build_atoms(self, h, fh, min_mass=1e-12):
@@ -850,6 +910,19 @@ class GaussianPushforward(Measure):
 
     def __repr__(self):
         return f"GaussianPushforward(f={getattr(self.f, '__name__', self.f)!r}, q={self.q})"
+
+
+def _merge_bins(c, w, m, p, keep, digits=13):
+    """Bins with the same (centre, width, mean) to ``digits`` significant digits are one bin of the summed mass:
+    an even f (every φ′²) maps h and -h to the same bin, so the Cauchy transform costs half as much."""
+    c, w, m, p = c[keep], w[keep], m[keep], p[keep]
+    if c.size == 0:
+        return c, w, m, p
+    scale = max(float(np.abs(c).max()), float(w.max()), 1e-300)
+    key = np.round(np.stack([c, w, m], axis=1) / scale, digits)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    mass = np.bincount(inv.ravel(), weights=p)
+    return c[first], w[first], m[first], mass
 
 
 def gaussian_pushforward(f, q, **kwargs):

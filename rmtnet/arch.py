@@ -1,0 +1,143 @@
+"""The network description: one object that feeds the limit laws (``rmtnet.spectra``) and the Monte Carlo.
+
+Convention (REFERENCE §2; Pennington, Schoenholz & Ganguli 2017/2018; seed 002): an input x₀ ∈ ℝ^{n₀} with
+q₀ = ‖x₀‖²/n₀, and for ℓ = 1, …, L
+
+    h_ℓ = W_ℓ x_{ℓ-1} + b_ℓ,      x_ℓ = φ(h_ℓ),      W_ℓ ∈ ℝ^{n_ℓ × n_{ℓ-1}},  b_ℓ ~ N(0, σ_b² I),
+
+with W_ℓ either Gaussian (iid entries N(0, σ_w²/n_{ℓ-1})) or orthogonal (σ_w times a Haar orthogonal matrix; for
+n_ℓ ≠ n_{ℓ-1} a Haar partial isometry scaled so that its entries also have variance σ_w²/n_{ℓ-1}). The
+input–output Jacobian is
+
+    J = D_L W_L D_{L-1} ⋯ D_1 W_1   (``last_activation=True``, L factors D_ℓ = diag φ′(h_ℓ)), or
+    J = W_L D_{L-1} ⋯ D_1 W_1       (``last_activation=False``: a linear read-out, seed 002's convention).
+
+Pre-activations obey the mean-field recursion q₁ = σ_w² q₀ + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b²; the
+theory uses these per-layer q_ℓ, and the Monte Carlo propagates an actual input, so both see the same q_ℓ.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .spectra import meanfield
+from .spectra._checks import real_scalar
+from .spectra.meanfield import Activation
+
+__all__ = ["MLP", "mlp"]
+
+WEIGHTS = ("gaussian", "orthogonal")
+
+
+@dataclass(frozen=True)
+class MLP:
+    """A random multilayer perceptron at initialisation. Build it with :func:`mlp`.
+
+    ``widths`` = (n₀, n₁, …, n_L) at the reference width; theory depends only on the ratios n_ℓ/n_{ℓ-1}, Monte Carlo
+    may rescale every width by a common factor."""
+    widths: tuple
+    weights: str
+    sigma_w: float
+    sigma_b: float
+    activation: Activation
+    last_activation: bool
+    q0: float
+    q: tuple = field(repr=False)          # q_1 … q_L, pre-activation variances of the mean-field recursion
+
+    @property
+    def depth(self) -> int:
+        return len(self.widths) - 1
+
+    @property
+    def width(self) -> int:
+        return self.widths[0]
+
+    @property
+    def ratios(self) -> tuple:
+        """n_ℓ/n_{ℓ-1} for ℓ = 1 … L."""
+        return tuple(b / a for a, b in zip(self.widths[:-1], self.widths[1:]))
+
+    @property
+    def square(self) -> bool:
+        return len(set(self.widths)) == 1
+
+    def post_activation_moments(self):
+        """q̂_ℓ = E[φ(h_ℓ)²] = ‖x_ℓ‖²/n_ℓ in the limit, for ℓ = 0 … L-1 (q̂₀ = q₀, the input)."""
+        return (self.q0,) + tuple(meanfield.second_moment(self.activation, q) for q in self.q[:-1])
+
+    def d_layers(self):
+        """Indices ℓ (1-based) of the layers whose D_ℓ enters the Jacobian."""
+        return range(1, self.depth + 1) if self.last_activation else range(1, self.depth)
+
+    def scaled_widths(self, width=None):
+        """The widths with n₀ set to ``width`` and every other width scaled by the same factor (rounded)."""
+        if width is None:
+            return self.widths
+        if isinstance(width, bool) or int(width) != width or width < 1:
+            raise ValueError(f"width must be a positive integer, got {width!r}")
+        f = int(width) / self.widths[0]
+        return tuple(max(1, int(round(n * f))) for n in self.widths)
+
+
+def _int(name, v, lo=1):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValueError(f"{name} must be an integer ≥ {lo}, got {v!r}")
+    return int(v)
+
+
+def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigma_w=1.0, sigma_b=0.0,
+        activation="relu", dphi=None, last_activation=True, q0="fixed_point") -> MLP:
+    """Describe a random MLP (see the module docstring for the convention).
+
+    depth: L ≥ 1 weight layers. width: n₀ (and every nₗ when neither ``ratios`` nor ``widths`` is given).
+    ratios: L numbers n_ℓ/n_{ℓ-1} (the widths follow by rounding); widths: the L + 1 widths n₀ … n_L directly.
+    weights: ``"gaussian"`` or ``"orthogonal"``. activation: ``linear``, ``relu``, ``hard_tanh``, ``erf``, ``tanh``,
+    an :class:`~rmtnet.spectra.meanfield.Activation`, or a callable φ with ``dphi`` = φ′.
+    q0: the input's ‖x₀‖²/n₀, or ``"fixed_point"`` for the input whose first pre-activation variance is the
+    fixed point q* of the length map reached from q = 1 (then every q_ℓ = q*, Pennington et al.'s setting).
+    """
+    depth = _int("depth", depth)
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
+    sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
+    act = meanfield.activation(activation, dphi)
+    if widths is not None:
+        if ratios is not None:
+            raise ValueError("give either ratios or widths, not both")
+        widths = tuple(_int(f"widths[{i}]", n) for i, n in enumerate(widths))
+        if len(widths) != depth + 1:
+            raise ValueError(f"widths must have depth + 1 = {depth + 1} entries, got {len(widths)}")
+    else:
+        width = _int("width", width)
+        if ratios is None:
+            widths = (width,) * (depth + 1)
+        else:
+            ratios = [real_scalar(f"ratios[{i}]", r, lo=0.0, lo_open=True) for i, r in enumerate(ratios)]
+            if len(ratios) != depth:
+                raise ValueError(f"ratios must have depth = {depth} entries, got {len(ratios)}")
+            widths = [width]
+            for r in ratios:
+                widths.append(max(1, int(round(widths[-1] * r))))
+            widths = tuple(widths)
+    if isinstance(q0, str):
+        if q0 != "fixed_point":
+            raise ValueError(f"q0 must be a positive number or 'fixed_point', got {q0!r}")
+        try:
+            qs = meanfield.q_star(act, sigma_w, sigma_b, q0=1.0)
+        except ValueError:
+            if not act.homogeneous:
+                raise ValueError(f"{act.name} at sigma_w={sigma_w}, sigma_b={sigma_b} has no finite fixed point; "
+                                 "give a numeric q0") from None
+            qs = None                            # φ′² does not depend on q: any input will do
+        if qs is None:
+            q0 = 1.0
+            q = meanfield.variance_profile(act, sigma_w, sigma_b, q0, depth)
+        else:
+            q0 = max(qs - sigma_b ** 2, 0.0) / sigma_w ** 2
+            q = (qs,) * depth
+    else:
+        q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
+        q = meanfield.variance_profile(act, sigma_w, sigma_b, q0, depth)
+    return MLP(widths, weights, sigma_w, sigma_b, act, bool(last_activation), float(q0), tuple(float(v) for v in q))
