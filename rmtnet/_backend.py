@@ -80,6 +80,34 @@ def to_numpy(x):
 
 
 def rng(seed, backend: str | None = None):
-    """A seeded generator of the backend (``numpy.random.Generator`` or ``cupy.random.Generator``)."""
+    """A seeded generator of the backend (``numpy.random.Generator`` or ``cupy.random.Generator``). A generator
+    passed as ``seed`` (e.g. a :class:`HostStream`) is returned as it is, so samplers accept either."""
+    if hasattr(seed, "standard_normal"):
+        return seed
     lib = native(backend)
     return lib.random.default_rng(seed)
+
+
+class HostStream:
+    """NumPy's random stream for ``seed``, delivered as arrays of ``backend``: with it a CuPy run draws exactly the
+    matrices the NumPy run draws, so the two backends' spectra can be compared entry by entry (pass it as the
+    samplers' ``seed``). Slower than the device's own generator: for checks, not production."""
+
+    def __init__(self, seed, backend: str | None = None):
+        self._g = np.random.default_rng(seed)
+        self._xp = native(backend)
+
+    def _put(self, x):
+        return self._xp.asarray(x)
+
+    def standard_normal(self, size=None, dtype="float64"):
+        return self._put(self._g.standard_normal(size, dtype=dtype))
+
+    def random(self, size=None, dtype="float64"):
+        return self._put(self._g.random(size, dtype=dtype))
+
+    def integers(self, *args, **kwargs):
+        return self._put(self._g.integers(*args, **kwargs))
+
+    def choice(self, *args, **kwargs):
+        return self._put(self._g.choice(*args, **kwargs))

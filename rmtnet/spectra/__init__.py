@@ -4,14 +4,17 @@ Conventions are those of REFERENCE §1: G(z) = ∫ dμ(x)/(z - x), M(z) = zG(z) 
 η = ψ/(1 + ψ), S(w) = (1 + w)/(w M⁻¹(w)), S_{μ⊠ν} = S_μ S_ν.
 """
 from ._checks import ConvergenceError
-from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, GaussianPushforward,
-                       gaussian_pushforward)
+from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, OtherGram, GaussianPushforward,
+                       gaussian_pushforward, Tabulated, tabulate)
 from .laws import MarchenkoPastur, Semicircle, FussCatalan, Bernoulli, Arcsine
-from .free import free_mult, free_mult_power, free_add, free_add_power, FreeProduct, FreeSum
+from .free import free_mult, free_mult_scaled, free_mult_power, free_add, free_add_power, FreeProduct, FreeSum
 from .transforms import (cauchy, m_transform, psi, eta, s_transform, cauchy_inverse, m_inverse, psi_inverse,
                          eta_inverse)
 from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
-from . import series, montecarlo, meanfield
+from .jacobian import jacobian_law
+from .ntk import fisher_law, ck_law, critical_learning_rate
+from .montecarlo import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs
+from . import series, montecarlo, meanfield, jacobian, ntk, kernels, freeness
 
 __all__ = [
     "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
@@ -19,5 +22,7 @@ __all__ = [
     "Arcsine", "free_mult", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum",
     "cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
     "eta_inverse", "series", "montecarlo", "meanfield", "activation", "q_star", "chi", "critical_sigma_w",
-    "d2_law", "d2_moments", "length_map",
+    "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
+    "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
+    "freeness", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled",
 ]

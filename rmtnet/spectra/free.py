@@ -47,9 +47,9 @@ from scipy import optimize
 
 from . import series
 from ._checks import ConvergenceError, finite_array, log_upper, real_scalar
-from .measures import Measure, PointMasses, _order
+from .measures import Affine, Measure, PointMasses, _order
 
-__all__ = ["free_mult", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
+__all__ = ["free_mult", "free_mult_scaled", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
 
 _DEFAULT_TOL = 1e-13
 _DEFAULT_MAX_ITER = 2000
@@ -774,6 +774,33 @@ def free_mult(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
         _check_nonnegative(mu, f"measures[{i}]")
     return FreeProduct(_collect(FreeProduct, [(mu, 1.0) for mu in measures], tol, max_iter), tol, max_iter)
 
+
+
+def _single_atom(mu):
+    """c if μ = δ_c, else None."""
+    locs, masses = mu.atoms()
+    if locs.size == 1 and masses[0] > 1 - 1e-14 and mu.support() is None:
+        return float(locs[0])
+    return None
+
+
+def free_mult_scaled(factors, scale=1.0, **kwargs):
+    """``scale`` · (⊠ factors), with every point mass δ_c among the factors folded into the scale (μ ⊠ δ_c is μ
+    dilated by c), so that only genuine laws reach the engine. Returns δ_scale when nothing is left, the single
+    remaining law (dilated) when one is, else an :class:`Affine` of a :class:`FreeProduct`."""
+    rest = []
+    for mu in factors:
+        c = _single_atom(mu)
+        if c is None:
+            rest.append(mu)
+        else:
+            scale *= c
+    if scale == 0:
+        return PointMasses([0.0], [1.0])
+    if not rest:
+        return PointMasses([scale], [1.0])
+    prod = rest[0] if len(rest) == 1 else free_mult(*rest, **kwargs)
+    return prod if scale == 1 else Affine(prod, scale)
 
 def free_mult_power(mu, t, *, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
     """μ^{⊠t} for real t ≥ 1: the measure with S-transform S_μ^t (for integer t, μ ⊠ … ⊠ μ, t times)."""

@@ -6,8 +6,10 @@ returns eigenvalues on that backend; :func:`rmtnet._backend.to_numpy` brings the
 from __future__ import annotations
 
 from .. import _backend as B
+from .ntk import normalised_activation
 
-__all__ = ["ginibre", "haar_orthogonal", "wishart_eigs", "ginibre_product_eigs", "free_product_eigs"]
+__all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "layer_weights", "wishart_eigs", "ginibre_product_eigs",
+           "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs"]
 
 
 def _check_dims(**dims):
@@ -64,3 +66,128 @@ def free_product_eigs(diagonals, seed=None, backend=None):
         o = haar_orthogonal(n, rng, backend)
         x = xp.asarray(d)[:, None] * (o @ x)
     return xp.linalg.eigvalsh(x @ x.T)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Random networks: weights, a propagated input, and the spectra of their Jacobian, Fisher dual and CK.
+# The net is an rmtnet.arch.MLP (duck-typed here: spectra does not import arch).
+
+def haar_isometry(n, m, rng, backend=None, batch=None):
+    """An n×m Haar partial isometry: orthonormal columns if n ≥ m, orthonormal rows otherwise (QR of a Gaussian
+    matrix with the signs of diag(R) folded in, so the law is exactly Haar). n = m gives :func:`haar_orthogonal`."""
+    xp = B.native(backend)
+    tall = n >= m
+    shape = (n, m) if tall else (m, n)
+    a = rng.standard_normal(shape if batch is None else (batch,) + shape, dtype="float64")
+    q, r = xp.linalg.qr(a)
+    d = xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))
+    d = xp.where(d == 0, 1.0, d)
+    q = q * d[..., None, :]
+    return q if tall else xp.swapaxes(q, -1, -2)
+
+
+def layer_weights(kind, n_out, n_in, sigma_w, rng, backend=None, batch=None):
+    """W ∈ ℝ^{n_out×n_in} with entries of variance σ_w²/n_in: Gaussian, or a Haar (partial) isometry scaled by
+    σ_w·√(max(1, n_out/n_in)) (rmtnet.arch's convention; square: σ_w O)."""
+    if kind == "gaussian":
+        return sigma_w * ginibre(n_out, n_in, rng, backend, batch)
+    if kind == "orthogonal":
+        return sigma_w * max(1.0, n_out / n_in) ** 0.5 * haar_isometry(n_out, n_in, rng, backend, batch)
+    raise ValueError(f"weights must be 'gaussian' or 'orthogonal', got {kind!r}")
+
+
+def _input(n, q0, rng, xp, batch):
+    """A random input direction scaled to ‖x₀‖²/n = q0 exactly, one per sample: shape (batch, n)."""
+    x = rng.standard_normal((batch, n), dtype="float64")
+    return x * xp.sqrt(q0 * n / xp.sum(x * x, axis=-1, keepdims=True))
+
+
+def propagate(net, width=None, n_samples=1, seed=None, backend=None):
+    """Draw ``n_samples`` networks and push one random input (‖x₀‖²/n₀ = net.q0) through each.
+
+    Yields, for ℓ = 1 … L, (W_ℓ, x_{ℓ-1}, h_ℓ) with shapes (S, n_ℓ, n_{ℓ-1}), (S, n_{ℓ-1}), (S, n_ℓ): the actual
+    pre-activations, so the empirical q_ℓ follow the mean-field recursion up to O(1/√n) fluctuations."""
+    _check_dims(n_samples=n_samples)
+    widths = net.scaled_widths(width)
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    x = _input(widths[0], net.q0, rng, xp, n_samples)
+    phi = net.activation.phi
+    for n_in, n_out in zip(widths[:-1], widths[1:]):
+        w = layer_weights(net.weights, n_out, n_in, net.sigma_w, rng, backend, batch=n_samples)
+        h = (w @ x[..., None])[..., 0]
+        if net.sigma_b > 0:
+            h = h + net.sigma_b * rng.standard_normal(h.shape, dtype="float64")
+        yield w, x, h
+        x = phi(h)
+
+
+def _gram_eigs(a, xp):
+    """Eigenvalues of A Aᵀ (batched), via the smaller Gram matrix, padded with the zeros of the larger one."""
+    n, m = a.shape[-2:]
+    if n <= m:
+        return xp.linalg.eigvalsh(a @ xp.swapaxes(a, -1, -2))
+    e = xp.linalg.eigvalsh(xp.swapaxes(a, -1, -2) @ a)
+    return xp.concatenate([xp.zeros(e.shape[:-1] + (n - m,)), e], axis=-1)
+
+
+def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None):
+    """Eigenvalues of JJᵀ for ``n_samples`` random draws of ``net`` (J = ∂x_L/∂x₀ = D_L W_L ⋯ D_1 W_1, or without
+    D_L when ``net.last_activation`` is False), at the reference widths or with n₀ = ``width``. Float64; NumPy or
+    CuPy; batched over samples. Returns shape (n_samples·n_L,) on the backend."""
+    xp = B.native(backend)
+    dphi = net.activation.dphi
+    L = net.depth
+    j = None
+    for ell, (w, _, h) in enumerate(propagate(net, width, n_samples, seed, backend), start=1):
+        j = w if j is None else w @ j
+        if ell < L or net.last_activation:
+            j = dphi(h)[..., :, None] * j
+    return _gram_eigs(j, xp).ravel()
+
+
+def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qhat="empirical"):
+    """Eigenvalues of the one-sample Fisher dual / NTK Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ (Hayase & Karakida 2021), B_ℓ the
+    Jacobian of the output with respect to h_ℓ; by the recursion Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
+    W_{ℓ+1}ᵀ (output h_L; D_L Θ D_L if the last layer has an activation). Square widths. Returns shape
+    (n_samples·n,) on the backend.
+
+    ``qhat="empirical"``: q̂_{ℓ-1} = ‖x_{ℓ-1}‖²/n of the actual input — the network's own NTK, whose moments
+    fluctuate by O(√(L/n)) from sample to sample (the norms perform a multiplicative random walk) and carry an
+    O(L/n) bias in m₂. ``qhat="mean_field"``: the limits q̂_ℓ = E φ(h_ℓ)² instead, everything else unchanged — the
+    same limit law with that scalar source of finite-n noise removed."""
+    xp = B.native(backend)
+    if len(set(net.scaled_widths(width))) != 1:
+        raise ValueError("sample_fisher_eigs needs equal widths (a square network)")
+    if qhat not in ("empirical", "mean_field"):
+        raise ValueError(f"qhat must be 'empirical' or 'mean_field', got {qhat!r}")
+    dphi = net.activation.dphi
+    theta, d_prev = None, None
+    qbar = net.post_activation_moments()
+    for ell, (w, x, h) in enumerate(propagate(net, width, n_samples, seed, backend)):
+        qhat_l = xp.mean(x * x, axis=-1)[..., None, None] if qhat == "empirical" else qbar[ell]
+        eye = xp.eye(w.shape[-1])
+        if theta is None:
+            theta = qhat_l * xp.ones((w.shape[0], 1, 1)) * eye
+        else:
+            a = w * d_prev[..., None, :]                     # W_{ℓ+1} D_ℓ
+            theta = qhat_l * eye + a @ theta @ xp.swapaxes(a, -1, -2)
+        d_prev = dphi(h)
+    if net.last_activation:
+        theta = d_prev[..., :, None] * theta * d_prev[..., None, :]
+    return xp.linalg.eigvalsh(theta).ravel()
+
+
+def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None):
+    """Eigenvalues of the conjugate kernel (1/d_L) X_Lᵀ X_L (n_data × n_data) of Fan & Wang (2020): X₀ has iid
+    N(0, 1) entries (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
+    centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1. Returns shape (n_samples·n_data,)."""
+    _check_dims(n_data=n_data, n_samples=n_samples)
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    widths = net.scaled_widths(width)
+    phi = normalised_activation(net.activation).phi
+    x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64")
+    for n_in, n_out in zip(widths[:-1], widths[1:]):
+        x = phi(ginibre(n_out, n_in, rng, backend, batch=n_samples) @ x)
+    return _gram_eigs(xp.swapaxes(x, -1, -2) / widths[-1] ** 0.5, xp).ravel()

@@ -1,0 +1,117 @@
+"""Benchmark: Monte Carlo spectra against the dense eigensolver they call, and GPU against CPU.
+
+1. **Overhead.** Each Monte Carlo routine ends in one dense symmetric eigensolve (``eigvalsh``) of an N×N matrix;
+   everything before it — drawing Gaussian or Haar weights, propagating the input, forming JJᵀ — is overhead. For
+   each routine the script times the routine and, side by side in alternation, ``eigvalsh`` of an N×N symmetric
+   matrix alone (the baseline), and prints the ratio of the medians. The requirement is ≤ 1.2× for one layer
+   (``wishart``, ``jacobian L=1``); deeper nets add one N³ product per layer (and one QR per layer for Haar weights),
+   which the table shows as the ratio growing with L.
+2. **GPU.** With CuPy and a CUDA device, the same routines at N = 4096, 8192, 16384 on ``backend="cupy"`` against
+   ``"numpy"``, as the ratio GPU time / CPU time (CPU runs above ``--cpu-max`` are skipped and marked).
+
+Run: ``python benchmarks/montecarlo.py [--n 1500] [--repeats 5] [--gpu-sizes 4096 8192 16384] [--cpu-max 8192]``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from rmtnet import _backend as B
+from rmtnet import arch
+from rmtnet.spectra import montecarlo
+
+SQRT2 = np.sqrt(2.0)
+
+
+def routines(n):
+    """(name, callable(backend, seed)) — each draws its matrices and returns N eigenvalues (one sample)."""
+    relu = lambda L, w: arch.mlp(L, n, weights=w, sigma_w=SQRT2, activation="relu")
+    tanh = arch.mlp(2, n, weights="gaussian", sigma_w=1.1, sigma_b=0.05, activation="tanh", q0=1.0)
+    return [
+        ("wishart", lambda be, s: montecarlo.wishart_eigs(n, n, seed=s, backend=be)),
+        ("jacobian L=1 gaussian relu", lambda be, s: montecarlo.sample_jacobian_eigs(relu(1, "gaussian"), seed=s,
+                                                                                     backend=be)),
+        ("jacobian L=2 gaussian tanh", lambda be, s: montecarlo.sample_jacobian_eigs(tanh, seed=s, backend=be)),
+        ("jacobian L=4 gaussian relu", lambda be, s: montecarlo.sample_jacobian_eigs(relu(4, "gaussian"), seed=s,
+                                                                                     backend=be)),
+        ("jacobian L=2 orthogonal relu", lambda be, s: montecarlo.sample_jacobian_eigs(relu(2, "orthogonal"),
+                                                                                       seed=s, backend=be)),
+        ("fisher L=2 orthogonal relu", lambda be, s: montecarlo.sample_fisher_eigs(relu(2, "orthogonal"), seed=s,
+                                                                                   backend=be)),
+    ]
+
+
+def _sync(backend):
+    if backend == "cupy":
+        B.native("cupy").cuda.Device().synchronize()
+
+
+def _time(f, backend):
+    _sync(backend)
+    t = time.perf_counter()
+    f()
+    _sync(backend)
+    return time.perf_counter() - t
+
+
+def baseline(n, backend, seed):
+    """eigvalsh of a ready N×N symmetric matrix: the solver alone."""
+    xp = B.native(backend)
+    a = B.rng(seed, backend).standard_normal((n, n), dtype="float64")
+    a = a + a.T
+    _sync(backend)
+    return lambda: xp.linalg.eigvalsh(a)
+
+
+def overhead(n, repeats, backend="numpy"):
+    rows = []
+    for name, f in routines(n):
+        f(backend, 0)                                          # warm-up (imports, FFT plans, BLAS threads)
+        base = baseline(n, backend, 1)
+        base()
+        tr, tb = [], []
+        for r in range(repeats):                               # alternate, so drifts hit both alike
+            tr.append(_time(lambda: f(backend, r), backend))
+            tb.append(_time(base, backend))
+        rows.append(dict(routine=name, N=n, backend=backend, routine_s=np.median(tr), eigvalsh_s=np.median(tb),
+                         ratio=np.median(tr) / np.median(tb)))
+    return pd.DataFrame(rows)
+
+
+def gpu_vs_cpu(sizes, repeats, cpu_max):
+    rows = []
+    for n in sizes:
+        for name, f in routines(n)[:3]:
+            f("cupy", 0)
+            tg = np.median([_time(lambda: f("cupy", r), "cupy") for r in range(repeats)])
+            tc = np.median([_time(lambda: f("numpy", r), "numpy") for r in range(max(1, repeats // 2))]) \
+                if n <= cpu_max else np.nan
+            rows.append(dict(routine=name, N=n, gpu_s=tg, cpu_s=tc, gpu_over_cpu=tg / tc))
+    return pd.DataFrame(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1500)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--gpu-sizes", type=int, nargs="*", default=[4096, 8192, 16384])
+    ap.add_argument("--cpu-max", type=int, default=8192, help="skip CPU runs above this N in the GPU comparison")
+    a = ap.parse_args(argv)
+    pd.set_option("display.width", 160)
+    t = overhead(a.n, a.repeats)
+    print(f"Monte Carlo time / eigvalsh time (NumPy, N = {a.n}, median of {a.repeats}):")
+    print(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if B.gpu_available():
+        g = gpu_vs_cpu(a.gpu_sizes, a.repeats, a.cpu_max)
+        print("\nGPU (CuPy) / CPU (NumPy) time:")
+        print(g.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    else:
+        print("\nGPU comparison skipped: no CuPy or no CUDA device.")
+    return t
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,456 @@
+"""Neural-network Gaussian process (NNGP) kernels of wide random MLPs, and GP regression with them (REFERENCE §2;
+Lee et al., "Deep Neural Networks as Gaussian Processes", ICLR 2018; seed 002).
+
+Convention (that of :mod:`rmtnet.arch`): inputs x ∈ ℝ^{n₀} are the rows of X (B × n₀), and for ℓ = 1 … L
+
+    h_ℓ = W_ℓ x_{ℓ-1} + b_ℓ,   x_ℓ = φ(h_ℓ),   W_ℓ entries of variance σ_w²/n_{ℓ-1},   b_ℓ ~ N(0, σ_b² I).
+
+As every width n_ℓ → ∞ the pre-activations at the B inputs become a Gaussian process. With the post-activation
+kernel K_ℓ(x, x′) = lim (1/n_ℓ) Σ_j x_{ℓ,j} x′_{ℓ,j} and K₀(x, x′) = x·x′/n₀ (the input Gram matrix), the
+pre-activation covariance is
+
+    Σ_ℓ(x, x′) = σ_w² K_{ℓ-1}(x, x′) + σ_b²,                                                         (1)
+    K_ℓ(x, x′) = E[φ(z₁)φ(z₂)],   (z₁, z₂) ~ N(0, [[Σ_ℓ(x,x), Σ_ℓ(x,x′)], [Σ_ℓ(x,x′), Σ_ℓ(x′,x′)]]),         (2)
+
+(Lee et al. 2018, eq. (4); seed 002, "Kernel Propagation"). :func:`nngp_kernel` returns Σ_L, the covariance of the
+last pre-activation h_L: the GP prior of f(x) = h_L, i.e. of a network whose last layer is a linear read-out
+(the last activation φ(h_L) is never applied, whatever ``net.last_activation`` says). Its diagonal is the mean-field
+length map q_ℓ of :mod:`rmtnet.spectra.meanfield` (q₁ = σ_w² q₀ + σ_b²).
+
+The expectation (2) has closed forms for
+  * ReLU, the degree-1 arc-cosine kernel (Cho & Saul 2009): E[relu(z₁)relu(z₂)] = √(c₁₁c₂₂)/(2π)·(sin θ + (π − θ)cos θ),
+    cos θ = c₁₂/√(c₁₁c₂₂);
+  * rmtnet's erf, φ(h) = erf(√π h/2) (Williams 1997): E[erf(a z₁)erf(a z₂)] = (2/π) arcsin(2a²c₁₂/√((1+2a²c₁₁)(1+2a²c₂₂))),
+    a = √π/2;
+  * linear: c₁₂;
+and is computed by quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
+user callables). GP regression (:func:`gp_posterior`) uses the posterior mean K(x*,X)K(X,X)⁻¹Y and variance
+K(x*,x*) − K(x*,X)K(X,X)⁻¹K(X,x*) (seed 002; Rasmussen & Williams 2006, eqs. 2.25–2.26).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from .. import _backend as B
+from ._checks import finite_array, real_scalar
+from .meanfield import Activation, activation
+
+__all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kernel", "kernel_map", "nngp_kernel",
+           "gp_posterior", "nngp_regression", "sample_nngp_kernel"]
+
+METHODS = ("auto", "closed_form", "quadrature")
+SAMPLERS = ("weights", "marginal")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Bivariate Gaussian expectations
+
+def _covariances(c11, c12, c22, tol=1e-8):
+    """Broadcast (c11, c12, c22) to one shape; check c11, c22 ≥ 0 and c12² ≤ c11·c22 (within ``tol``, relative)."""
+    c11 = finite_array("c11", c11)
+    c12 = finite_array("c12", c12)
+    c22 = finite_array("c22", c22)
+    try:
+        c11, c12, c22 = np.broadcast_arrays(c11, c12, c22)
+    except ValueError:
+        raise ValueError(f"c11, c12, c22 must broadcast together, got shapes {c11.shape}, {c12.shape}, "
+                         f"{c22.shape}") from None
+    if np.any(c11 < 0) or np.any(c22 < 0):
+        raise ValueError("c11 and c22 (variances) must lie in [0, inf)")
+    bound = np.sqrt(c11 * c22)
+    if np.any(np.abs(c12) > bound * (1 + tol) + 1e-300):
+        raise ValueError("c12 must satisfy |c12| ≤ √(c11·c22) (the 2×2 covariance must be positive semi-definite)")
+    return c11, c12, c22
+
+
+def _correlation(c11, c12, c22):
+    """ρ = c12/√(c11c22) clipped into [-1, 1]; 0 where a variance vanishes."""
+    bound = np.sqrt(c11 * c22)
+    pos = bound > 0
+    rho = np.divide(c12, bound, out=np.zeros_like(bound), where=pos)
+    return np.clip(rho, -1.0, 1.0), bound
+
+
+def _as_function(f, breakpoints, name):
+    if isinstance(f, Activation):
+        return f.phi, tuple(f.breakpoints) + tuple(breakpoints)
+    if not callable(f):
+        raise ValueError(f"{name} must be a callable or an Activation, got {type(f).__name__}")
+    return f, tuple(breakpoints)
+
+
+def _panels(edges, x, w):
+    """Composite Gauss–Legendre nodes and weights for panels between consecutive ``edges`` (last axis, sorted)."""
+    a, b = edges[..., :-1, None], edges[..., 1:, None]
+    half = 0.5 * (b - a)
+    shape = edges.shape[:-1] + (-1,)
+    return (0.5 * (a + b) + half * x).reshape(shape), (half * w).reshape(shape)
+
+
+def gaussian_pair_expectation(f, g, c11, c12, c22, *, f_breakpoints=(), g_breakpoints=(), width=9.0, panel=1.0,
+                              n_gauss=10, grading=3.0, n_grading=18, max_points=2_000_000):
+    """E[f(z₁)g(z₂)] for (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]), vectorised over arrays of (c11, c12, c22).
+
+    ``f`` and ``g`` are vectorised callables or :class:`~rmtnet.spectra.meanfield.Activation` objects (whose φ and
+    breakpoints are used); ``f_breakpoints``/``g_breakpoints`` add kinks or jumps of f and g.
+
+    Method: conditioning on z₁ = √c11·u, z₂ = a·u + s·v with a = ρ√c22, s = √(c22(1 − ρ²)) and u, v iid N(0, 1), so
+
+        E[f(z₁)g(z₂)] = ∫ φ(u) f(√c11 u) [∫ φ(v) g(a u + s v) dv] du,
+
+    both integrals by composite Gauss–Legendre rules on [-width, width] (standard units; Gaussian mass outside
+    ≈ 2e-19 for width 9) with panels no longer than ``panel`` in z-units nor 1 standard unit, as in
+    :func:`~rmtnet.spectra.meanfield.gaussian_expectation`. Panel ends are put at every kink: in v at
+    (b − a u)/s for each breakpoint b of g (one per outer node), in u at b/√c11 for the breakpoints of f. The inner
+    integral as a function of u has a near-kink of width s/|a| at u = b/a when |ρ| → 1; panels there are graded
+    geometrically (ratio ``grading``, ``n_grading`` levels), which keeps the rule accurate to ~1e-14 up to |ρ| = 1.
+    Correlation ±1 (s = 0) and zero variances are handled exactly (no NaN). Accuracy ~1e-12 or better for the
+    registered activations at variances O(1); the node count grows like √max(c) for large variances.
+    """
+    fn, fb = _as_function(f, f_breakpoints, "f")
+    gn, gb = _as_function(g, g_breakpoints, "g")
+    c11, c12, c22 = _covariances(c11, c12, c22)
+    shape = c11.shape
+    c11, c12, c22 = (np.ravel(c).astype(float) for c in (c11, c12, c22))
+    rho, _ = _correlation(c11, c12, c22)
+    W = real_scalar("width", width, lo=0.0, lo_open=True)
+    panel = real_scalar("panel", panel, lo=0.0, lo_open=True)
+    s1 = np.sqrt(c11)
+    a = rho * np.sqrt(c22)
+    s = np.sqrt(c22) * np.sqrt((1.0 - rho) * (1.0 + rho))
+    out = np.empty(c11.size)
+    if c11.size == 0:
+        return out.reshape(shape)
+    scale = max(1.0, float(np.sqrt(max(c11.max(), c22.max()))) / panel)
+    n_panels = int(np.ceil(2 * W * scale))
+    base = np.linspace(-W, W, n_panels + 1)
+    x, w = np.polynomial.legendre.leggauss(int(n_gauss))
+    levels = grading ** np.arange(int(n_grading)) if gb else np.empty(0)
+
+    def clip(v):
+        return np.clip(v, -W, W)
+
+    n_u = (n_panels + len(fb) + len(gb) * (1 + 2 * levels.size)) * len(x)
+    n_v = (n_panels + len(gb)) * len(x)
+    chunk = max(1, int(max_points // (n_u * n_v)))
+    for lo in range(0, c11.size, chunk):
+        sl = slice(lo, lo + chunk)
+        s1_, a_, s_ = s1[sl], a[sl], s[sl]
+        m = s1_.size
+        extra = []
+        for b in fb:                                              # kinks of f(√c11 u)
+            extra.append(np.divide(b, s1_, out=np.full(m, W), where=s1_ > 0))
+        for b in gb:                                              # near-kinks of the inner integral at u = b/a
+            ustar = np.divide(b, a_, out=np.full(m, W), where=a_ != 0)
+            delta = np.divide(s_, np.abs(a_), out=np.zeros(m), where=a_ != 0)
+            extra.append(ustar)
+            for k in levels:
+                extra += [ustar - k * delta, ustar + k * delta]
+        edges = np.broadcast_to(base, (m, base.size))
+        if extra:
+            edges = np.concatenate([edges, clip(np.stack(extra, axis=1))], axis=1)
+        u, wu = _panels(np.sort(edges, axis=1), x, w)             # (m, Nu)
+        wu = wu * np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
+        au = a_[:, None] * u                                      # (m, Nu)
+        vedges = np.broadcast_to(base, au.shape + (base.size,))
+        if gb:
+            sv = s_[:, None, None]
+            vb = [np.divide(b - au[..., None], sv, out=np.full(au.shape + (1,), W), where=sv > 0) for b in gb]
+            vedges = np.sort(np.concatenate([vedges] + [clip(v) for v in vb], axis=-1), axis=-1)
+        v, wv = _panels(vedges, x, w)                             # (m, Nu, Nv)
+        wv = wv * np.exp(-0.5 * v * v) / np.sqrt(2 * np.pi)
+        inner = np.sum(wv * np.asarray(gn(au[..., None] + s_[:, None, None] * v), dtype=float), axis=-1)
+        fu = np.asarray(fn(s1_[:, None] * u), dtype=float)
+        out[sl] = np.sum(wu * fu * inner, axis=-1)
+    return out.reshape(shape)
+
+
+def relu_kernel(c11, c12, c22):
+    """E[relu(z₁)relu(z₂)] = √(c11c22)/(2π)·(sin θ + (π − θ) cos θ), θ = arccos(c12/√(c11c22)): the degree-1
+    arc-cosine kernel (Cho & Saul 2009, eq. (6) with n = 1). Zero when a variance vanishes."""
+    c11, c12, c22 = _covariances(c11, c12, c22)
+    rho, bound = _correlation(c11, c12, c22)
+    theta = np.arccos(rho)
+    return bound / (2 * np.pi) * (np.sqrt((1.0 - rho) * (1.0 + rho)) + (np.pi - theta) * rho)
+
+
+def erf_kernel(c11, c12, c22):
+    """E[φ(z₁)φ(z₂)] for rmtnet's φ(h) = erf(√π h/2): (2/π) arcsin(2a²c12/√((1 + 2a²c11)(1 + 2a²c22))) with
+    2a² = π/2 (Williams 1997, eq. (11), with Σ = a²·covariance and no bias input)."""
+    c11, c12, c22 = _covariances(c11, c12, c22)
+    k = np.pi / 2
+    arg = k * c12 / np.sqrt((1.0 + k * c11) * (1.0 + k * c22))
+    return 2.0 / np.pi * np.arcsin(np.clip(arg, -1.0, 1.0))
+
+
+def _linear_kernel(c11, c12, c22):
+    return _covariances(c11, c12, c22)[1].astype(float)
+
+
+_CLOSED = {"relu": relu_kernel, "erf": erf_kernel, "linear": _linear_kernel}
+
+
+def _closed_form(act):
+    """The closed form for a registered activation (matched by identity, so a user callable named "relu" is not
+    mistaken for rmtnet's ReLU)."""
+    fn = _CLOSED.get(act.name)
+    if fn is not None and activation(act.name) is act:
+        return fn
+    return None
+
+
+def _method(method):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return method
+
+
+def pair_kernel(act, c11, c12, c22, method="auto"):
+    """E[φ(z₁)φ(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]), for an activation (name, Activation, ...):
+    closed form for relu, erf and linear (``method="auto"`` or ``"closed_form"``), quadrature otherwise or with
+    ``method="quadrature"``."""
+    act = activation(act)
+    method = _method(method)
+    closed = None if method == "quadrature" else _closed_form(act)
+    if closed is not None:
+        return closed(c11, c12, c22)
+    if method == "closed_form":
+        raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
+                         f"(available: {sorted(_CLOSED)})")
+    return gaussian_pair_expectation(act, act, c11, c12, c22)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Kernel propagation
+
+def _gram(name, S):
+    S = finite_array(name, S)
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"{name} must be a square 2-D matrix, got shape {S.shape}")
+    scale = max(1.0, float(np.max(np.abs(S)))) if S.size else 1.0
+    if np.max(np.abs(S - S.T), initial=0.0) > 1e-10 * scale:
+        raise ValueError(f"{name} must be symmetric")
+    if np.any(np.diag(S) < 0):
+        raise ValueError(f"{name} must have a non-negative diagonal (variances)")
+    return 0.5 * (S + S.T)
+
+
+def _step(act, sw2, sb2, c11, c12, c22, method):
+    """One layer of (1)–(2) on entries: Σ_{ℓ+1} = σ_w² E[φ(z₁)φ(z₂)] + σ_b²."""
+    return sw2 * pair_kernel(act, c11, c12, c22, method) + sb2
+
+
+def kernel_map(act, sigma_w, sigma_b, Sigma, method="auto"):
+    """One layer of NNGP propagation, Σ_ℓ ↦ Σ_{ℓ+1} = σ_w² E[φ(z)φ(z′)] + σ_b² with (z, z′) drawn from the 2×2 blocks
+    of Σ_ℓ (Lee et al. 2018, eq. (4)); entrywise on the B×B matrix ``Sigma`` (upper triangle, then symmetrised)."""
+    act = activation(act)
+    sw2 = real_scalar("sigma_w", sigma_w, lo=0.0) ** 2
+    sb2 = real_scalar("sigma_b", sigma_b, lo=0.0) ** 2
+    S = _gram("Sigma", Sigma)
+    d = np.diag(S)
+    i, j = np.triu_indices(S.shape[0])
+    vals = _step(act, sw2, sb2, d[i], S[i, j], d[j], _method(method))
+    out = np.empty_like(S)
+    out[i, j] = vals
+    out[j, i] = vals
+    return out
+
+
+def _inputs(name, X):
+    X = finite_array(name, X)
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name} must be a 2-D array (inputs as rows, shape (B, n0) with B, n0 ≥ 1), "
+                         f"got shape {X.shape}")
+    return X
+
+
+def _net(net):
+    for attr in ("depth", "sigma_w", "sigma_b", "activation"):
+        if not hasattr(net, attr):
+            raise ValueError(f"net must be an rmtnet.arch.MLP (built with rmtnet.arch.mlp), got {type(net).__name__}")
+    return net
+
+
+def _first_layer(net, Xa, Xb):
+    """Σ₁ = σ_w² Xa Xbᵀ/n₀ + σ_b²."""
+    return net.sigma_w ** 2 * (Xa @ Xb.T) / Xa.shape[1] + net.sigma_b ** 2
+
+
+def nngp_kernel(net, X, method="auto", return_all=False):
+    """The NNGP kernel of ``net`` (an :class:`rmtnet.arch.MLP`) on the inputs X (rows, shape (B, n₀)).
+
+    Returns Σ_L (B × B), the limiting covariance of the output pre-activation h_L: Σ₁ = σ_w² XXᵀ/n₀ + σ_b² and
+    Σ_{ℓ+1} = σ_w² E[φ(z)φ(z′)] + σ_b² (module docstring, eqs. (1)–(2); Lee et al. 2018). This is the GP prior
+    covariance of f(x) = h_L, a network with a linear read-out. Only the net's depth, σ_w, σ_b and activation enter
+    (the widths drop out of the infinite-width limit; n₀ is X.shape[1]). ``return_all=True`` gives the list
+    [Σ₁, …, Σ_L]. ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise),
+    ``"closed_form"`` or ``"quadrature"``."""
+    net = _net(net)
+    X = _inputs("X", X)
+    method = _method(method)
+    S = _first_layer(net, X, X)
+    S = 0.5 * (S + S.T)
+    out = [S]
+    for _ in range(net.depth - 1):
+        S = kernel_map(net.activation, net.sigma_w, net.sigma_b, S, method)
+        out.append(S)
+    return out if return_all else out[-1]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GP regression
+
+def gp_posterior(K_train, K_cross, K_test, Y, noise=0.0):
+    """GP posterior at test points (seed 002; Rasmussen & Williams 2006, eqs. 2.25–2.26):
+
+        mean = K(x*, X) (K(X, X) + noise·I)⁻¹ Y,
+        var  = K(x*, x*) − K(x*, X) (K(X, X) + noise·I)⁻¹ K(X, x*).
+
+    K_train: K(X, X), N × N symmetric positive definite. K_cross: K(x*, X), T × N. K_test: K(x*, x*), either its
+    diagonal (T,) — then ``var`` is the vector of posterior variances, clipped at 0 against rounding — or the full
+    T × T matrix — then ``var`` is the posterior covariance. Y: (N,) or (N, k). noise ≥ 0: the observation-noise
+    variance added to the diagonal of K(X, X) (also a jitter for ill-conditioned kernels). Cholesky solves
+    (scipy.linalg.cho_factor); a K(X, X) + noise·I that is not numerically positive definite raises ValueError.
+    Returns (mean, var)."""
+    noise = real_scalar("noise", noise, lo=0.0)
+    Kt = finite_array("K_train", K_train)
+    if Kt.ndim != 2 or Kt.shape[0] != Kt.shape[1] or Kt.shape[0] < 1:
+        raise ValueError(f"K_train must be a square N×N matrix, got shape {Kt.shape}")
+    n = Kt.shape[0]
+    scale = max(float(np.max(np.abs(Kt))), 1e-300)
+    if np.max(np.abs(Kt - Kt.T)) > 1e-10 * scale:
+        raise ValueError("K_train must be symmetric")
+    Kx = finite_array("K_cross", K_cross)
+    if Kx.ndim != 2 or Kx.shape[1] != n:
+        raise ValueError(f"K_cross must have shape (T, N) = (T, {n}) (rows: test points), got {Kx.shape}")
+    t = Kx.shape[0]
+    Ks = finite_array("K_test", K_test)
+    if Ks.shape not in ((t,), (t, t)):
+        raise ValueError(f"K_test must be the diagonal ({t},) or the full ({t}, {t}) test kernel, got {Ks.shape}")
+    Y = finite_array("Y", Y)
+    if Y.ndim not in (1, 2) or Y.shape[0] != n:
+        raise ValueError(f"Y must have shape ({n},) or ({n}, k) to match K_train, got {Y.shape}")
+    A = 0.5 * (Kt + Kt.T) + noise * np.eye(n)
+    try:
+        c, lower = linalg.cho_factor(A, lower=True, check_finite=False)
+    except linalg.LinAlgError as exc:
+        raise ValueError(f"K_train + noise·I is not positive definite ({exc}); use distinct inputs or noise > 0") \
+            from None
+    piv = np.diag(c) ** 2
+    if piv.min() <= 10 * n * np.finfo(float).eps * np.max(np.diag(A)):
+        raise ValueError(f"K_train + noise·I is numerically singular (smallest Cholesky pivot² {piv.min():.3g}); "
+                         "use distinct inputs or noise > 0")
+    mean = Kx @ linalg.cho_solve((c, lower), Y, check_finite=False)
+    V = linalg.solve_triangular(c, Kx.T, lower=True, check_finite=False)          # L⁻¹ K(X, x*)
+    if Ks.ndim == 1:
+        var = np.maximum(Ks - np.sum(V * V, axis=0), 0.0)
+    else:
+        var = Ks - V.T @ V
+        var = 0.5 * (var + var.T)
+    return mean, var
+
+
+def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", full_cov=False):
+    """Bayesian prediction with the NNGP prior of ``net`` (Lee et al. 2018, §2.3): the :func:`gp_posterior` of
+    Y_train observed at X_train with noise variance ``noise``, at the rows of X_test. Only the kernel entries needed
+    are propagated (train × train, test × train and the test diagonal, or test × test when ``full_cov``).
+    Returns (mean, var) with var the posterior variances (T,) or, with ``full_cov``, the T × T covariance."""
+    net = _net(net)
+    Xa = _inputs("X_train", X_train)
+    Xt = _inputs("X_test", X_test)
+    if Xt.shape[1] != Xa.shape[1]:
+        raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
+    Y = finite_array("Y_train", Y_train)
+    if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
+        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k), got {Y.shape}")
+    noise = real_scalar("noise", noise, lo=0.0)
+    method = _method(method)
+    act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
+    Ktr = _first_layer(net, Xa, Xa)
+    Ktr = 0.5 * (Ktr + Ktr.T)
+    Kx = _first_layer(net, Xt, Xa)
+    Ks = _first_layer(net, Xt, Xt) if full_cov else sw2 * np.sum(Xt * Xt, axis=1) / Xt.shape[1] + sb2
+    for _ in range(net.depth - 1):
+        da = np.diag(Ktr)
+        dt = np.diag(Ks) if full_cov else Ks
+        Kx = _step(act, sw2, sb2, dt[:, None], Kx, da[None, :], method)
+        Ktr = kernel_map(act, net.sigma_w, net.sigma_b, Ktr, method)
+        Ks = kernel_map(act, net.sigma_w, net.sigma_b, Ks, method) if full_cov else _step(act, sw2, sb2, dt, dt, dt,
+                                                                                          method)
+    return gp_posterior(Ktr, Kx, Ks, Y, noise)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Wide-network Monte Carlo
+
+def _count(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None, sampler="weights",
+                       return_all=False, return_samples=False, max_bytes=2 ** 28):
+    """Monte Carlo of the NNGP kernel: draw random networks, push the rows of X through them and return the empirical
+    pre-activation Gram h_L h_Lᵀ/n_L (B × B, host NumPy, float64) averaged over ``n_samples`` networks.
+
+    Widths: the input width is n₀ = X.shape[1]; the layer widths n₁ … n_L are ``net.scaled_widths(width)[1:]``
+    (``width`` for a square net; the net's own widths when ``width`` is None). Weights W_ℓ ∈ ℝ^{n_ℓ×n_{ℓ-1}} are
+    Gaussian with entries N(0, σ_w²/n_{ℓ-1}) or, for ``net.weights == "orthogonal"``, σ_w times a Haar orthogonal
+    matrix (a scaled Haar partial isometry where n_ℓ ≠ n_{ℓ-1}, e.g. the input layer;
+    :func:`rmtnet.spectra.montecarlo.layer_weights`); biases N(0, σ_b²), shared by all inputs.
+
+    sampler: ``"weights"`` materialises every W_ℓ (cost O(n²) per layer, batched over samples within ``max_bytes``).
+    ``"marginal"`` (Gaussian weights only) draws the same joint law of (h₁, …, h_L) on the B inputs without forming
+    W_ℓ: given x_{ℓ-1} (B × n_{ℓ-1}), the columns of x_{ℓ-1}W_ℓᵀ are iid N(0, σ_w² x_{ℓ-1}x_{ℓ-1}ᵀ/n_{ℓ-1}), drawn as
+    M Z with M Mᵀ = x_{ℓ-1}x_{ℓ-1}ᵀ (eigendecomposition of the B × B Gram) and Z iid N(0, σ_w²/n_{ℓ-1}) — cost
+    O(n B²) per layer instead of O(n²), so hundreds of wide networks are cheap (tight Monte Carlo error bars).
+
+    ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
+    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64."""
+    net = _net(net)
+    X = _inputs("X", X)
+    S = _count("n_samples", n_samples)
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    if sampler == "marginal" and net.weights != "gaussian":
+        raise ValueError("sampler='marginal' needs net.weights == 'gaussian'; use sampler='weights'")
+    if width is not None:
+        width = _count("width", width)
+    from .montecarlo import layer_weights
+    widths = (X.shape[1],) + tuple(net.scaled_widths(width)[1:])
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    phi = net.activation.phi
+    L, nb = net.depth, X.shape[0]
+    x0 = xp.asarray(X, dtype=xp.float64)
+    if sampler == "weights":
+        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
+    else:
+        per_sample = 6 * 8 * nb * max(widths)
+    batch = int(max(1, min(S, max_bytes // per_sample)))
+    grams = [[] for _ in range(L)]
+    for start in range(0, S, batch):
+        s = min(batch, S - start)
+        x = xp.broadcast_to(x0, (s,) + x0.shape)                          # (s, B, n_{ℓ-1})
+        for ell, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
+            if sampler == "weights":
+                w = layer_weights(net.weights, n_out, n_in, net.sigma_w, rng, backend, batch=s)
+                h = x @ xp.swapaxes(w, -1, -2)                            # (s, B, n_out) = x Wᵀ
+                del w
+            else:
+                lam, u = xp.linalg.eigh(x @ xp.swapaxes(x, -1, -2))      # x xᵀ = U Λ Uᵀ (s, B, B)
+                m = u * xp.sqrt(xp.maximum(lam, 0.0))[..., None, :]       # M Mᵀ = x xᵀ
+                z = rng.standard_normal((s, nb, n_out), dtype="float64") * (net.sigma_w / n_in ** 0.5)
+                h = m @ z                                                 # (s, B, n_out), law of x Wᵀ
+            if net.sigma_b > 0:
+                h = h + net.sigma_b * rng.standard_normal((s, 1, n_out), dtype="float64")
+            if return_all or ell == L:
+                grams[ell - 1].append(B.to_numpy(h @ xp.swapaxes(h, -1, -2)) / n_out)
+            if ell < L:
+                x = phi(h)
+    out = [np.concatenate(g, axis=0) for g in grams if g]
+    if not return_samples:
+        out = [g.mean(axis=0) for g in out]
+    return out if return_all else out[-1]
