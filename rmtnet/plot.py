@@ -17,10 +17,13 @@ from ._backend import to_numpy  # noqa: E402
 __all__ = ["ks_distance", "overlay", "density_curve", "save"]
 
 
-def ks_distance(law, samples):
+def ks_distance(law, samples, atom_rtol=1e-9):
     """sup_x |F_n(x) - F(x)| between the empirical cdf of ``samples`` and ``law.cdf``, exact with ties and atoms
-    (compared at every sample value v both at v and just left of v)."""
-    s = _snap_to_atoms(law, np.sort(to_numpy(samples).ravel()))
+    (compared at every sample value v both at v and just left of v).
+
+    Samples within ``atom_rtol``·max|samples| (+ 1e-9·|a|) of one of the law's atoms a are counted on it (see
+    :func:`_snap_to_atoms`); set it to the relative noise floor of the eigensolver that produced them."""
+    s = _snap_to_atoms(law, np.sort(to_numpy(samples).ravel()), atom_rtol)
     v, counts = np.unique(s, return_counts=True)
     n = s.size
     Fn = np.cumsum(counts) / n
@@ -31,15 +34,19 @@ def ks_distance(law, samples):
 
 
 def _snap_to_atoms(law, s, rel=1e-9):
-    """Samples within rel·max|s| of an atom are put on it: eigenvalues that are zero in exact arithmetic come out
-    of a float64 eigensolver as ±1e-13, which would otherwise fall on the wrong side of the atom's jump."""
+    """Samples within rel·max|s| + 1e-9·|a| of an atom a are put on it: eigenvalues that are zero in exact arithmetic
+    come out of a float64 eigensolver as ±1e-13 (relative to the largest; ~1e-28 as squared singular values, as
+    :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs` computes them), and those equal to a ≠ 0 as a(1 ± 1e-15),
+    which would otherwise fall on the wrong side of the atom's jump. The rule also moves genuine continuous-part
+    samples within that distance onto the atom: for a density crowding to an atom at 0 like x^{-L/(L+1)} that is a
+    mass of order rel^{1/(L+1)}, so keep rel at the noise floor of the samples."""
     locs, _ = law.atoms()
     if locs.size == 0 or s.size == 0:
         return s
-    tol = rel * max(1.0, float(np.abs(s).max()))
+    tol = rel * max(1.0, float(np.abs(s).max())) + 1e-9 * np.abs(locs)[None, :]
     d = np.abs(s[:, None] - locs[None, :])
     j = np.argmin(d, axis=1)
-    near = d[np.arange(s.size), j] <= tol
+    near = d[np.arange(s.size), j] <= tol[0, j]
     out = s.copy()
     out[near] = locs[j[near]]
     return np.sort(out)
@@ -53,16 +60,35 @@ def density_curve(law, n=600, pad=0.02):
     return x, law.pdf(x)
 
 
-def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None):
+def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, atom_rtol=1e-9):
     """Histogram of ``samples`` (continuous part) under the density of ``law``; atoms noted in the legend.
 
+    A purely atomic law (no continuous part) is drawn as stems at its atoms (theory mass) beside bars of the
+    Monte Carlo mass found on each atom, by the same atom rule as the KS distance.
+
     Returns (ax, table) where ``table`` is a DataFrame of the plotted numbers (bin centres, histogram heights,
-    theory density at the centres) — write it with :func:`save`.
+    theory density at the centres; or atoms, Monte Carlo and theory masses) — write it with :func:`save`.
+    ``atom_rtol`` as in :func:`ks_distance`.
     """
     s = np.sort(to_numpy(samples).ravel())
     ax = ax if ax is not None else plt.gca()
     locs, masses = law.atoms()
-    snapped = _snap_to_atoms(law, s)                       # the same atom rule as the KS distance
+    snapped = _snap_to_atoms(law, s, atom_rtol)            # the same atom rule as the KS distance
+    ks = ks_distance(law, s, atom_rtol)
+    name = label or repr(law)
+    mc_label = f"Monte Carlo (KS {ks:.3f})"
+    atom_note = "" if not locs.size else "; atoms " + ", ".join(f"{m:.3g}@{a:.3g}" for a, m in zip(locs, masses))
+    if law.support() is None:
+        mc_mass = (snapped[:, None] == locs[None, :]).mean(axis=0)
+        pad = 0.1 * max(float(locs.max() - locs.min()), 0.1 * float(np.abs(locs).max()), 1e-3)
+        ax.bar(locs, mc_mass, width=0.3 * pad, alpha=0.35, color=color or "C0", label=mc_label)
+        ax.vlines(locs, 0, masses, color=color or "k", lw=1.5)
+        ax.plot(locs, masses, "o", color=color or "k", ms=4, label=f"{name}{atom_note}")
+        ax.set(ylim=(0, 1.1), xlim=(locs.min() - pad, locs.max() + pad), ylabel="mass")
+        ax.legend(fontsize=7)
+        table = pd.DataFrame({"x": locs, "mc_mass": mc_mass, "theory_mass": masses})
+        table.attrs["ks"] = ks
+        return ax, table
     cont = snapped[~np.isin(snapped, locs)]
     lo, hi = law.support()
     hi_plot = hi if x_max is None else x_max
@@ -70,11 +96,8 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None):
     heights, _ = np.histogram(cont, bins=edges)
     heights = heights / (s.size * np.diff(edges))          # density of the continuous part, mass-weighted
     centres = 0.5 * (edges[1:] + edges[:-1])
-    ks = ks_distance(law, s)
-    ax.stairs(heights, edges, fill=True, alpha=0.35, color=color or "C0", label=f"Monte Carlo (KS {ks:.3f})")
+    ax.stairs(heights, edges, fill=True, alpha=0.35, color=color or "C0", label=mc_label)
     x = np.linspace(lo, hi_plot, 600)
-    name = label or repr(law)
-    atom_note = "" if not locs.size else "; atoms " + ", ".join(f"{m:.3g}@{a:.3g}" for a, m in zip(locs, masses))
     ax.plot(x, law.pdf(x), color=color or "k", lw=1.5, label=f"{name}{atom_note}")
     ax.legend(fontsize=7)
     table = pd.DataFrame({"x": centres, "mc_density": heights, "theory_density": law.pdf(centres)})

@@ -477,6 +477,12 @@ class _Convolution(Measure):
 
     def _real_denom(self, u, om):
         """On the real branch at outer value u: inner Newton for real ω, then dΨ/du. None if no real ω."""
+        # a real ω can land exactly on an atom of a factor: the transforms are then ±inf/nan, which is handled
+        # below (None), so the division warnings are noise
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self._real_denom_at(u, om)
+
+    def _real_denom_at(self, u, om):
         om = np.array(om, dtype=float)
         for i, (mu, _) in enumerate(self.factors):
             w = om[i]

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _backend as B
-from .montecarlo import ginibre, haar_orthogonal
+from .montecarlo import propagate
 
 __all__ = ["WORDS", "WEIGHTS", "CASES", "CONTROLS", "NetworkDraw", "sample_network", "free_abab", "word_values",
            "freeness_deviations", "loglog_fit", "LogLogFit", "FreenessResult", "freeness_test"]
@@ -154,23 +154,6 @@ def _swap(m):
     return m.swapaxes(-1, -2)
 
 
-def _signed_permutation(n, rng, xp, batch):
-    """A batch of uniformly random signed permutation matrices (orthogonal, not Haar), built densely."""
-    perm = xp.argsort(rng.random((batch, n)), axis=-1)
-    sign = xp.where(rng.random((batch, n)) < 0.5, -1.0, 1.0)
-    p = xp.zeros((batch, n, n), dtype="float64")
-    p[xp.arange(batch)[:, None], xp.arange(n)[None, :], perm] = sign
-    return p
-
-
-def _weights(kind, n, sigma_w, rng, xp, backend, batch):
-    if kind == "orthogonal":
-        return sigma_w * haar_orthogonal(n, rng, backend, batch=batch)
-    if kind == "gaussian":
-        return sigma_w * ginibre(n, n, rng, backend, batch=batch)
-    return sigma_w * _signed_permutation(n, rng, xp, batch)
-
-
 def sample_network(net, width=None, n_samples=1, seed=None, backend=None, weights=None) -> NetworkDraw:
     """Draw ``n_samples`` square networks described by ``net`` (an :class:`rmtnet.arch.MLP`; width N = ``width``,
     default ``net.width``) and propagate one random input through each (‖x₀‖²/N = net.q0 exactly).
@@ -182,20 +165,12 @@ def sample_network(net, width=None, n_samples=1, seed=None, backend=None, weight
     n = net.width if width is None else _int("width", width)
     n_samples = _int("n_samples", n_samples)
     kind = _choice("weights", net.weights if weights is None else weights, WEIGHTS)
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
-    x = rng.standard_normal((n_samples, n), dtype="float64")
-    x = x * xp.sqrt(net.q0 * n / xp.sum(x * x, axis=-1, keepdims=True))
-    x0, ws, hs, ds = x, [], [], []
-    for _ in range(net.depth):
-        w = _weights(kind, n, net.sigma_w, rng, xp, backend, n_samples)
-        h = (w @ x[..., None])[..., 0]
-        if net.sigma_b > 0:
-            h = h + net.sigma_b * rng.standard_normal(h.shape, dtype="float64")
+    ws, hs, ds, x0 = [], [], [], None
+    for w, x, h in propagate(net, n, n_samples, seed, backend, weights=kind):
+        x0 = x if x0 is None else x0
         ws.append(w)
         hs.append(h)
         ds.append(net.activation.dphi(h) * 1.0)
-        x = net.activation.phi(h)
     return NetworkDraw(tuple(ws), tuple(hs), tuple(ds), x0, kind, float(net.sigma_w))
 
 

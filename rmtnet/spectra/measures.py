@@ -546,9 +546,10 @@ class GridDensity(Measure):
 
     def moment(self, k):
         k = _order(k)
-        # exact for piecewise-linear ρ: Gauss–Legendre with k//2 + 1 nodes per cell integrates t^k·(linear) exactly,
-        # and, unlike expanding the polynomial, stays accurate for the tiny cells at a tanh-sinh table's ends
-        s, ws = np.polynomial.legendre.leggauss(k // 2 + 1)
+        # exact for piecewise-linear ρ: the integrand t^k·(linear) has degree k + 1, which Gauss–Legendre with
+        # ⌈(k + 2)/2⌉ nodes per cell integrates exactly; unlike expanding the polynomial, this stays accurate for the
+        # tiny cells at a tanh-sinh table's ends
+        s, ws = np.polynomial.legendre.leggauss((k + 1) // 2 + 1)
         s, ws = 0.5 * (s + 1), 0.5 * ws
         x0, h = self.x[:-1, None], np.diff(self.x)[:, None]
         r0, r1 = self.rho[:-1, None], self.rho[1:, None]
