@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -32,3 +33,81 @@ def test_cli_lists_and_rejects_unknown_names(capsys):
 def test_console_script_exit_status():
     r = subprocess.run([sys.executable, "-m", "rmtnet.cli", "run", "nope"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode != 0 and "nope" in r.stderr
+
+
+def _figure(name, tmp_path):
+    path, tables = cli.load_simulation(name)["main"](full=False, outdir=tmp_path)
+    assert Path(path).exists() and Path(path).with_suffix(".csv").exists()
+    csv = pd.read_csv(Path(path).with_suffix(".csv"))
+    assert set(csv.panel) == set(tables)
+    return tables
+
+
+def test_jacobian_spectra_figure(tmp_path):
+    tables = _figure("jacobian_spectra", tmp_path)
+    overlays = {k: t for k, t in tables.items() if "ks" in t.attrs}
+    assert len(overlays) == 20
+    for name, t in overlays.items():
+        assert t.attrs["ks"] < 0.05, name            # N = 1000, one draw
+    sweep = tables["variance vs depth"]
+    ref = sweep.dropna(subset=["var_reference"])
+    # Var(JJᵀ) at criticality: 2L (ReLU Gaussian), L (ReLU orthogonal, linear Gaussian), 0 (linear orthogonal)
+    assert set(ref.model) == {"relu gaussian", "relu orthogonal", "linear gaussian", "linear orthogonal"}
+    assert len(ref) == 400 and ref.depth.max() == 100
+    assert (ref.var_theory - ref.var_reference).abs().max() < 1e-8
+    expect = {"relu gaussian": 2.0, "relu orthogonal": 1.0, "linear gaussian": 1.0, "linear orthogonal": 0.0}
+    for model, slope in expect.items():
+        r = ref[ref.model == model]
+        assert np.allclose(r.var_theory, slope * r.depth, rtol=0, atol=1e-8), model
+    # hard-tanh at σ_b = 0.05: per-layer Var(σ_w²D²) = v, so Var = L(1 + v) Gaussian, L·v orthogonal (v ≈ 0.018)
+    hg = sweep[sweep.model == "hard_tanh gaussian"].var_theory.to_numpy()
+    ho = sweep[sweep.model == "hard_tanh orthogonal"].var_theory.to_numpy()
+    L = np.arange(1, 101)
+    v = ho[0]
+    assert 0.01 < v < 0.03 and np.allclose(ho, L * v, rtol=1e-8) and np.allclose(hg, L * (1 + v), rtol=1e-8)
+    mc = sweep.dropna(subset=["var_mc"])
+    shallow = mc[(mc.depth <= 4) & (mc.var_theory > 0)]      # N = 400, 3 draws: heavy tails, ~10 % scatter
+    assert (abs(shallow.var_mc - shallow.var_theory) / shallow.var_theory).max() < 0.25
+    assert mc[mc.model == "linear orthogonal"].var_mc.abs().max() < 1e-12     # JJᵀ = I exactly
+
+
+def test_dynamical_isometry_figure(tmp_path):
+    from rmtnet.spectra import chi
+    tables = _figure("dynamical_isometry", tmp_path)
+    line = tables["critical line"]
+    for sw, sb in zip(line.sigma_w, line.sigma_b):       # recomputed here, not read from the table
+        assert abs(chi("tanh", sw, sb) - 1.0) < 1e-8, (sw, sb)
+    assert np.all(np.diff(line.sigma_w) > 0) and np.all(np.diff(line.q_star) > 0)
+    # orthogonal: Var(JJᵀ) → 0 as σ_b → 0 (dynamical isometry); Gaussian: Var ≥ L all along the line
+    L = line.attrs["depth"]
+    assert line.var_orthogonal.iloc[0] < 1e-6 and np.all(np.diff(line.var_orthogonal) > 0)
+    assert np.all(line.var_gaussian >= L - 1e-6)
+    assert np.allclose(line.var_gaussian - line.var_orthogonal, L, atol=1e-8)   # the MP factors add 1 per layer
+    # the grid's sign of log χ agrees with the critical line (away from it)
+    grid = tables["log chi grid"]
+    crit = np.interp(grid.sigma_b, line.sigma_b, line.sigma_w)
+    far = (grid.sigma_w - crit).abs() > 0.03
+    assert far.sum() > 400
+    assert np.all(np.sign(grid.log_chi[far]) == np.sign(grid.sigma_w - crit)[far])
+    mc = tables["MC check"]
+    assert len(mc) >= 4 and mc.rel_err.abs().max() < 0.25
+
+
+def test_ntk_spectrum_figure(tmp_path):
+    from rmtnet.spectra import ntk
+    ns = cli.load_simulation("ntk_spectrum")
+    path, tables = ns["main"](full=False, outdir=tmp_path)
+    assert Path(path).exists() and Path(path).with_suffix(".csv").exists()
+    overlays = {k: t for k, t in tables.items() if "ks" in t.attrs}
+    assert len(overlays) == 3
+    for name, t in overlays.items():
+        a = t.attrs
+        assert a["ks"] < 0.05, name
+        assert abs(a["lambda_max_mc"] - a["lambda_max"]) < 1e-6 * a["lambda_max"], name   # the top atom
+        assert abs(a["m1_mc"] - a["m1_theory"]) < 0.03 * a["m1_theory"], name
+    t = tables["lambda_max vs depth"]
+    assert t.attrs["slope"] > 0 and t.attrs["rel_residual"] < 0.05
+    assert np.all(np.diff(t.lambda_max) > 0)
+    assert np.allclose(t.critical_learning_rate, 2.0 / t.lambda_max)
+    row = t[t.depth == 2].iloc[0]                         # the library's own 2/λ_max at a cheap depth
+    assert abs(ntk.critical_learning_rate(ns["_net"](2, 1000)) - row.critical_learning_rate) < 1e-10
