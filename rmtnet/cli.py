@@ -32,6 +32,17 @@ def load_simulation(name):
     return runpy.run_path(str(path))
 
 
+def script_args(doc, full_help, argv=None):
+    """The arguments every figure script takes when run directly: ``--full`` (described by ``full_help``),
+    ``--outdir``, ``--seed``, ``--backend``; ``doc`` (the script's docstring) is the help text."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--full", action="store_true", help=full_help)
+    ap.add_argument("--outdir", default="figures")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
+    return ap.parse_args(argv)
+
+
 def _run(path, full, outdir):
     mod = load_simulation(path.stem)
     t0 = time.perf_counter()

@@ -19,14 +19,13 @@ Writes figures/dynamical_isometry.png and figures/dynamical_isometry.csv (panels
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, plot
+from rmtnet import arch, cli, plot
 from rmtnet._backend import to_numpy
 from rmtnet.spectra import chi, critical_sigma_w, jacobian_law, q_star, sample_jacobian_eigs
 
@@ -107,12 +106,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--full", action="store_true", help="finer grid and line, larger N")
-    ap.add_argument("--outdir", default="figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    a = ap.parse_args()
+    a = cli.script_args(__doc__, "finer grid and line, larger N")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     print(f"critical line: max |χ - 1| = {t['critical line'].attrs['max_abs_chi_minus_1']:.2e}")
     print(t["MC check"].to_string(index=False))

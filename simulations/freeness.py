@@ -11,13 +11,12 @@ Quick mode (default): N = 64 … 512, 32 networks per point. ``--full``: N = 128
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rmtnet import plot
+from rmtnet import cli, plot
 from rmtnet.spectra.freeness import WORDS, freeness_test
 
 LABELS = {"haar": "Haar orthogonal", "gaussian": "Gaussian", "control": "control: signed permutation"}
@@ -61,12 +60,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--full", action="store_true", help="larger widths and more networks")
-    ap.add_argument("--outdir", default="figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    a = ap.parse_args()
+    a = cli.script_args(__doc__, "larger widths and more networks")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for k, v in t.items():
         print(f"{k:24s} slope = {v.attrs['slope']:+.3f} ± {v.attrs['slope_se']:.3f}")

@@ -22,7 +22,6 @@ the variance sweep).
 """
 from __future__ import annotations
 
-import argparse
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, plot
+from rmtnet import arch, cli, plot
 from rmtnet._backend import to_numpy
 from rmtnet.spectra import critical_sigma_w, jacobian_law, sample_jacobian_eigs
 
@@ -133,12 +132,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--full", action="store_true", help="N = 2000, more depths and draws")
-    ap.add_argument("--outdir", default="figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    a = ap.parse_args()
+    a = cli.script_args(__doc__, "N = 2000, more depths and draws")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for k, v in t.items():
         if "ks" in v.attrs:

@@ -6,13 +6,12 @@ Quick mode (default): N = 1000, one draw per panel. ``--full``: N = 4000, four d
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from rmtnet import plot
+from rmtnet import cli, plot
 from rmtnet._backend import to_numpy
 from rmtnet.spectra import FussCatalan, MarchenkoPastur, free_mult_power, montecarlo
 
@@ -50,12 +49,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--full", action="store_true", help="larger N and more draws")
-    ap.add_argument("--outdir", default="figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    a = ap.parse_args()
+    a = cli.script_args(__doc__, "larger N and more draws")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for k, v in t.items():
         print(f"{k:24s} KS = {v.attrs['ks']:.4f}")

@@ -14,14 +14,13 @@ Writes figures/nngp.png and figures/nngp.csv.
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import plot
+from rmtnet import cli, plot
 from rmtnet.arch import mlp
 from rmtnet.spectra import kernels
 
@@ -111,12 +110,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--full", action="store_true", help="width 4096, weight matrices materialised")
-    ap.add_argument("--outdir", default="figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    a = ap.parse_args()
+    a = cli.script_args(__doc__, "width 4096, weight matrices materialised")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for k, v in t.items():
         if "max_abs_err" in v.attrs:

@@ -20,14 +20,13 @@ Writes figures/ntk_spectrum.png and figures/ntk_spectrum.csv.
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, plot
+from rmtnet import arch, cli, plot
 from rmtnet._backend import to_numpy
 from rmtnet.spectra import critical_sigma_w, fisher_law, ntk, sample_fisher_eigs
 
@@ -90,12 +89,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--full", action="store_true", help="N = 2000, depths up to 12 (several minutes)")
-    ap.add_argument("--outdir", default="figures")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    a = ap.parse_args()
+    a = cli.script_args(__doc__, "N = 2000, depths up to 12 (several minutes)")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for k, v in t.items():
         if "ks" in v.attrs:

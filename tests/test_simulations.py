@@ -43,6 +43,7 @@ def _figure(name, tmp_path):
     return tables
 
 
+@pytest.mark.slow          # ~60 s on 2 cores: the theory cdf of ~20 laws for the KS distances
 def test_jacobian_spectra_figure(tmp_path):
     tables = _figure("jacobian_spectra", tmp_path)
     overlays = {k: t for k, t in tables.items() if "ks" in t.attrs}
@@ -93,6 +94,7 @@ def test_dynamical_isometry_figure(tmp_path):
     assert len(mc) >= 4 and mc.rel_err.abs().max() < 0.25
 
 
+@pytest.mark.slow          # ~60 s on 2 cores: the Fisher recursion to depth 8, each level tabulated
 def test_ntk_spectrum_figure(tmp_path):
     from rmtnet.spectra import ntk
     ns = cli.load_simulation("ntk_spectrum")

@@ -60,6 +60,21 @@ class _Convolution(Measure):
     """Common machinery of ⊠ and ⊞: the arrowhead Newton system and its continuation in z."""
 
     kind = ""
+    _symbol = ""                        # ⊠ or ⊞, for repr
+    _series = None                      # the moment series of the convolution: (factor moments, K) -> m_1..m_K
+
+    def _moments(self, K):
+        """m_1 … m_K (K ≥ 2) from the factors' moments by the convolution's series, cached."""
+        K = max(K, 2)
+        cache = self.__dict__.setdefault("_mom_cache", {})
+        if K not in cache:
+            facs = [(np.array([mu.moment(k) for k in range(1, K + 1)]), t) for mu, t in self.factors]
+            cache[K] = type(self)._series(facs, K)
+        return cache[K]
+
+    def __repr__(self):
+        parts = [f"{mu!r}" + (f"^{t:g}" if t != 1 else "") for mu, t in self.factors]
+        return f" {self._symbol} ".join(parts)
 
     def __init__(self, factors, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
         self.factors = factors                        # list of (Measure, t)
@@ -265,9 +280,6 @@ class _Convolution(Measure):
         if k == 0:
             return 1.0
         return float(self._moments(k)[k - 1])
-
-    def _moments(self, K):
-        raise NotImplementedError
 
     def _scale(self):
         m1 = abs(self._moments(2)[0])
@@ -525,6 +537,8 @@ class FreeProduct(_Convolution):
     """
 
     kind = "free_mult"
+    _symbol = "⊠"
+    _series = staticmethod(series.product_moments)
 
     def _inner(self, mu, w):
         # P_i(ω) = (1 + M_i(ω))/M_i(ω) = 1/η_i(1/ω), each part computed where it is accurate
@@ -640,23 +654,13 @@ class FreeProduct(_Convolution):
             u, d, om, x_prev = u_new, d_new, om_new, x_new
         return x_prev
 
-    def _moments(self, K):
-        K = max(K, 2)
-        cache = self.__dict__.setdefault("_mom_cache", {})
-        if K not in cache:
-            facs = [(np.array([mu.moment(k) for k in range(1, K + 1)]), t) for mu, t in self.factors]
-            cache[K] = series.product_moments(facs, K)
-        return cache[K]
-
-    def __repr__(self):
-        parts = [f"{mu!r}" + (f"^{t:g}" if t != 1 else "") for mu, t in self.factors]
-        return " ⊠ ".join(parts)
-
 
 class FreeSum(_Convolution):
     """ν = ⊞_i μ_i^{⊞t_i} (real t_i ≥ 1) by subordination, G_i(ω_i) = G_ν(z), z = Σ t_i ω_i - (T - 1)/G_ν(z)."""
 
     kind = "free_add"
+    _symbol = "⊞"
+    _series = staticmethod(series.sum_moments)
 
     def _inner(self, mu, w):
         G, dG = mu._g(w)
@@ -718,18 +722,6 @@ class FreeSum(_Convolution):
         m = self._moments(2)
         return max(abs(m[0]) + np.sqrt(max(m[1] - m[0] ** 2, 0.0)), 1e-300)
 
-    def _moments(self, K):
-        K = max(K, 2)
-        cache = self.__dict__.setdefault("_mom_cache", {})
-        if K not in cache:
-            facs = [(np.array([mu.moment(k) for k in range(1, K + 1)]), t) for mu, t in self.factors]
-            cache[K] = series.sum_moments(facs, K)
-        return cache[K]
-
-    def __repr__(self):
-        parts = [f"{mu!r}" + (f"^{t:g}" if t != 1 else "") for mu, t in self.factors]
-        return " ⊞ ".join(parts)
-
 
 # ---------------------------------------------------------------------------------------------------------------
 def _collect(cls, pairs, tol, max_iter):
@@ -779,7 +771,6 @@ def free_mult(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
             raise ValueError(f"measures[{i}] must be a Measure, got {type(mu).__name__}")
         _check_nonnegative(mu, f"measures[{i}]")
     return FreeProduct(_collect(FreeProduct, [(mu, 1.0) for mu in measures], tol, max_iter), tol, max_iter)
-
 
 
 def _single_atom(mu):
