@@ -4,8 +4,10 @@
    (``eigvalsh``: Wishart, Fisher dual) or singular values (``svd(compute_uv=False)``: the Jacobian, whose JJᵀ
    eigenvalues are taken as squared singular values for accuracy near 0); everything before it — drawing Gaussian
    or Haar weights, propagating the input, forming J or Θ — is overhead. For each routine the script times the
-   routine and, side by side in alternation, its solver alone on a ready N×N matrix (the baseline), and prints the
-   ratio of the medians. The requirement is ≤ 1.2× for one layer
+   routine and, side by side in alternation, its solver alone on a ready N×N matrix, and prints the ratio of the
+   medians (``ratio``). Forming the matrix is real work (one GEMM per layer, one QR per Haar layer), so for the
+   library's own overhead — dispatch, batching, backend handling — the routine is also timed against the same
+   linear algebra written out by hand in a few lines of NumPy (``ratio_to_hand``; Wishart and Jacobians). The requirement is ≤ 1.2× for one layer
    (``wishart``, ``jacobian L=1``); deeper nets add one N³ product per layer (and one QR per layer for Haar weights),
    which the table shows as the ratio growing with L.
 2. **GPU.** With CuPy and a CUDA device, the same routines at N = 4096, 8192, 16384 on ``backend="cupy"`` against
@@ -73,19 +75,63 @@ def baseline(n, backend, seed, solver):
     return lambda: xp.linalg.eigvalsh(a)
 
 
+def _wishart_by_hand(n, seed):
+    x = np.random.default_rng(seed).standard_normal((n, n)) / np.sqrt(n)
+    return np.linalg.eigvalsh(x @ x.T)
+
+
+def _jacobian_by_hand(n, depth, weights, sigma_w, sigma_b, phi, dphi, seed):
+    """J = D_L W_L ⋯ D_1 W_1 at one propagated input, and the squared singular values: no library code."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n)
+    x *= np.sqrt(n / (x @ x))
+    j = None
+    for _ in range(depth):
+        if weights == "gaussian":
+            w = sigma_w * rng.standard_normal((n, n)) / np.sqrt(n)
+        else:
+            q, r = np.linalg.qr(rng.standard_normal((n, n)))
+            w = sigma_w * q * np.sign(np.diag(r))
+        h = w @ x + (sigma_b * rng.standard_normal(n) if sigma_b else 0.0)
+        j = w if j is None else w @ j
+        j = dphi(h)[:, None] * j
+        x = phi(h)
+    return np.linalg.svd(j, compute_uv=False) ** 2
+
+
+def by_hand(n):
+    """The routines of :func:`routines` (where short) as plain NumPy, by name."""
+    relu, drelu = (lambda h: np.maximum(h, 0.0)), (lambda h: (h > 0).astype(float))
+    tanh, dtanh = np.tanh, (lambda h: 1.0 - np.tanh(h) ** 2)
+    return {
+        "wishart": lambda s: _wishart_by_hand(n, s),
+        "jacobian L=1 gaussian relu": lambda s: _jacobian_by_hand(n, 1, "gaussian", SQRT2, 0.0, relu, drelu, s),
+        "jacobian L=2 gaussian tanh": lambda s: _jacobian_by_hand(n, 2, "gaussian", 1.1, 0.05, tanh, dtanh, s),
+        "jacobian L=4 gaussian relu": lambda s: _jacobian_by_hand(n, 4, "gaussian", SQRT2, 0.0, relu, drelu, s),
+        "jacobian L=2 orthogonal relu": lambda s: _jacobian_by_hand(n, 2, "orthogonal", SQRT2, 0.0, relu, drelu,
+                                                                    s),
+    }
+
+
 def overhead(n, repeats, backend="numpy"):
     rows = []
+    hand = by_hand(n)
     for name, f, solver in routines(n):
         f(backend, 0)                                          # warm-up (imports, FFT plans, BLAS threads)
         base = baseline(n, backend, 1, solver)
         base()
-        tr, tb = [], []
-        for r in range(repeats):                               # alternate, so drifts hit both alike
+        h = hand.get(name) if backend == "numpy" else None
+        tr, tb, th = [], [], []
+        for r in range(repeats):                               # alternate, so drifts hit all alike
             tr.append(_time(lambda: f(backend, r), backend))
             tb.append(_time(base, backend))
-        rows.append(dict(routine=name, N=n, backend=backend, solver=solver, routine_s=np.median(tr),
-                         solver_s=np.median(tb),
-                         ratio=np.median(tr) / np.median(tb)))
+            if h is not None:
+                th.append(_time(lambda: h(r), backend))
+        row = dict(routine=name, N=n, backend=backend, solver=solver, routine_s=np.median(tr),
+                   solver_s=np.median(tb), ratio=np.median(tr) / np.median(tb))
+        if th:
+            row.update(by_hand_s=np.median(th), ratio_to_hand=np.median(tr) / np.median(th))
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
