@@ -14,7 +14,7 @@ from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_mom
 from .jacobian import jacobian_law
 from .ntk import fisher_law, ck_law, critical_learning_rate
 from .montecarlo import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs
-from . import series, montecarlo, meanfield, jacobian, ntk, kernels, freeness
+from . import series, montecarlo, meanfield, jacobian, ntk, kernels, freeness, mixer
 
 __all__ = [
     "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
@@ -24,5 +24,5 @@ __all__ = [
     "eta_inverse", "series", "montecarlo", "meanfield", "activation", "q_star", "chi", "critical_sigma_w",
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
     "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
-    "freeness", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled",
+    "freeness", "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled",
 ]

@@ -1,0 +1,1 @@
+"""Trainable torch models of rmtnet (filled in by issue 4)."""

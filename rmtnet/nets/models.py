@@ -1,0 +1,325 @@
+"""Trainable models: a dense MLP, MLP-Mixer, random-permuted (RP) Mixer, static-mask sparse MLP (SW-MLP), Monarch MLP
+and the Ensemble Mask Network.
+
+The Mixer family shares one skeleton (Tolstikhin et al. 2021; seed 004): patches (…, S, C_in) → per-patch linear stem
+to C channels → ``depth`` blocks → LayerNorm → mean over tokens → linear head. A block is a pair of residual sub-blocks
+x ↦ x + f(LN(x)), LN over the C channels of each token, and f a two-layer MLP with expansion γ and an activation in the
+middle. What differs is only how f acts on the effective width m = S·C (row-major flatten, see :mod:`.layers`):
+
+=========  ==============================================================  =============================================
+model      token sub-block f                                                channel sub-block f
+=========  ==============================================================  =============================================
+MLPMixer   W₂ φ(W₁ X): kron(W, I_C), density 1/C                            φ(X V₁ᵀ) V₂ᵀ: kron(I_S, V), density 1/S
+RPMixer    P₂ (I_C ⊗ W) P₁: the commutations replaced by uniform random     as the Mixer
+           permutations (seed 004), ``permutations="commutation"`` = Mixer
+SWMLP      (M ⊙ W), static random masks of density 1/C (default)           (M ⊙ W), density 1/S (default)
+MonarchMLP one sub-block per block: Monarch layers m → γm → m with S blocks (no separate channel sub-block)
+=========  ==============================================================  =============================================
+
+so each layer of SWMLP has the same number of connections (on average) as the Mixer layer it replaces: the budget
+Ω = γ(CS² + SC²)/2 of :func:`rmtnet.spectra.mixer.connections`. All models take a ``seed`` (weights, masks and
+permutations are drawn from it on the CPU, identically on every device).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
+                     TokenMixing, _check_positive_int, _gaussian_, _generator, commutation)
+
+__all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module"]
+
+
+class _Erf(nn.Module):
+    """erf(√π h/2): the erf activation of rmtnet.spectra.meanfield (slope 1 at 0)."""
+
+    def forward(self, x):
+        return torch.erf(0.5 * math.sqrt(math.pi) * x)
+
+
+_ACTIVATIONS = {"linear": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "hard_tanh": nn.Hardtanh,
+                "erf": _Erf}
+
+
+def activation_module(name):
+    """The torch module of an activation name (the names of :mod:`rmtnet.spectra.meanfield`, plus ``gelu``)."""
+    if isinstance(name, nn.Module):
+        return name
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)} or an nn.Module, got {name!r}")
+    return _ACTIVATIONS[name]()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Dense MLP
+
+class MLP(nn.Module):
+    """A dense MLP with widths n₀ → n₁ → … → n_L, in rmtnet.arch's convention: h_ℓ = W_ℓ x_{ℓ−1} + b_ℓ,
+    x_ℓ = φ(h_ℓ), W_ℓ Gaussian N(0, σ_w²/n_{ℓ−1}) or σ_w × Haar orthogonal (a partial isometry scaled to the same
+    entry variance when n_ℓ ≠ n_{ℓ−1}), b_ℓ ~ N(0, σ_b²); the last layer has φ only if ``last_activation``.
+    Inputs of any shape (…, *) are flattened to (…, n₀).
+
+    :meth:`from_arch` builds the torch face of an :func:`rmtnet.arch.mlp` description, so its input–output Jacobian
+    at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`."""
+
+    def __init__(self, widths, activation="relu", weights="gaussian", sigma_w=1.0, sigma_b=0.0, last_activation=False,
+                 bias=True, seed=None, device=None, dtype=None):
+        super().__init__()
+        widths = tuple(widths)
+        if len(widths) < 2:
+            raise ValueError(f"widths must list at least n₀ and n₁, got {widths!r}")
+        _check_positive_int(**{f"widths[{i}]": n for i, n in enumerate(widths)})
+        if weights not in ("gaussian", "orthogonal"):
+            raise ValueError(f"weights must be 'gaussian' or 'orthogonal', got {weights!r}")
+        if not sigma_w > 0 or not sigma_b >= 0:
+            raise ValueError(f"sigma_w must be > 0 and sigma_b ≥ 0, got {sigma_w!r}, {sigma_b!r}")
+        self.widths, self.last_activation = widths, bool(last_activation)
+        g = _generator(seed)
+        self.layers = nn.ModuleList()
+        for n_in, n_out in zip(widths[:-1], widths[1:]):
+            lin = nn.Linear(n_in, n_out, bias=bias, device=device, dtype=dtype)
+            if weights == "gaussian":
+                _gaussian_(lin.weight, sigma_w / math.sqrt(n_in), g)
+            else:
+                with torch.no_grad():
+                    lin.weight.copy_(_haar_isometry(n_out, n_in, g) * (sigma_w * math.sqrt(max(n_out, n_in) / n_in)))
+            if bias:
+                _gaussian_(lin.bias, sigma_b, g)
+            self.layers.append(lin)
+        self.phi = activation_module(activation)
+
+    @classmethod
+    def from_arch(cls, net, width=None, seed=None, device=None, dtype=None):
+        """The trainable MLP of an :class:`rmtnet.arch.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo)."""
+        return cls(net.scaled_widths(width), activation=net.activation.name, weights=net.weights, sigma_w=net.sigma_w,
+                   sigma_b=net.sigma_b, last_activation=net.last_activation, bias=net.sigma_b > 0, seed=seed,
+                   device=device, dtype=dtype)
+
+    def forward(self, x):
+        if x.shape[-1] != self.widths[0]:
+            x = x.flatten(1)
+        for i, lin in enumerate(self.layers):
+            x = lin(x)
+            if i < len(self.layers) - 1 or self.last_activation:
+                x = self.phi(x)
+        return x
+
+
+def _haar_isometry(n_out, n_in, g):
+    """An n_out × n_in Haar partial isometry (QR of a Gaussian matrix with the signs of diag R folded in)."""
+    big, small = max(n_out, n_in), min(n_out, n_in)
+    q, r = torch.linalg.qr(torch.randn(big, small, generator=g, dtype=torch.float64))
+    q = q * torch.sign(torch.diagonal(r))
+    return q if n_out >= n_in else q.T
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The Mixer skeleton and its blocks
+
+class Residual(nn.Module):
+    """x ↦ x + f(LN(x)), LN over the last axis (channels), or x + f(x) without normalisation."""
+
+    def __init__(self, f, channels, norm=True, device=None, dtype=None):
+        super().__init__()
+        self.norm = nn.LayerNorm(channels, device=device, dtype=dtype) if norm else nn.Identity()
+        self.f = f
+
+    def forward(self, x):
+        return x + self.f(self.norm(x))
+
+
+class TwoLayer(nn.Module):
+    """f(x) = layer₂(φ(layer₁(x))), on (…, S, C) features; ``flat=True`` flattens to (…, S·C) around the layers
+    (for layers that act on the effective width m: masked, permuted, Monarch)."""
+
+    def __init__(self, layer1, layer2, activation, shape=None):
+        super().__init__()
+        self.layer1, self.phi, self.layer2, self.shape = layer1, activation_module(activation), layer2, shape
+
+    def forward(self, x):
+        if self.shape is not None:
+            x = x.flatten(-2)
+        y = self.layer2(self.phi(self.layer1(x)))
+        return y.unflatten(-1, self.shape) if self.shape is not None else y
+
+
+class _PatchNet(nn.Module):
+    """Patches (…, S, C_in) → ChannelMixing stem to C → blocks → LN → mean over tokens → Linear(C, n_classes)."""
+
+    def __init__(self, tokens, in_channels, channels, n_classes, norm, g, device, dtype):
+        super().__init__()
+        _check_positive_int(tokens=tokens, in_channels=in_channels, channels=channels, n_classes=n_classes)
+        self.tokens, self.in_channels, self.channels = int(tokens), int(in_channels), int(channels)
+        self._g, self._factory = g, dict(device=device, dtype=dtype)
+        self.stem = ChannelMixing(in_channels, channels, seed=self._seed(), **self._factory)
+        self.blocks = nn.Sequential()
+        self.norm = nn.LayerNorm(channels, **self._factory) if norm else nn.Identity()
+        self.head = nn.Linear(channels, n_classes, **self._factory)
+        _gaussian_(self.head.weight, 1.0 / math.sqrt(channels), g)
+        nn.init.zeros_(self.head.bias)
+
+    def _seed(self):
+        return int(torch.randint(2 ** 62, (1,), generator=self._g))
+
+    @property
+    def width(self):
+        """The effective width m = S·C."""
+        return self.tokens * self.channels
+
+    def features(self, x):
+        """The (…, S, C) features after the last block (before the final norm and pooling)."""
+        if x.shape[-2:] != (self.tokens, self.in_channels):
+            raise ValueError(f"input must have shape (…, S, C_in) = (…, {self.tokens}, {self.in_channels}), got "
+                             f"{tuple(x.shape)}; images go through rmtnet.nets.data.to_patches first")
+        return self.blocks(self.stem(x))
+
+    def forward(self, x):
+        return self.head(self.norm(self.features(x)).mean(-2))
+
+
+def _expanded(gamma, n, name):
+    if not gamma > 0 or round(gamma * n) < 1:
+        raise ValueError(f"gamma must be > 0 with round(gamma·{name}) ≥ 1, got {gamma!r}")
+    return int(round(gamma * n))
+
+
+class MLPMixer(_PatchNet):
+    """MLP-Mixer (Tolstikhin et al. 2021) on S tokens × C channels with expansion γ (token hidden γS, channel hidden
+    γC). Token-MLP(X) = W₂ φ(W₁ X), Channel-MLP(X) = φ(X W₃) W₄ (seed 004); pre-norm residual blocks."""
+
+    def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
+                 seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+        _check_positive_int(depth=depth)
+        S, C, f = self.tokens, self.channels, self._factory
+        gS, gC = _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
+        self.gamma = gamma
+        for _ in range(depth):
+            self.blocks.append(Residual(TwoLayer(TokenMixing(S, gS, seed=self._seed(), **f),
+                                                 TokenMixing(gS, S, seed=self._seed(), **f), activation), C, norm, **f))
+            self.blocks.append(Residual(TwoLayer(ChannelMixing(C, gC, seed=self._seed(), **f),
+                                                 ChannelMixing(gC, C, seed=self._seed(), **f), activation), C, norm,
+                                        **f))
+
+
+class RPMixer(_PatchNet):
+    """Random-permuted Mixer (seed 004): the token sub-block's J_cᵀ(I ⊗ W)J_c becomes J₁(I_C ⊗ W)J₂ with independent
+    uniform permutations, fixed at initialisation (a fresh pair for each of its two layers). Channel sub-blocks are the
+    Mixer's. ``permutations="commutation"`` puts the commutations back, and the model is then exactly an
+    :class:`MLPMixer` (the same seed draws the same weights: a PermutedMixing with commutations draws no
+    permutation, so its weight is the TokenMixing's)."""
+
+    def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
+                 permutations="random", seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+        _check_positive_int(depth=depth)
+        if permutations not in ("random", "commutation"):
+            raise ValueError(f"permutations must be 'random' or 'commutation', got {permutations!r}")
+        S, C, f = self.tokens, self.channels, self._factory
+        gS, gC = _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
+        self.gamma, self.permutations = gamma, permutations
+        commute = permutations == "commutation"
+        for _ in range(depth):
+            s1, s2 = self._seed(), self._seed()
+            p1 = dict(perm_in=commutation(S, C), perm_out=commutation(C, gS)) if commute else {}
+            p2 = dict(perm_in=commutation(gS, C), perm_out=commutation(C, S)) if commute else {}
+            token = TwoLayer(PermutedMixing(C, S, gS, seed=s1, **p1, **f), PermutedMixing(C, gS, S, seed=s2, **p2, **f),
+                             activation, (S, C))
+            self.blocks.append(Residual(token, C, norm, **f))
+            self.blocks.append(Residual(TwoLayer(ChannelMixing(C, gC, seed=self._seed(), **f),
+                                                 ChannelMixing(gC, C, seed=self._seed(), **f), activation), C, norm,
+                                        **f))
+
+
+class SWMLP(_PatchNet):
+    """Static-mask sparse MLP on the effective width m = S·C (seed 004's SW-MLP): each Mixer layer is replaced by a
+    :class:`MaskedLinear` M ⊙ W of the same shape on the flattened features, with a fixed random mask of density
+    ``density`` — by default 1/C in the token-like and 1/S in the channel-like sub-block, the densities of the
+    Mixer's kron(W, I_C) and kron(I_S, V), so both have Ω connections per layer on average. A single number sets
+    every layer's density (``density=1`` is the dense MLP of width m with the same stem, norms and head).
+    ``mask``: ``"bernoulli"`` or ``"exact"`` (see :class:`MaskedLinear`)."""
+
+    def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
+                 density=None, mask="bernoulli", seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+        _check_positive_int(depth=depth)
+        S, C, f = self.tokens, self.channels, self._factory
+        m, gS, gC = S * C, _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
+        p_token, p_channel = (1.0 / C, 1.0 / S) if density is None else (density, density)
+        self.gamma = gamma
+
+        def masked(n_in, n_out, p):
+            return MaskedLinear(n_in, n_out, density=p, mask=mask, seed=self._seed(), **f)
+
+        for _ in range(depth):
+            self.blocks.append(Residual(TwoLayer(masked(m, gS * C, p_token), masked(gS * C, m, p_token), activation,
+                                                 (S, C)), C, norm, **f))
+            self.blocks.append(Residual(TwoLayer(masked(m, S * gC, p_channel), masked(S * gC, m, p_channel),
+                                                 activation, (S, C)), C, norm, **f))
+
+
+class MonarchMLP(_PatchNet):
+    """MLP on the effective width m = S·C whose layers are Monarch matrices with S blocks (Dao et al. 2022), m → γm
+    → m in each residual block: one Monarch layer mixes channels within each token (R, blocks C → γC) and tokens
+    within each channel (L, blocks S × S), so one block here plays the part of a Mixer's token + channel pair."""
+
+    def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
+                 seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+        _check_positive_int(depth=depth)
+        S, C, f = self.tokens, self.channels, self._factory
+        m, gm = S * C, S * _expanded(gamma, C, "C")
+        self.gamma = gamma
+        for _ in range(depth):
+            self.blocks.append(Residual(TwoLayer(MonarchLinear(m, gm, S, seed=self._seed(), **f),
+                                                 MonarchLinear(gm, m, S, seed=self._seed(), **f), activation, (S, C)),
+                                        C, norm, **f))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Ensemble Mask Network
+
+class EMN(nn.Module):
+    """Ensemble Mask Network (Luntzel 2023, seed 000 §2): y = W_L ⋯ W_2 (Â ⊙ W_1) x for inputs (x, A), x ∈ ℝⁿ and a
+    per-sample adjacency A ∈ [0, 1]^{n×n}.
+
+    ``copies`` = (c_1, …, c_k): hidden layer i has c_i copies of each of the n nodes (seed 000 Fig. 2: (1,) is
+    architecture (0)/(1), (2, 2) and (2, 3) the others). The first layer is an :class:`AdjacencyLinear` masked by A;
+    later layers are :class:`ClusterLinear` (each node's cluster receives only from the same node's cluster) ending in
+    one output per node. ``sequential=True`` masks the second layer by A as well (seed 000 Fig. 5: two A-steps, so the
+    network represents A²x), and ``self_loops=True`` adds I to that second mask (A x + A² x). No activations by
+    default, as in the paper; ``activation`` puts one between layers. Weights N(0, σ_w²/fan_in)."""
+
+    def __init__(self, n, copies=(1,), sequential=False, self_loops=False, activation="linear", bias=False, seed=None,
+                 sigma_w=1.0, device=None, dtype=None):
+        super().__init__()
+        copies = tuple(copies)
+        if not copies:
+            raise ValueError("copies must list at least one hidden layer's copies per node")
+        _check_positive_int(n=n, **{f"copies[{i}]": c for i, c in enumerate(copies)})
+        if sequential and len(copies) < 2:
+            raise ValueError("sequential=True needs at least two hidden layers (copies of length ≥ 2)")
+        if self_loops and not sequential:
+            raise ValueError("self_loops applies to the second, sequential adjacency layer: set sequential=True")
+        self.n, self.copies, self.sequential = int(n), copies, bool(sequential)
+        g = _generator(seed)
+        kw = dict(bias=bias, sigma_w=sigma_w, device=device, dtype=dtype)
+        seeds = lambda: int(torch.randint(2 ** 62, (1,), generator=g))
+        self.first = AdjacencyLinear(n, 1, copies[0], seed=seeds(), **kw)
+        self.second = (AdjacencyLinear(n, copies[0], copies[1], self_loops=self_loops, seed=seeds(), **kw)
+                       if sequential else None)
+        chain = copies[1:] if sequential else copies
+        self.hidden = nn.ModuleList(ClusterLinear(n, a, b, seed=seeds(), **kw) for a, b in zip(chain, chain[1:] + (1,)))
+        self.phi = activation_module(activation)
+
+    def forward(self, x, A):
+        h = self.first(x, A)
+        if self.second is not None:
+            h = self.second(self.phi(h), A)
+        for layer in self.hidden:
+            h = layer(self.phi(h))
+        return h
