@@ -144,8 +144,8 @@ class TokenMixing(nn.Module):
         _gaussian_(self.weight, sigma_w / math.sqrt(self.tokens_in), _generator(seed))
 
     def forward(self, x):
-        y = torch.matmul(self.weight, x)                 # (S_out, S_in) @ (…, S_in, C): a batched matmul
-        return y if self.bias is None else y + self.bias[:, None]
+        # W X + b1ᵀ = (Xᵀ Wᵀ + 1bᵀ)ᵀ: one GEMM with the batch folded in (a broadcast W @ X would be many small ones)
+        return F.linear(x.transpose(-1, -2), self.weight, self.bias).transpose(-1, -2)
 
     def extra_repr(self):
         return f"tokens_in={self.tokens_in}, tokens_out={self.tokens_out}, bias={self.bias is not None}"
@@ -176,7 +176,8 @@ class PermutedMixing(nn.Module):
     between two fixed permutations (seed 004's RP-Mixer: J_cᵀ(I ⊗ W)J_c with the commutations J_c replaced by
     independent uniform permutations J₁, J₂). Here (P x)[i] = x[perm[i]].
 
-    ``perm_in``/``perm_out``: index tensors, or ``"random"`` (uniform, drawn from ``seed``). With
+    ``perm_in``/``perm_out``: index tensors, ``"random"`` (uniform, drawn from ``seed``) or None (the identity: no
+    gather; two layers around an elementwise activation need only one permutation between them). With
     ``perm_in = commutation(d_in, n)`` and ``perm_out = commutation(n, d_out)`` the layer is exactly token mixing
     kron(W, I_n) on row-major features (d_in tokens × n channels): the RP layer with the commutations put back.
     Its singular values are those of W, each repeated n times, whatever the permutations. The bias b (d_out) is
@@ -196,6 +197,8 @@ class PermutedMixing(nn.Module):
 
     @staticmethod
     def _perm(perm, n, g, name, device):
+        if perm is None:
+            return None
         if isinstance(perm, str):
             if perm != "random":
                 raise ValueError(f"{name} must be 'random' or an index tensor, got {perm!r}")
@@ -207,9 +210,11 @@ class PermutedMixing(nn.Module):
 
     def forward(self, x):
         lead = x.shape[:-1]
-        z = x.index_select(-1, self.perm_in).reshape(*lead, self.n_blocks, self.d_in)
-        z = F.linear(z, self.weight, self.bias).reshape(*lead, self.n_blocks * self.d_out)
-        return z.index_select(-1, self.perm_out)
+        if self.perm_in is not None:
+            x = x.index_select(-1, self.perm_in)
+        z = F.linear(x.reshape(*lead, self.n_blocks, self.d_in), self.weight, self.bias)
+        z = z.reshape(*lead, self.n_blocks * self.d_out)
+        return z if self.perm_out is None else z.index_select(-1, self.perm_out)
 
     def extra_repr(self):
         return f"n_blocks={self.n_blocks}, d_in={self.d_in}, d_out={self.d_out}, bias={self.bias is not None}"
@@ -250,7 +255,7 @@ class MonarchLinear(nn.Module):
 
     def forward(self, x):
         lead = x.shape[:-1]
-        b, k_out = self.n_blocks, self.out_features // self.n_blocks
+        b = self.n_blocks
         z = x.reshape(-1, b, self.in_features // b).transpose(0, 1)     # (b, batch, k_in)
         z = torch.bmm(z, self.R.transpose(1, 2))                          # R: (b, batch, k_out)
         z = z.permute(2, 1, 0)                                            # P: (k_out, batch, b)

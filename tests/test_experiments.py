@@ -1,0 +1,216 @@
+import concurrent.futures as cf
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rmtnet.experiments import SweepError, expand_grid, read_store, run_key, sweep
+
+REPO = Path(__file__).resolve().parents[1]
+GRID = {"a": [1, 2], "b": ["x", "y", "z"]}
+
+
+def score(a, b, seed):
+    """Module level, so that worker processes can unpickle it."""
+    return {"value": 10 * a + seed + 0.1, "label": f"{b}!", "third": 1 / 3 * a}
+
+
+def failing_on_y(a, b, seed):
+    if b == "y":
+        raise RuntimeError(f"no y please (a={a})")
+    return score(a, b, seed)
+
+
+def counted(calls):
+    def fn(**kwargs):
+        calls.append(kwargs)
+        return score(**kwargs)
+    return fn
+
+
+def sorted_table(table):
+    return table.sort_values("run_key").reset_index(drop=True)
+
+
+def test_cartesian_grid_with_seeds_runs_everything_once(tmp_path):
+    calls = []
+    table = sweep(counted(calls), GRID, seeds=(0, 1), store=tmp_path / "r.csv", progress=False)
+    assert len(calls) == len(table) == 12
+    assert list(table.columns) == ["a", "b", "seed", "value", "label", "third", "run_key"]
+    # grid order: configurations (last key fastest), then seeds
+    assert list(zip(table["a"], table["b"], table["seed"]))[:4] == [(1, "x", 0), (1, "x", 1), (1, "y", 0),
+                                                                   (1, "y", 1)]
+    assert not table.duplicated(["a", "b", "seed"]).any() and table["run_key"].is_unique
+    assert (table["value"] == 10 * table["a"] + table["seed"] + 0.1).all()
+    assert (table["third"] == table["a"] / 3).all()  # floats come back from the CSV exactly
+    assert (table["label"] == table["b"] + "!").all()
+
+
+def test_grid_forms_and_keys():
+    assert expand_grid({"a": [1, 2], "b": ["x"]}) == [{"a": 1, "b": "x"}, {"a": 2, "b": "x"}]
+    assert expand_grid([{"a": 1}, {"b": 2.5}]) == [{"a": 1}, {"b": 2.5}]
+    assert expand_grid({}) == [{}]
+    # stable: a fixed value (stores written today must be recognised by later versions), independent of key order
+    assert run_key({"a": 1, "b": "x"}, 0) == run_key({"b": "x", "a": 1}, 0) == "af1ce0c54dbddfa3"
+    assert run_key({"a": 1}, 0) != run_key({"a": 1.0}, 0) != run_key({"a": 1}, 1)
+    for bad in ({"a": 3}, {"seed": [1]}, "abc", [{"a": [1, 2]}], {"a": [object()]}):
+        with pytest.raises(ValueError, match="grid"):
+            expand_grid(bad)
+    with pytest.raises(ValueError, match="same run twice"):
+        sweep(score, [{"a": 1, "b": "x"}, {"a": 1, "b": "x"}], store=None, progress=False)
+    with pytest.raises(ValueError, match="on_error"):
+        sweep(score, GRID, store=None, on_error="ignore")
+    with pytest.raises(ValueError, match="n_jobs"):
+        sweep(score, GRID, store=None, n_jobs=0)
+
+
+def test_restart_skips_finished_runs(tmp_path):
+    store = tmp_path / "r.csv"
+    first = []
+    sweep(counted(first), {"a": [1], "b": ["x", "y"]}, seeds=(0, 1), store=store, progress=False)
+    assert len(first) == 4
+    second = []
+    table = sweep(counted(second), {"a": [1, 2], "b": ["x", "y"]}, seeds=(0, 1), store=store, progress=False)
+    assert len(second) == 4 and {c["a"] for c in second} == {2}  # only the new configurations ran
+    assert len(table) == 8 and table["run_key"].is_unique
+    third = []
+    again = sweep(counted(third), {"a": [1, 2], "b": ["x", "y"]}, seeds=(0, 1), store=store, progress=False)
+    assert third == []
+    pd.testing.assert_frame_equal(again, table)
+    # a sweep over part of the store returns only its own runs
+    assert len(sweep(score, {"a": [2], "b": ["y"]}, seeds=(1,), store=store, progress=False)) == 1
+
+
+def test_truncated_last_line_is_dropped_and_repaired(tmp_path):
+    store = tmp_path / "r.csv"
+    sweep(score, {"a": [1], "b": ["x", "y"]}, store=store, progress=False)
+    with open(store, "a") as f:
+        f.write("2,z,0,20.1,z!,0.66")  # a run killed mid-write: no line break
+    assert len(read_store(store)) == 2
+    calls = []
+    table = sweep(counted(calls), {"a": [1, 2], "b": ["x", "y", "z"]}, store=store, progress=False)
+    assert len(calls) == 4 and len(table) == 6  # the truncated run (a=2, z) was run again
+    text = store.read_text()
+    assert text.endswith("\n") and "0.66\n" not in text and len(text.splitlines()) == 7  # header + 6 runs
+    assert len(pd.read_csv(store)) == 6  # the file is a clean CSV again
+
+
+def test_a_wider_result_widens_the_header(tmp_path):
+    def fn(kind, seed):
+        return {"loss": 1.0 * seed} if kind == "plain" else {"loss": 2.0, "extra": "yes"}
+
+    store = tmp_path / "r.csv"
+    table = sweep(fn, [{"kind": "plain"}, {"kind": "fancy"}], seeds=(0, 1), store=store, progress=False)
+    assert list(table.columns) == ["kind", "seed", "loss", "run_key", "extra"]
+    assert table["extra"].isna().tolist() == [True, True, False, False]
+
+
+def test_sigkilled_sweep_resumes_with_every_run_once(tmp_path):
+    store = tmp_path / "killed.csv"
+    grid = {"a": list(range(6)), "b": ["x", "y"]}
+    script = textwrap.dedent(f"""
+        import time
+        from rmtnet.experiments import sweep
+
+        def slow(a, b, seed):
+            time.sleep(0.1)
+            return {{"value": 10 * a + seed}}
+
+        sweep(slow, {grid!r}, seeds=(0, 1), store={str(store)!r}, progress=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if store.exists() and store.read_text().count("\n") >= 1 + 5:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the sweep finished (or died) before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    done = set(read_store(store)["run_key"])
+    assert 5 <= len(done) < 24
+
+    calls = []
+
+    def fast(a, b, seed):
+        calls.append((a, b, seed))
+        return {"value": 10 * a + seed}
+
+    table = sweep(fast, grid, seeds=(0, 1), store=store, progress=False)
+    assert len(calls) == 24 - len(done)
+    assert len(table) == 24 and not table.duplicated(["a", "b", "seed"]).any()
+    assert (table["value"] == 10 * table["a"] + table["seed"]).all()
+    raw = pd.read_csv(store, dtype={"run_key": str})
+    assert len(raw) == 24 and raw["run_key"].is_unique  # the file itself holds every run exactly once
+
+
+def test_failures_are_collected_and_retried(tmp_path):
+    store = tmp_path / "r.csv"
+    with pytest.raises(SweepError, match=r"(?s)2 run\(s\).*'b': 'y'.*no y please") as info:
+        sweep(failing_on_y, GRID, store=store, progress=False)
+    assert len(info.value.failures) == 2
+    assert len(read_store(store)) == 4  # the other runs are stored
+    calls = []
+    table = sweep(counted(calls), GRID, store=store, progress=False)
+    assert [c["b"] for c in calls] == ["y", "y"] and len(table) == 6
+
+    with pytest.raises(RuntimeError, match="no y please"):
+        sweep(failing_on_y, GRID, store=None, on_error="raise", progress=False)
+    with pytest.warns(RuntimeWarning, match="2 run"):
+        table = sweep(failing_on_y, GRID, store=None, on_error="skip", progress=False)
+    assert len(table) == 4 and "y" not in set(table["b"])
+
+
+def test_results_must_be_scalars_without_name_clashes():
+    with pytest.raises(SweepError, match="must be a scalar"):
+        sweep(lambda a, seed: {"v": [a]}, {"a": [1]}, store=None, progress=False)
+    with pytest.raises(SweepError, match="must not reuse"):
+        sweep(lambda a, seed: {"a": a}, {"a": [1]}, store=None, progress=False)
+    one_row = sweep(lambda a, seed: pd.DataFrame({"v": [2.0 * a]}), {"a": [1, 2]}, store=None, progress=False)
+    assert one_row["v"].tolist() == [2.0, 4.0]
+
+
+def test_process_pool_gives_the_same_table(tmp_path):
+    serial = sweep(score, GRID, seeds=(0, 1), store=tmp_path / "serial.csv", progress=False)
+    pooled = sweep(score, GRID, seeds=(0, 1), store=tmp_path / "pooled.csv", n_jobs=2, progress=False)
+    pd.testing.assert_frame_equal(sorted_table(pooled), sorted_table(serial), check_exact=True)
+    pd.testing.assert_frame_equal(pooled, serial, check_exact=True)  # returned in grid order either way
+
+
+class FakeDaskClient:
+    """Stands in for dask.distributed.Client: its own submit() returns non-concurrent futures, and
+    get_executor() gives the concurrent.futures view that sweep must use."""
+
+    def __init__(self):
+        self.pool = cf.ThreadPoolExecutor(2)
+
+    def submit(self, *args, **kwargs):
+        raise AssertionError("sweep must go through get_executor()")
+
+    def get_executor(self):
+        return self.pool
+
+
+def test_executor_hook(tmp_path):
+    serial = sweep(score, GRID, store=tmp_path / "serial.csv", progress=False)
+    with cf.ThreadPoolExecutor(3) as pool:
+        threaded = sweep(score, GRID, store=tmp_path / "threads.csv", executor=pool, progress=False)
+        assert not pool._shutdown  # the caller keeps ownership
+    pd.testing.assert_frame_equal(threaded, serial, check_exact=True)
+    client = FakeDaskClient()
+    try:
+        dask_like = sweep(score, GRID, store=tmp_path / "dask.csv", executor=client, progress=False)
+    finally:
+        client.pool.shutdown()
+    pd.testing.assert_frame_equal(dask_like, serial, check_exact=True)
+    with pytest.raises(ValueError, match="executor"):
+        sweep(score, GRID, store=None, executor=object(), progress=False)
