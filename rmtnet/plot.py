@@ -17,20 +17,30 @@ from ._backend import to_numpy  # noqa: E402
 __all__ = ["ks_distance", "overlay", "density_curve", "save"]
 
 
-def ks_distance(law, samples, atom_rtol=1e-9):
+def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
     """sup_x |F_n(x) - F(x)| between the empirical cdf of ``samples`` and ``law.cdf``, exact with ties and atoms
     (compared at every sample value v both at v and just left of v).
 
     Samples within ``atom_rtol``·max|samples| (+ 1e-9·|a|) of one of the law's atoms a are counted on it (see
-    :func:`_snap_to_atoms`); set it to the relative noise floor of the eigensolver that produced them."""
+    :func:`_snap_to_atoms`); set it to the relative noise floor of the eigensolver that produced them.
+    ``floor`` > 0: the samples resolve only values ≥ floor (e.g. the float64 floor of a deep Jacobian product,
+    :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs` with ``return_floor=True``): the sup is taken over
+    x ≥ floor, which still compares the mass below the floor, F_n(floor⁻) against F(floor), but not where inside
+    [0, floor) the samples fell."""
     s = _snap_to_atoms(law, np.sort(to_numpy(samples).ravel()), atom_rtol)
     v, counts = np.unique(s, return_counts=True)
     n = s.size
     Fn = np.cumsum(counts) / n
     Fn_left = Fn - counts / n
+    keep = v >= floor
+    if floor > 0:
+        v, Fn, Fn_left = v[keep], Fn[keep], Fn_left[keep]
     F = law.cdf(v)
     F_left = F - law._atom_mass_at(v)
-    return float(max(np.max(np.abs(Fn - F)), np.max(np.abs(Fn_left - F_left))))
+    d = max(np.max(np.abs(Fn - F), initial=0.0), np.max(np.abs(Fn_left - F_left), initial=0.0))
+    if floor > 0:
+        d = max(d, abs(float(np.mean(s < floor)) - float(law.cdf(floor))))
+    return float(d)
 
 
 def _snap_to_atoms(law, s, rel=1e-9):
