@@ -9,12 +9,12 @@ from . import data, layers, models, probes, similarity, training
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      TokenMixing, commutation)
 from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
-from .probes import empirical_ntk, input_jacobian, jacobian_spectrum, weight_singular_values
+from .probes import effective_singular_values, empirical_ntk, input_jacobian, jacobian_spectrum, weight_singular_values
 from .similarity import MinibatchCKA, cka, cka_between, hsic, layer_features
 from .training import evaluate, train
 
 __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", "MonarchLinear", "PermutedMixing",
            "TokenMixing", "commutation", "EMN", "MLP", "MLPMixer", "MonarchMLP", "RPMixer", "SWMLP", "empirical_ntk",
-           "input_jacobian", "jacobian_spectrum", "weight_singular_values", "MinibatchCKA", "cka", "cka_between",
+           "input_jacobian", "jacobian_spectrum", "weight_singular_values", "effective_singular_values", "MinibatchCKA", "cka", "cka_between",
            "hsic", "layer_features", "evaluate", "train", "data", "layers", "models", "probes", "similarity",
            "training"]

@@ -30,7 +30,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev, jvp, vjp, vmap
 
-__all__ = ["input_jacobian", "jacobian_spectrum", "parameter_jacobian", "empirical_ntk", "weight_singular_values"]
+__all__ = ["input_jacobian", "jacobian_spectrum", "parameter_jacobian", "empirical_ntk", "weight_singular_values",
+           "effective_singular_values"]
 
 NTK_METHODS = ("jacobian", "products")
 LAYOUTS = ("matrix", "blocks")
@@ -236,3 +237,36 @@ def weight_singular_values(weight):
     if not bool(torch.isfinite(w).all()):
         raise ValueError("weight must be finite (no NaN or inf)")
     return torch.linalg.svdvals(w).cpu().numpy()
+
+
+def effective_singular_values(model, tokens=None, channels=None, max_dense=4096):
+    """Singular values of every mixing layer of ``model`` as a layer of its effective MLP on width m = S·C
+    (REFERENCE §3), as ``{module name: descending float64 array}``.
+
+    Never builds a Kronecker product: TokenMixing W acts as kron(W, I_C), so its singular values are W's, each
+    repeated C times; ChannelMixing V as kron(I_S, V), V's repeated S times; PermutedMixing (RP) P₁(I_n ⊗ W)P₂ has
+    W's repeated n_blocks times (:func:`rmtnet.spectra.mixer.kronecker_singular_values`). MaskedLinear gives those of
+    M ⊙ W; MonarchLinear those of its dense matrix (only up to ``max_dense`` on a side). S and C are read from the
+    model (``tokens``/``channels`` attributes, as the Mixer-family models have) unless given."""
+    from rmtnet.spectra.mixer import kronecker_singular_values
+    from .layers import ChannelMixing, MaskedLinear, MonarchLinear, PermutedMixing, TokenMixing
+
+    S = tokens if tokens is not None else getattr(model, "tokens", None)
+    C = channels if channels is not None else getattr(model, "channels", None)
+    out = {}
+    for name, mod in model.named_modules():
+        if isinstance(mod, (TokenMixing, ChannelMixing)):
+            other = C if isinstance(mod, TokenMixing) else S
+            if other is None:
+                raise ValueError(f"{name}: give tokens= and channels= (the model has no tokens/channels attributes)")
+            out[name] = kronecker_singular_values(mod.weight.detach().double().cpu().numpy(), other)
+        elif isinstance(mod, PermutedMixing):
+            out[name] = kronecker_singular_values(mod.weight.detach().double().cpu().numpy(), mod.n_blocks)
+        elif isinstance(mod, MaskedLinear):
+            out[name] = weight_singular_values(mod.effective_weight())
+        elif isinstance(mod, MonarchLinear):
+            if max(mod.in_features, mod.out_features) > max_dense:
+                raise ValueError(f"{name}: a {mod.out_features}×{mod.in_features} Monarch layer exceeds max_dense = "
+                                 f"{max_dense}")
+            out[name] = weight_singular_values(mod.dense())
+    return out
