@@ -113,3 +113,36 @@ def test_ntk_spectrum_figure(tmp_path):
     assert np.allclose(t.critical_learning_rate, 2.0 / t.lambda_max)
     row = t[t.depth == 2].iloc[0]                         # the library's own 2/λ_max at a cheap depth
     assert abs(ntk.critical_learning_rate(ns["_net"](2, 1000)) - row.critical_learning_rate) < 1e-10
+
+
+def test_effective_width_small_sweep_resumes(tmp_path):
+    """effective_width.py on a reduced grid (S = 4, 16; one epoch; 2 seeds): every (model, S, seed) once, the
+    budget Ω within 2 % of its target at each S, and a second call reads the finished runs back instead of training."""
+    ns = cli.load_simulation("effective_width")
+    small = dict(side=16, tokens=(4, 16), epochs=1, seeds=2)
+    path, tables = ns["main"](full=False, outdir=tmp_path, n_jobs=1, **small)
+    runs = tables["runs"]
+    assert Path(path).exists() and len(runs) == 12
+    assert runs.groupby(["model", "tokens"]).seed.nunique().eq(2).all()
+    assert ((runs.connections - 2 * 16 ** 3).abs() / (2 * 16 ** 3)).max() < 0.02
+    again = ns["main"](full=False, outdir=tmp_path, n_jobs=1, **small)[1]["runs"]
+    pd.testing.assert_series_equal(again.seconds, runs.seconds)       # read from the store, not re-run
+
+
+@pytest.mark.slow          # ~70 s: 60 dense eigensolves up to m = 2304
+def test_mixer_singular_values_figure(tmp_path):
+    """SW-MLP's largest singular value decreases towards c_γ from above as p·m/log m grows, and its squared
+    singular values at m = 2304 match Marchenko–Pastur (KS < 0.02); the Kronecker/RP spectra are W's repeated."""
+    tables = _figure("mixer_singular_values", tmp_path)
+    s = tables["summary"]
+    sw = s[s.model == "swmlp"].sort_values("width")
+    assert np.all(np.diff(sw.sv_max_mean) < 0) and np.all(sw.sv_max_mean > 1 + np.sqrt(2))
+    assert sw.ks_mean.iloc[-1] < 0.02
+
+
+@pytest.mark.slow          # ~70 s: eight short trainings
+def test_cka_figure(tmp_path):
+    """Mean diagonal CKA with the Mixer falls as the SW-MLP gets denser (p = 1/16 > 1/4 > 1), seed 002's trend."""
+    tables = _figure("cka_mixer_vs_swmlp", tmp_path)
+    s = tables["diagonal summary"].sort_values("density")
+    assert np.all(np.diff(s["mean"]) < 0), s

@@ -147,18 +147,25 @@ class TwoLayer(nn.Module):
 
 
 class _PatchNet(nn.Module):
-    """Patches (…, S, C_in) → ChannelMixing stem to C → blocks → LN → mean over tokens → Linear(C, n_classes)."""
+    """Patches (…, S, C_in) → ChannelMixing stem to C → blocks → LN → pooling → linear head.
 
-    def __init__(self, tokens, in_channels, channels, n_classes, norm, g, device, dtype):
+    ``pool="mean"`` (Tolstikhin et al.): mean over tokens, head Linear(C, n_classes). ``pool="flatten"``: the whole
+    m = S·C feature vector, head Linear(m, n_classes) — the effective MLP's own read-out, which avoids a C-channel
+    bottleneck when C is small (few channels, many tokens)."""
+
+    def __init__(self, tokens, in_channels, channels, n_classes, norm, g, device, dtype, pool="mean"):
         super().__init__()
         _check_positive_int(tokens=tokens, in_channels=in_channels, channels=channels, n_classes=n_classes)
-        self.tokens, self.in_channels, self.channels = int(tokens), int(in_channels), int(channels)
+        if pool not in ("mean", "flatten"):
+            raise ValueError(f"pool must be 'mean' or 'flatten', got {pool!r}")
+        self.tokens, self.in_channels, self.channels, self.pool = int(tokens), int(in_channels), int(channels), pool
         self._g, self._factory = g, dict(device=device, dtype=dtype)
         self.stem = ChannelMixing(in_channels, channels, seed=self._seed(), **self._factory)
         self.blocks = nn.Sequential()
         self.norm = nn.LayerNorm(channels, **self._factory) if norm else nn.Identity()
-        self.head = nn.Linear(channels, n_classes, **self._factory)
-        _gaussian_(self.head.weight, 1.0 / math.sqrt(channels), g)
+        n_read = channels if pool == "mean" else self.tokens * self.channels
+        self.head = nn.Linear(n_read, n_classes, **self._factory)
+        _gaussian_(self.head.weight, 1.0 / math.sqrt(n_read), g)
         nn.init.zeros_(self.head.bias)
 
     def _seed(self):
@@ -177,7 +184,8 @@ class _PatchNet(nn.Module):
         return self.blocks(self.stem(x))
 
     def forward(self, x):
-        return self.head(self.norm(self.features(x)).mean(-2))
+        z = self.norm(self.features(x))
+        return self.head(z.mean(-2) if self.pool == "mean" else z.flatten(-2))
 
 
 def _expanded(gamma, n, name):
@@ -191,8 +199,8 @@ class MLPMixer(_PatchNet):
     γC). Token-MLP(X) = W₂ φ(W₁ X), Channel-MLP(X) = φ(X W₃) W₄ (seed 004); pre-norm residual blocks."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
-                 seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+                 pool="mean", seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
         _check_positive_int(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         gS, gC = _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
@@ -214,8 +222,8 @@ class RPMixer(_PatchNet):
     permutation, so its weight is the TokenMixing's)."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
-                 permutations="random", seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+                 permutations="random", pool="mean", seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
         _check_positive_int(depth=depth)
         if permutations not in ("random", "commutation"):
             raise ValueError(f"permutations must be 'random' or 'commutation', got {permutations!r}")
@@ -246,8 +254,8 @@ class SWMLP(_PatchNet):
     ``mask``: ``"bernoulli"`` or ``"exact"`` (see :class:`MaskedLinear`)."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
-                 density=None, mask="bernoulli", seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+                 density=None, mask="bernoulli", pool="mean", seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
         _check_positive_int(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         m, gS, gC = S * C, _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
@@ -270,8 +278,8 @@ class MonarchMLP(_PatchNet):
     within each channel (L, blocks S × S), so one block here plays the part of a Mixer's token + channel pair."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
-                 seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype)
+                 pool="mean", seed=None, device=None, dtype=None):
+        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
         _check_positive_int(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         m, gm = S * C, S * _expanded(gamma, C, "C")

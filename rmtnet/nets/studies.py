@@ -1,0 +1,74 @@
+"""Training runs the figure scripts sweep over, as picklable module-level functions (so that
+:func:`rmtnet.experiments.sweep` can hand them to worker processes).
+
+:func:`width_run` is one point of seed 004's width study (Hayase & Karakida, ICML 2024; REFERENCE §3): a Mixer-family
+model with S tokens (from the patch size) and C channels trained on an offline image set, reporting its test error
+together with the effective width m = S·C and the connection budget Ω = γ(CS² + SC²)/2 it used.
+"""
+from __future__ import annotations
+
+import functools
+import time
+
+import torch
+
+from ..spectra import mixer
+from . import data as datasets
+from .layers import MaskedLinear
+from .models import MLPMixer, MonarchMLP, RPMixer, SWMLP
+from .training import train
+
+MODELS = {"mixer": MLPMixer, "rp": RPMixer, "swmlp": SWMLP, "monarch": MonarchMLP}
+LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
+
+
+def build(model, **kwargs):
+    """A Mixer-family model by short name: ``"mixer"``, ``"rp"``, ``"swmlp"``, ``"monarch"``."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    return MODELS[model](**kwargs)
+
+
+@functools.lru_cache(maxsize=8)
+def patched(dataset, patch, seed=0):
+    """The offline data set ``dataset`` as (n, S, C_in) patch tokens of size ``patch`` (cached per process); images
+    are zero-padded at the bottom and right when ``patch`` does not divide their side (28 = 3·10 − 2: S = 100)."""
+    if dataset not in LOADERS:
+        raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {dataset!r}")
+    return LOADERS[dataset](seed=seed).map_x(lambda x: datasets.to_patches(x, int(patch), pad=True))
+
+
+def trainable_weights(net):
+    """Number of trainable weights that can be nonzero: parameters, with a MaskedLinear's weight counted by its mask."""
+    masked = {id(m.weight): int(m.mask.sum()) for m in net.modules() if isinstance(m, MaskedLinear)}
+    return sum(masked.get(id(p), p.numel()) for p in net.parameters() if p.requires_grad)
+
+
+def fit(model, patch, channels, depth=2, gamma=2.0, epochs=10, lr=5e-3, weight_decay=0.05, batch_size=128,
+        pool="flatten", dataset="mnist5k", seed=0, threads=1, **model_kwargs):
+    """Build ``model`` (see :data:`MODELS`) with S = (image side / patch)² tokens and ``channels`` channels, train it
+    by AdamW with a one-cycle schedule, and return (the trained model, its metrics table, the data).
+    ``pool="flatten"`` reads out all m = S·C features (no C-channel bottleneck at small C; see the models);
+    ``model_kwargs`` go to the model (e.g. ``density`` for SW-MLP)."""
+    torch.set_num_threads(int(threads))
+    data = patched(dataset, patch)
+    S, C_in = data.shape
+    net = build(model, tokens=S, in_channels=C_in, channels=int(channels), depth=int(depth),
+                n_classes=data.n_classes, gamma=float(gamma), pool=pool, seed=int(seed), **model_kwargs)
+    table = train(net, data, epochs=int(epochs), batch_size=int(batch_size), optimizer="adamw", lr=float(lr),
+                  weight_decay=float(weight_decay), schedule="onecycle", seed=int(seed), progress=False,
+                  eval_every=int(epochs))
+    return net, table, data
+
+
+def width_run(model, patch, channels, gamma=2.0, seed=0, **kwargs):
+    """One point of the width study: :func:`fit`, then the final train/test error with S, C, m = S·C, γm, Ω and the
+    number of trainable weights."""
+    t0 = time.perf_counter()
+    net, table, _ = fit(model, patch, channels, gamma=gamma, seed=seed, **kwargs)
+    S, C = net.tokens, net.channels
+    last = table.iloc[-1]
+    return dict(tokens=S, width=S * C, expanded_width=gamma * S * C, connections=mixer.connections(S, C, gamma),
+                params=trainable_weights(net), train_error=float(last["train_error"]),
+                test_error=float(last["test_error"]), test_loss=float(last["test_loss"]),
+                seconds=time.perf_counter() - t0)
