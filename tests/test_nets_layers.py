@@ -270,3 +270,18 @@ def test_models_shapes_and_bad_input():
         MLPMixer(16, 12, 8, 1, 10, gamma=0)
     with pytest.raises(ValueError, match="n_blocks"):
         MonarchLinear(10, 12, 3)
+
+
+def test_sequential_emn_paths_are_second_order():
+    """Seed 000 Fig. 5: masking the second layer by A as well makes every path a length-2 path of A, so with all
+    weights 1 (one copy per node) the network computes A² x, and with self-loops in the second mask (A + I) A x."""
+    n = 4
+    g = torch.Generator().manual_seed(0)
+    A = torch.rand(3, n, n, generator=g, dtype=F64) * (torch.rand(3, n, n, generator=g) < 0.5)
+    x = torch.randn(3, n, generator=g, dtype=F64)
+    for loops, ref in [(False, A @ A), (True, (A + torch.eye(n, dtype=F64)) @ A)]:
+        emn = EMN(n, copies=(1, 1), sequential=True, self_loops=loops, dtype=F64)
+        with torch.no_grad():
+            for p in emn.parameters():
+                p.fill_(1.0)
+        assert torch.allclose(emn(x, A), torch.einsum("bij,bj->bi", ref, x), atol=1e-13)
