@@ -36,3 +36,14 @@ def total_mass(law):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Tiny torch models: one intra-op thread (two threads on a shared 2-core machine spin and run ~100× slower).
+    Use in a module with ``pytestmark = pytest.mark.usefixtures("torch_one_thread")``."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

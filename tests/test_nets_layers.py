@@ -13,6 +13,7 @@ from rmtnet.nets.models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from rmtnet.spectra import mixer
 
 F64 = torch.float64
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _vec(X):

@@ -13,12 +13,7 @@ from rmtnet.spectra import jacobian_law, sample_jacobian_eigs
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _emn_data(n, n_train, n_test, seed):

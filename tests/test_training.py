@@ -10,13 +10,7 @@ from rmtnet.nets import data as D
 from rmtnet.nets.training import evaluate, train
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models: one intra-op thread (two threads on a shared 2-core machine spin and run ~100× slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -49,15 +49,20 @@ def fit(model, patch, channels, depth=2, gamma=2.0, epochs=10, lr=5e-3, weight_d
     """Build ``model`` (see :data:`MODELS`) with S = (image side / patch)² tokens and ``channels`` channels, train it
     by AdamW with a one-cycle schedule, and return (the trained model, its metrics table, the data).
     ``pool="flatten"`` reads out all m = S·C features (no C-channel bottleneck at small C; see the models);
-    ``model_kwargs`` go to the model (e.g. ``density`` for SW-MLP)."""
+    ``model_kwargs`` go to the model (e.g. ``density`` for SW-MLP). ``threads``: torch's intra-op threads while
+    training (one is fastest for these small models; the previous setting is restored)."""
+    before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
-    data = patched(dataset, patch)
-    S, C_in = data.shape
-    net = build(model, tokens=S, in_channels=C_in, channels=int(channels), depth=int(depth),
-                n_classes=data.n_classes, gamma=float(gamma), pool=pool, seed=int(seed), **model_kwargs)
-    table = train(net, data, epochs=int(epochs), batch_size=int(batch_size), optimizer="adamw", lr=float(lr),
-                  weight_decay=float(weight_decay), schedule="onecycle", seed=int(seed), progress=False,
-                  eval_every=int(epochs))
+    try:
+        data = patched(dataset, patch)
+        S, C_in = data.shape
+        net = build(model, tokens=S, in_channels=C_in, channels=int(channels), depth=int(depth),
+                    n_classes=data.n_classes, gamma=float(gamma), pool=pool, seed=int(seed), **model_kwargs)
+        table = train(net, data, epochs=int(epochs), batch_size=int(batch_size), optimizer="adamw", lr=float(lr),
+                      weight_decay=float(weight_decay), schedule="onecycle", seed=int(seed), progress=False,
+                      eval_every=int(epochs))
+    finally:
+        torch.set_num_threads(before)
     return net, table, data
 
 
