@@ -65,9 +65,10 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.4), layout="constrained")
     ax = axes[0]
+    colours = plt.cm.viridis(np.linspace(0.0, 0.85, len(sizes)))         # red is kept for c_γ
     for i, S in enumerate(sizes):
         mean = sv[("swmlp", S)].mean(0)
-        ax.plot(np.arange(1, mean.size + 1) / mean.size, mean, color=f"C{i}", lw=1.2,
+        ax.plot(np.arange(1, mean.size + 1) / mean.size, mean, color=colours[i], lw=1.2,
                 label=f"m = {S * S} (p·m/log m = {mixer.mp_regime(1 / S, S * S):.1f})")
     u = np.linspace(0.0005, 0.9995, 400)
     ax.plot(u, np.sqrt(law.quantile(1 - u)), "k--", lw=1, label="MP quantiles")
