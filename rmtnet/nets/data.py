@@ -11,6 +11,7 @@ standardisation; statistics always come from the training split only (:func:`sta
 - :func:`mnist1d` — ``mnist1d.data.make_dataset``, generated locally: signals of length 40, 10 classes. The
   generator's seeded shuffle, then a cut; one scalar mean and std of the training signals.
 - :func:`teacher_student` — regression targets of a random one-hidden-layer teacher on x ~ N(0, I_d); no scaling.
+- :func:`spirals` — two interleaved 2-D spirals, 2 classes (the toy set of Whitaker 2023, Fig. 4.2); no scaling.
 - :func:`cifar10` — torchvision with the files already on disk: the official split; per-channel mean and std of the
   training images.
 
@@ -29,7 +30,7 @@ import numpy as np
 import torch
 
 __all__ = [
-    "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "cifar10",
+    "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "spirals", "cifar10",
     "to_patches", "from_patches",
 ]
 
@@ -299,6 +300,35 @@ def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, no
     return Dataset(x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:],
                    n_classes=None, name="teacher_student", shape=(d,),
                    info={"W": W, "a": a, "noise": float(noise), "activation": activation, "seed": int(seed)})
+
+
+def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: float = 1.5, seed: int = 0,
+            dtype: torch.dtype = torch.float32) -> Dataset:
+    """Two interleaved spirals in the plane, 2 classes, shape (2,): the toy set of Whitaker 2023, §4.3.1 / Fig. 4.2
+    (2,500 training points, decision boundaries drawn on 250 held-out points).
+
+    Every point draws a class c ∈ {0, 1} with probability ½ each and a position t ~ U(0, 1) along its arm; then
+    r = t, θ = 2π · turns · t + π c and x = r (cos θ, sin θ) + noise · ε with ε ~ N(0, I₂): the arm of class 1 is the
+    arm of class 0 turned by half a revolution. The points lie in about [−1, 1]², so they are not rescaled. Train and
+    test points come from one ``numpy.random.default_rng(seed)`` in that order (float64, then cast to ``dtype``).
+    """
+    for name, value in (("n_train", n_train), ("n_test", n_test)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    for name, value, lo_open in (("noise", noise, False), ("turns", turns, True)):
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not ok or value < 0 or (lo_open and value == 0):
+            raise ValueError(f"{name} must be a finite number {'> 0' if lo_open else '>= 0'}, got {value!r}")
+    rng = np.random.default_rng(int(seed))
+    n = n_train + n_test
+    c = rng.integers(0, 2, size=n)
+    t = rng.uniform(0.0, 1.0, size=n)
+    theta = 2 * np.pi * turns * t + np.pi * c
+    x = t[:, None] * np.stack([np.cos(theta), np.sin(theta)], axis=1) + noise * rng.standard_normal((n, 2))
+    x, y = torch.as_tensor(x, dtype=dtype), torch.as_tensor(c, dtype=torch.int64)
+    return Dataset(x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:], n_classes=2,
+                   name="spirals", shape=(2,),
+                   info={"noise": float(noise), "turns": float(turns), "seed": int(seed)})
 
 
 def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) -> Dataset:

@@ -1,0 +1,867 @@
+"""Subnetwork Ensembles: many children from one trained parent (T. J. Whitaker, "Neural Subnetwork Ensembles", PhD
+thesis, Colorado State University, 2023; Whitaker & Whitley, "Prune and Tune Ensembles", AAAI 2022).
+
+Framework (Ch. 3). Train one parent F; for i = 1..k copy it, sample a mask M for the weight matrix W of every layer and
+perturb the copy with an operator ξ(W, M); optionally tune the child; predict with the mean of the children's
+softmax outputs f̄(x) = (1/k) Σ_i softmax(f_i(x)) (Eq. 3.22). Three operators:
+
+=====================  =========================================  ==========================================  =========
+children               perturbation                               function                                     thesis
+=====================  =========================================  ==========================================  =========
+noisy                  Ŵ = W + N ∘ M,  N ~ 𝒩(μ, σ²), no tuning    :func:`noisy_children`                       Eq. 3.17,
+                       (mirrored: ±N ∘ M, ±N ∘ (1 − M))            (+ :func:`trust_region_search`,               Alg. 1,
+                                                                  :func:`select_top_k`)                        Eqs. 4.6–11
+pruned ("prune and     Ŵ = W ∘ M with the zeros frozen, then       :func:`pruned_children`, :func:`tune`        Eq. 3.4,
+tune")                 tuned (one-shot, or iterative over ε                                                    Alg. 2
+                       epochs)
+stochastic             Ŵ = W ∘ Bernoulli(P_e), a new draw every   :func:`stochastic_children`, :func:`tune`    Eqs. 3.19–21,
+                       forward pass in training, P_e annealed to                                               Alg. 3
+                       M over ε epochs; Ŵ = W ∘ M at test
+=====================  =========================================  ==========================================  =========
+
+Masks. A mask set is a dict ``{"<module name>.weight": 0/1 tensor of the weight's shape}`` (the keys of the model's
+``state_dict`` before masking). For pruning, 1 means *keep*; for noise, 1 means *mutate*. Naming follows the digest's
+advice: ``sparsity`` is the fraction of weights removed (or left unmutated), 1 − the thesis's Bernoulli ρ of Ch. 4–5
+(Ch. 6 uses ρ for the sparsity itself).
+
+- Which weights. The ``weight`` of every ``nn.Linear``, ``nn.Conv1d/2d/3d`` and rmtnet ``MaskedLinear`` (the thesis
+  masks "the weight matrices for each layer"), or only the modules named in ``layers``. Biases, LayerNorm/BatchNorm
+  parameters and embeddings are never masked (the thesis does not say; we leave them alone and dense).
+- ``method``: ``"random"`` — iid Bernoulli(1 − sparsity) entries (Eqs. 4.1, 5.1: the realised sparsity is random), or
+  exactly round(sparsity · n) removed units at uniformly random positions with ``exact=True``; ``"magnitude"`` — remove
+  the round(sparsity · n) units of smallest |w| (``torch.nn.utils.prune.l1_unstructured``; ties by position);
+  ``"partition"`` — Neural Partitioning (§3.2.2): k-way partitions, each weight in exactly one child of a group, so
+  sparsity = 1 − 1/k (k = 2: a mask and its anti-mask 1 − M).
+- ``structure``: ``"unstructured"`` (single connections) or ``"structured"`` (whole output rows of W, i.e. neurons or
+  conv filters, Eq. 3.5; a row's magnitude is its mean |w|). In structured mode the last maskable layer is left whole
+  unless ``layers`` names it: its rows are the class logits.
+- ``scope``: ``"local"`` (the same sparsity in every layer: all the thesis's experiments) or ``"global"`` (one budget of
+  round(sparsity · n) units over all layers together: one magnitude threshold for the net, or uniformly random
+  positions, so for random masks only the per-layer counts differ from local).
+
+Frozen zeros. A pruned or stochastic child carries a ``torch.nn.utils.parametrize`` parametrization on each masked
+weight: ``module.weight`` is computed as ``original ∘ M`` on every access, so the weight the layer applies is exactly 0
+off the mask whatever the optimizer does (SGD momentum, weight decay, AdamW). One-shot masks also zero ``original``
+off the mask, where the gradient is then exactly 0 and the decay of 0 is 0, so the stored values stay 0 as well.
+:func:`child_masks` reads back a child's deterministic masks; ``parametrize.remove_parametrizations(module, "weight")``
+(in eval mode) bakes W ∘ M in.
+
+Annealed masks change once per epoch (Alg. 3): :func:`set_epoch` moves a child's masks to epoch e (0-based: e is the
+epoch about to be trained), and :func:`tune` calls it through the training loop's callback. The Bernoulli draws of a
+stochastic mask use torch's global RNG, which :func:`rmtnet.nets.training.train` seeds, so a tuning run is
+reproducible from its seed.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils import parametrize
+
+from . import metrics
+from .layers import MaskedLinear
+from .training import train
+
+__all__ = [
+    "maskable_weights", "sample_masks", "anti_masks", "partition_masks", "apply_masks", "child_masks",
+    "noisy_children", "pruned_children", "stochastic_children", "set_epoch", "temperature", "tune", "OneCycle",
+    "trust_region_search", "TrustRegion", "select_top_k", "member_probabilities", "ensemble_predict",
+    "evaluate_ensemble", "output_kl", "FixedMask", "IterativeMask", "TemperatureMask", "RandomAnnealMask",
+]
+
+METHODS = ("random", "magnitude", "partition")
+STRUCTURES = ("unstructured", "structured")
+SCOPES = ("local", "global")
+ANNEALS = ("temperature", "random")
+COMBINE = ("average", "vote")
+MASKED_TYPES = (nn.Linear, nn.modules.conv._ConvNd, MaskedLinear)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# argument checks
+
+def _int(name, value, lo=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _real(name, value, lo=None, hi=None, lo_open=False, hi_open=False):
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    if ok:
+        value = float(value)
+        ok = not (lo is not None and (value <= lo if lo_open else value < lo))
+        ok = ok and not (hi is not None and (value >= hi if hi_open else value > hi))
+    if not ok:
+        rng = f"{'(' if lo_open else '['}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}" \
+              f"{')' if hi_open else ']'}"
+        raise ValueError(f"{name} must be a finite real number in {rng}, got {value!r}")
+    return value
+
+
+def _choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def _sparsity(value, name="sparsity"):
+    return _real(name, value, 0.0, 1.0, hi_open=True)
+
+
+def _generator(seed):
+    return torch.Generator().manual_seed(int(seed))
+
+
+def _next_seed(g):
+    return int(torch.randint(2 ** 62, (1,), generator=g))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# which weights, and units (single weights or output rows)
+
+def _modules(model, layers=None, structure="unstructured"):
+    """``{module name: module}`` of the masked layers, in registration order (see the module docstring)."""
+    found = {name: m for name, m in model.named_modules() if isinstance(m, MASKED_TYPES)}
+    if layers is None:
+        if structure == "structured":
+            found = dict(list(found.items())[:-1])        # the last layer's rows are the outputs: keep them whole
+    else:
+        if isinstance(layers, str) or not isinstance(layers, Sequence):
+            raise ValueError(f"layers must be a list of module names or None, got {layers!r}")
+        missing = [n for n in layers if n not in found]
+        if missing:
+            raise ValueError(f"layers must name Linear/Conv/MaskedLinear modules of the model; not found: {missing} "
+                             f"(available: {list(found)})")
+        found = {n: found[n] for n in layers}
+    if not found:
+        raise ValueError("the model has no layer to mask: it needs an nn.Linear, nn.Conv*d or MaskedLinear "
+                         "(structured masks leave the last one whole, so they need two)")
+    return found
+
+
+def _raw(module):
+    """The stored weight tensor of a layer: ``original`` under a parametrization, else ``weight``."""
+    if parametrize.is_parametrized(module, "weight"):
+        return module.parametrizations.weight.original
+    return module.weight
+
+
+def maskable_weights(model: nn.Module, layers: Sequence[str] | None = None,
+                     structure: str = "unstructured") -> dict[str, torch.Tensor]:
+    """``{"<module>.weight": stored weight}`` of the layers that masks act on (see the module docstring): every
+    ``nn.Linear``, ``nn.Conv*d`` and ``MaskedLinear`` or the modules named in ``layers``; in structured mode the last
+    one is left out unless ``layers`` is given."""
+    _choice("structure", structure, STRUCTURES)
+    return {f"{n}.weight": _raw(m) for n, m in _modules(model, layers, structure).items()}
+
+
+def _unit_shape(weight, structure):
+    return tuple(weight.shape) if structure == "unstructured" else (weight.shape[0],) + (1,) * (weight.ndim - 1)
+
+
+def _magnitude(weight, structure):
+    """|w| per weight, or the mean |w| of each output row (shape (n_out, 1, …), broadcasting against W)."""
+    a = weight.detach().abs().to(torch.float64).cpu()
+    return a if structure == "unstructured" else a.reshape(a.shape[0], -1).mean(dim=1).reshape(
+        _unit_shape(weight, structure))
+
+
+def _keep_lowest_removed(scores, sparsity, scope, removed=None):
+    """Masks that remove the round(sparsity · n) units of lowest score (stable: ties go by position), per layer
+    (``scope="local"``) or over all layers together (``"global"``). ``removed`` (name → bool) forces units out."""
+    if removed is not None:
+        scores = {k: torch.where(removed[k], torch.full_like(s, -math.inf), s) for k, s in scores.items()}
+    out = {}
+    if scope == "local":
+        for k, s in scores.items():
+            n_out = round(sparsity * s.numel())
+            keep = torch.ones(s.numel(), dtype=torch.float64)
+            keep[torch.argsort(s.reshape(-1), stable=True)[:n_out]] = 0.0
+            out[k] = keep.reshape(s.shape)
+        return out
+    flat = torch.cat([s.reshape(-1) for s in scores.values()])
+    keep = torch.ones(flat.numel(), dtype=torch.float64)
+    keep[torch.argsort(flat, stable=True)[:round(sparsity * flat.numel())]] = 0.0
+    start = 0
+    for k, s in scores.items():
+        out[k] = keep[start:start + s.numel()].reshape(s.shape)
+        start += s.numel()
+    return out
+
+
+def _uniform(shapes, g):
+    return {k: torch.rand(shape, generator=g, dtype=torch.float64) for k, shape in shapes.items()}
+
+
+def _unit_masks(weights, sparsity, method, structure, scope, exact, g):
+    """Unit-shaped 0/1 float64 masks (full shape, or (n_out, 1, …) rows when structured)."""
+    shapes = {k: _unit_shape(w, structure) for k, w in weights.items()}
+    if method == "magnitude":
+        return _keep_lowest_removed({k: _magnitude(w, structure) for k, w in weights.items()}, sparsity, scope)
+    u = _uniform(shapes, g)
+    if scope == "local" and not exact:
+        return {k: (v >= sparsity).to(torch.float64) for k, v in u.items()}         # iid Bernoulli(1 − sparsity)
+    return _keep_lowest_removed(u, sparsity, scope)                                 # exact count, random positions
+
+
+def _full(unit_mask, weight):
+    return unit_mask.expand(weight.shape).to(device=weight.device, dtype=weight.dtype).clone()
+
+
+def sample_masks(model: nn.Module, sparsity: float, *, method: str = "random", structure: str = "unstructured",
+                 scope: str = "local", exact: bool = False, layers: Sequence[str] | None = None,
+                 seed: int = 0) -> dict[str, torch.Tensor]:
+    """One mask set for ``model``: ``{"<module>.weight": 0/1 tensor of the weight's shape and dtype}``, 1 = keep.
+
+    ``sparsity`` ∈ [0, 1) is the fraction removed. ``method`` ``"random"`` draws iid Bernoulli(1 − sparsity) entries
+    (Eqs. 4.1, 5.1) — exactly round(sparsity · n) removed units with ``exact=True`` or ``scope="global"`` — and
+    ``"magnitude"`` removes the units of smallest |w| (per layer, or one threshold for the net when global).
+    Structured masks remove whole output rows (Eq. 3.5). Deterministic given ``seed`` (a CPU generator)."""
+    sparsity = _sparsity(sparsity)
+    _choice("method", method, ("random", "magnitude"))
+    _choice("structure", structure, STRUCTURES)
+    _choice("scope", scope, SCOPES)
+    weights = maskable_weights(model, layers, structure)
+    units = _unit_masks(weights, sparsity, method, structure, scope, bool(exact), _generator(seed))
+    return {k: _full(units[k], w) for k, w in weights.items()}
+
+
+def anti_masks(masks: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The anti-mask M′ = 1 − M of every mask (Neural Partitioning with k = 2, §3.2.2): the complementary child."""
+    if not isinstance(masks, dict) or not masks:
+        raise ValueError("masks must be a non-empty dict of mask tensors")
+    for k, m in masks.items():
+        if not torch.all((m == 0) | (m == 1)):
+            raise ValueError(f"masks[{k!r}] must contain only 0 and 1")
+    return {k: 1 - m for k, m in masks.items()}
+
+
+def _partition_units(weights, k, structure, balanced, g):
+    """Unit-shaped k-way partitions: ``[{key: 0/1 float64}]`` for j = 0..k−1 with Σ_j M_j = 1 entrywise."""
+    owner = {}
+    for key, w in weights.items():
+        shape = _unit_shape(w, structure)
+        n = math.prod(shape)
+        idx = torch.randperm(n, generator=g) % k if balanced else torch.randint(k, (n,), generator=g)
+        owner[key] = idx.reshape(shape)
+    return [{key: (o == j).to(torch.float64) for key, o in owner.items()} for j in range(k)]
+
+
+def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured", balanced: bool = True,
+                    layers: Sequence[str] | None = None, seed: int = 0) -> list[dict[str, torch.Tensor]]:
+    """k-way Neural Partitioning (§3.2.2, §5.2): k mask sets with M_1 + … + M_k = 1 entrywise, so every weight (or
+    output row, when structured) belongs to exactly one child and each child has sparsity 1 − 1/k.
+
+    Each unit draws its child j ∈ {0, …, k−1}: ``balanced=True`` deals the units of every layer round-robin over a
+    uniformly random permutation (child sizes differ by at most one unit per layer); ``balanced=False`` draws j
+    uniformly and independently (the digest's ``randint(k)``). Returns ``[M_1, …, M_k]`` in the format of
+    :func:`sample_masks`."""
+    k = _int("k", k, lo=2)
+    _choice("structure", structure, STRUCTURES)
+    weights = maskable_weights(model, layers, structure)
+    parts = _partition_units(weights, k, structure, bool(balanced), _generator(seed))
+    return [{key: _full(m[key], w) for key, w in weights.items()} for m in parts]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# mask parametrizations: weight ↦ original ∘ mask
+
+class FixedMask(nn.Module):
+    """Prune and freeze: ``weight = original ∘ M`` with a static 0/1 mask M (Eq. 3.4). ``mask`` is a buffer of the
+    weight's shape or of a broadcasting row shape (n_out, 1, …) for structured masks."""
+
+    def __init__(self, mask):
+        super().__init__()
+        self.register_buffer("mask", mask)
+
+    def forward(self, weight):
+        return weight * self.mask
+
+    def deterministic(self):
+        """The mask the layer applies in eval mode."""
+        return self.mask
+
+
+class IterativeMask(FixedMask):
+    """Iterative pruning (baseline of Ch. 6): at the start of epoch e (0-based) the mask removes the fraction
+    s_e = s · min(e + 1, ε)/ε of the units — the lowest-``priority`` ones (random pruning: a fixed uniform priority,
+    so the masks are nested) or the smallest |w| among those still kept (magnitude pruning) — reaching the target s at
+    epoch ε − 1 and keeping it after. The ranking is done by :func:`set_epoch` over every layer of the child
+    (``scope``); ``weight = original ∘ mask_e`` as for :class:`FixedMask`."""
+
+    def __init__(self, mask, priority, sparsity, prune_epochs, scope, structure):
+        super().__init__(mask)
+        self.register_buffer("priority", priority)           # NaN: magnitude pruning (ranked by |w|)
+        self.sparsity, self.prune_epochs, self.scope, self.structure = sparsity, prune_epochs, scope, structure
+
+    def sparsity_at(self, epoch):
+        return self.sparsity * min(epoch + 1, self.prune_epochs) / self.prune_epochs
+
+
+def temperature(epoch: float, tau0: float, anneal_epochs: int) -> float:
+    """τ_e = τ₀ · ½ (1 + cos(π e / ε)) for 0 ≤ e ≤ ε and 0 after (§6.2.2, Eq. 6.3 with the π the printed equation
+    lacks): τ₀ at e = 0, τ₀/2 at e = ε/2, 0 from e = ε on."""
+    tau0 = _real("tau0", tau0, 0.0, 1.0)
+    anneal_epochs = _int("anneal_epochs", anneal_epochs)
+    epoch = _real("epoch", epoch, 0.0)
+    return tau0 * 0.5 * (1 + math.cos(math.pi * min(epoch, anneal_epochs) / anneal_epochs))
+
+
+class _StochasticMask(FixedMask):
+    """``weight = original ∘ B`` with B ~ Bernoulli(P_e) drawn anew on every access in training mode (once per
+    forward pass of a layer: every minibatch gets its own subnetwork, Eqs. 3.19–3.21), and ``original ∘ M`` in eval
+    mode. ``mask`` is the target M, ``prob`` the current P_e (both unit-shaped)."""
+
+    def __init__(self, mask, anneal_epochs):
+        super().__init__(mask)
+        self.anneal_epochs = anneal_epochs
+        self.register_buffer("prob", mask.clone())
+        self.register_buffer("epoch", torch.zeros((), dtype=torch.float64))
+
+    def forward(self, weight):
+        if self.training and float(self.epoch) < self.anneal_epochs:
+            return weight * torch.bernoulli(self.prob)
+        return weight * self.mask
+
+    def set_epoch(self, epoch):
+        self.epoch.fill_(epoch)
+        self.prob.copy_(self.probability(epoch))
+
+
+class TemperatureMask(_StochasticMask):
+    """Temperature annealing (§6.2.2, Eq. 6.6, the one-sided "reverse dropout" form the thesis uses): P_e = 1 where
+    M = 1 and τ_e elsewhere, τ_e = :func:`temperature` (e, τ₀, ε); the target subnetwork is always on and pruned
+    weights pop back in with probability τ_e → 0."""
+
+    def __init__(self, mask, tau0, anneal_epochs):
+        super().__init__(mask, anneal_epochs)
+        self.tau0 = tau0
+        self.set_epoch(0)
+
+    def probability(self, epoch):
+        tau = temperature(epoch, self.tau0, self.anneal_epochs)
+        return self.mask + (1 - self.mask) * tau
+
+
+class RandomAnnealMask(_StochasticMask):
+    """Random annealing (§6.2.1): P₀ = U ~ U(0, 1) per unit, the target M keeps the units with U ≥ s (or the top
+    1 − s by U for an exact count), and P_e = U + (M − U) · min(e/ε, 1) moves each probability linearly to 0 or 1
+    (mean activation ≈ ½ at e = 0 whatever the sparsity, as the thesis notes)."""
+
+    def __init__(self, mask, uniform, anneal_epochs):
+        super().__init__(mask, anneal_epochs)
+        self.register_buffer("uniform", uniform)
+        self.set_epoch(0)
+
+    def probability(self, epoch):
+        return self.uniform + (self.mask - self.uniform) * min(epoch / self.anneal_epochs, 1.0)
+
+
+_MASK_TYPES = (FixedMask,)
+
+
+def _mask_parametrizations(model):
+    """``[(key, module, parametrization)]`` of every mask parametrization in ``model``."""
+    out = []
+    for name, module in model.named_modules():
+        if parametrize.is_parametrized(module, "weight"):
+            for p in module.parametrizations.weight:
+                if isinstance(p, _MASK_TYPES):
+                    out.append((f"{name}.weight", module, p))
+    return out
+
+
+def _register(module, parametrization, zero_original):
+    parametrization = parametrization.to(device=_raw(module).device, dtype=_raw(module).dtype)
+    if zero_original:
+        with torch.no_grad():
+            _raw(module).mul_(parametrization.mask)
+    parametrize.register_parametrization(module, "weight", parametrization)
+
+
+def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> nn.Module:
+    """Prune ``model`` in place with frozen zeros: ``weight = original ∘ M`` on every masked layer, ``original``
+    zeroed off the mask (see the module docstring). Masks may have the weight's shape or a row shape (n_out, 1, …).
+    Returns ``model``."""
+    if not isinstance(masks, dict) or not masks:
+        raise ValueError("masks must be a non-empty dict {'<module>.weight': 0/1 tensor}")
+    modules = dict(model.named_modules())
+    for key, m in masks.items():
+        name = key.removesuffix(".weight")
+        if not key.endswith(".weight") or name not in modules or not isinstance(modules[name], MASKED_TYPES):
+            raise ValueError(f"masks key {key!r} must be '<module>.weight' of a Linear/Conv/MaskedLinear of the model")
+        w = _raw(modules[name])
+        if m.ndim != w.ndim or any(a not in (1, b) for a, b in zip(m.shape, w.shape)):
+            raise ValueError(f"masks[{key!r}] has shape {tuple(m.shape)}, which does not broadcast to the weight's "
+                             f"{tuple(w.shape)}")
+        if not torch.all((m == 0) | (m == 1)):
+            raise ValueError(f"masks[{key!r}] must contain only 0 and 1")
+    for key, m in masks.items():
+        _register(modules[key.removesuffix(".weight")], FixedMask(m.detach().clone()), zero_original=True)
+    return model
+
+
+def child_masks(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The deterministic masks a child applies at test time, ``{"<module>.weight": 0/1 tensor of the weight's
+    shape}`` (the product when a layer carries several); layers without a mask are absent."""
+    out = {}
+    for key, module, p in _mask_parametrizations(model):
+        m = p.deterministic().expand(_raw(module).shape)
+        out[key] = out[key] * m if key in out else m.clone()
+    return out
+
+
+def set_epoch(model: nn.Module, epoch: int) -> nn.Module:
+    """Move every scheduled mask of ``model`` to epoch ``epoch`` (0-based: the epoch about to be trained): iterative
+    masks prune to s_e, annealed masks set P_e. Static masks are unaffected. Returns ``model``."""
+    epoch = _int("epoch", epoch, lo=0)
+    iterative = [(key, module, p) for key, module, p in _mask_parametrizations(model) if isinstance(p, IterativeMask)]
+    if iterative:
+        groups = {}
+        for item in iterative:                       # children built by one call share (sparsity, ε, scope)
+            p = item[2]
+            groups.setdefault((p.sparsity, p.prune_epochs, p.scope, p.structure), []).append(item)
+        for (_, _, scope, structure), items in groups.items():
+            target = items[0][2].sparsity_at(epoch)
+            scores = {}
+            for key, module, p in items:
+                scores[key] = (_magnitude(_raw(module), structure) if torch.isnan(p.priority).any()
+                               else p.priority.cpu())
+            removed = {key: (p.mask == 0).cpu() for key, _, p in items}
+            new = _keep_lowest_removed(scores, target, scope, removed)
+            for key, module, p in items:
+                p.mask.copy_(new[key])
+                with torch.no_grad():
+                    _raw(module).mul_(p.mask)            # pruned now: the stored weight is zeroed too
+    for _, _, p in _mask_parametrizations(model):
+        if isinstance(p, _StochasticMask):
+            p.set_epoch(epoch)
+    return model
+
+
+# --------------------------------------------------------------------------------------------------------------
+# children
+
+def _children_masks(parent, n_children, sparsity, method, structure, scope, exact, layers, g):
+    """One unit-shaped mask set per child: independent draws, or k-way partitions in groups of k."""
+    weights = maskable_weights(parent, layers, structure)
+    if method == "partition":
+        k = round(1 / (1 - sparsity)) if sparsity < 1 else 0
+        if k < 2 or abs((1 - 1 / k) - sparsity) > 1e-9:
+            raise ValueError(f"sparsity must be 1 − 1/k for an integer k >= 2 with method='partition' "
+                             f"(0.5, 2/3, 0.75, …), got {sparsity!r}")
+        if n_children % k:
+            raise ValueError(f"n_children must be a multiple of k = {k} with method='partition', got {n_children}")
+        return [m for _ in range(n_children // k) for m in _partition_units(weights, k, structure, True, g)]
+    return [_unit_masks(weights, sparsity, method, structure, scope, exact, _generator(_next_seed(g)))
+            for _ in range(n_children)]
+
+
+def _check_common(parent, n_children, sparsity, method, structure, scope):
+    if not isinstance(parent, nn.Module):
+        raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
+    n_children = _int("n_children", n_children)
+    sparsity = _sparsity(sparsity)
+    _choice("method", method, METHODS)
+    _choice("structure", structure, STRUCTURES)
+    _choice("scope", scope, SCOPES)
+    return n_children, sparsity
+
+
+def pruned_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *, method: str = "random",
+                    structure: str = "unstructured", scope: str = "local", exact: bool = False, prune_epochs: int = 0,
+                    layers: Sequence[str] | None = None, seed: int = 0) -> list[nn.Module]:
+    """``n_children`` pruned copies of ``parent`` with frozen zeros (Alg. 2, "prune"): child i has
+    ``weight = original ∘ M_i`` on every masked layer (see the module docstring); tune them with :func:`tune`.
+
+    ``method``: ``"random"`` (an independent mask per child), ``"magnitude"`` (the smallest |w| removed: the same
+    mask for every child) or ``"partition"`` (Neural Partitioning: groups of k = 1/(1 − sparsity) children whose masks
+    partition the weights; ``sparsity=0.5`` gives anti-mask pairs M, 1 − M; ``n_children`` must be a multiple of k).
+    ``prune_epochs`` = 0 prunes everything at once (one-shot); ε > 0 prunes iteratively, to sparsity · min(e+1, ε)/ε
+    at the start of tuning epoch e (random: nested masks of a fixed random priority; magnitude: smallest |w| among
+    the weights still kept), reaching the target at epoch ε − 1 (the iterative baseline of Ch. 6; random iterative
+    masks remove exact counts). The parent is not modified.
+    """
+    n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
+    prune_epochs = _int("prune_epochs", prune_epochs, lo=0)
+    g = _generator(seed)
+    children = []
+    if prune_epochs == 0:
+        for masks in _children_masks(parent, n_children, sparsity, method, structure, scope, exact, layers, g):
+            children.append(apply_masks(copy.deepcopy(parent), masks))
+        return children
+    if method == "partition":
+        raise ValueError("method='partition' prunes one-shot; use prune_epochs=0 (iterative pruning supports "
+                         "method='random' or 'magnitude')")
+    weights = maskable_weights(parent, layers, structure)
+    for _ in range(n_children):
+        child = copy.deepcopy(parent)
+        mods = _modules(child, layers, structure)
+        cg = _generator(_next_seed(g))
+        for key, w in weights.items():
+            shape = _unit_shape(w, structure)
+            priority = (torch.rand(shape, generator=cg, dtype=torch.float64) if method == "random"
+                        else torch.full(shape, math.nan, dtype=torch.float64))
+            p = IterativeMask(torch.ones(shape, dtype=torch.float64), priority, sparsity, prune_epochs, scope,
+                              structure)
+            _register(mods[key.removesuffix(".weight")], p, zero_original=False)
+        children.append(set_epoch(child, 0))
+    return children
+
+
+def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *, anneal: str = "temperature",
+                        anneal_epochs: int = 5, tau0: float = 0.5, method: str = "random",
+                        structure: str = "unstructured", scope: str = "local", exact: bool = False,
+                        layers: Sequence[str] | None = None, seed: int = 0) -> list[nn.Module]:
+    """``n_children`` copies of ``parent`` with stochastic, annealed masks (Ch. 6, Alg. 3); tune them with
+    :func:`tune`. In training mode every forward pass draws B ~ Bernoulli(P_e) and uses ``original ∘ B``; in eval
+    mode the target ``original ∘ M``. Nothing is zeroed: the weights off M keep the parent's values and can pop back in.
+
+    ``anneal="temperature"`` (:class:`TemperatureMask`): M from ``method`` (``"random"``, ``"magnitude"`` or
+    ``"partition"`` as in :func:`pruned_children`), P_e = M + (1 − M) τ_e with τ_e = :func:`temperature`
+    (e, ``tau0``, ``anneal_epochs``). ``anneal="random"`` (:class:`RandomAnnealMask`, ``method="random"`` only):
+    U ~ U(0, 1) per unit, M = 1[U ≥ sparsity] (exact count by rank with ``exact=True`` or global scope), and P moves
+    linearly from U to M over ``anneal_epochs`` epochs. From epoch ε on the mask is M and no longer random.
+    """
+    n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
+    _choice("anneal", anneal, ANNEALS)
+    anneal_epochs = _int("anneal_epochs", anneal_epochs)
+    tau0 = _real("tau0", tau0, 0.0, 1.0)
+    g = _generator(seed)
+    weights = maskable_weights(parent, layers, structure)
+    if anneal == "temperature":
+        unit_sets = _children_masks(parent, n_children, sparsity, method, structure, scope, exact, layers, g)
+        make = [{key: TemperatureMask(m[key], tau0, anneal_epochs) for key in m} for m in unit_sets]
+    else:
+        if method != "random":
+            raise ValueError(f"anneal='random' draws its own random target (method='random'), got method={method!r}")
+        make = []
+        for _ in range(n_children):
+            u = _uniform({key: _unit_shape(w, structure) for key, w in weights.items()}, _generator(_next_seed(g)))
+            if scope == "local" and not exact:
+                target = {key: (v >= sparsity).to(torch.float64) for key, v in u.items()}
+            else:
+                target = _keep_lowest_removed(u, sparsity, scope)
+            make.append({key: RandomAnnealMask(target[key], u[key], anneal_epochs) for key in u})
+    children = []
+    for params in make:
+        child = copy.deepcopy(parent)
+        mods = _modules(child, layers, structure)
+        for key, p in params.items():
+            _register(mods[key.removesuffix(".weight")], p, zero_original=False)
+        children.append(child)
+    return children
+
+
+def _perturb(child, noise):
+    with torch.no_grad():
+        mods = dict(child.named_modules())
+        for key, delta in noise.items():
+            w = _raw(mods[key.removesuffix(".weight")])
+            w.add_(delta.to(device=w.device, dtype=w.dtype))
+
+
+def noisy_children(parent: nn.Module, n_children: int, sigma: float, sparsity: float = 0.0, *, mu: float = 0.0,
+                   mirrored: bool = False, layers: Sequence[str] | None = None, seed: int = 0) -> list[nn.Module]:
+    """``n_children`` noise-mutated copies of ``parent``, no training (Ch. 4, Alg. 1): on every masked layer
+    Ŵ = W + N ∘ M with N ~ 𝒩(μ, σ²) entrywise (absolute σ, the same in every layer) and M ~ Bernoulli(1 − sparsity)
+    the mutation mask (1 = mutated; ``sparsity`` is the fraction of weights left untouched, Eq. 4.1).
+
+    ``mirrored=True``: mirrored and partitioned noise (Eqs. 4.6–4.11); every draw of (M, N) gives four children
+    W + N∘M, W + N∘(1−M), W − N∘M, W − N∘(1−M), in that order, so ``n_children`` must be a multiple of 4 (children
+    2j+1 and 2j+3 of a group sum to 2W, as do 2j+2 and 2j+4). Under a mask parametrization (a pruned parent) the
+    stored ``original`` is perturbed, so frozen zeros stay zero. Select the best with :func:`select_top_k`, pick σ
+    with :func:`trust_region_search`."""
+    if not isinstance(parent, nn.Module):
+        raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
+    n_children = _int("n_children", n_children)
+    sigma = _real("sigma", sigma, 0.0)
+    sparsity = _sparsity(sparsity)
+    mu = _real("mu", mu)
+    if mirrored and n_children % 4:
+        raise ValueError(f"n_children must be a multiple of 4 with mirrored=True (4 children per draw), "
+                         f"got {n_children}")
+    weights = maskable_weights(parent, layers)
+    g = _generator(seed)
+    children = []
+    for _ in range(n_children // 4 if mirrored else n_children):
+        m = _unit_masks(weights, sparsity, "random", "unstructured", "local", False, g)
+        n = {k: mu + sigma * torch.randn(w.shape, generator=g, dtype=torch.float64) for k, w in weights.items()}
+        signs_and_masks = ([(+1, m), (+1, anti_masks(m)), (-1, m), (-1, anti_masks(m))] if mirrored else [(+1, m)])
+        for sign, mask in signs_and_masks:
+            child = copy.deepcopy(parent)
+            _perturb(child, {k: sign * n[k] * mask[k] for k in weights})
+            children.append(child)
+    return children
+
+
+# --------------------------------------------------------------------------------------------------------------
+# evaluation and combination
+
+def _forward(model, x):
+    return model(*x) if isinstance(x, tuple) else model(x)
+
+
+@torch.no_grad()
+def _logits(model, x, batch_size=4096):
+    """Outputs of ``model`` on ``x`` in eval mode (deterministic masks, no dropout), float64 on the CPU."""
+    was = model.training
+    model.eval()
+    try:
+        p = next(model.parameters(), None)
+        def move(t):
+            return t.to(device=p.device, dtype=p.dtype if t.is_floating_point() else None) if p is not None else t
+        x = tuple(move(t) for t in x) if isinstance(x, tuple) else move(x)
+        n = len(x[0]) if isinstance(x, tuple) else len(x)
+        outs = []
+        for s in range(0, n, batch_size):
+            xb = tuple(t[s:s + batch_size] for t in x) if isinstance(x, tuple) else x[s:s + batch_size]
+            outs.append(_forward(model, xb).to(torch.float64).cpu())
+        return torch.cat(outs)
+    finally:
+        model.train(was)
+
+
+def member_probabilities(members: Sequence[nn.Module], x, batch_size: int = 4096) -> torch.Tensor:
+    """softmax(f_i(x)) of every member, a float64 tensor of shape (k, N, C) (eval mode; logits cast to float64 before
+    the softmax, so a confident wrong member underflows to 0 only past a logit gap of ~745)."""
+    if isinstance(members, nn.Module) or not isinstance(members, Sequence) or not members:
+        raise ValueError("members must be a non-empty list of torch modules")
+    return torch.stack([torch.softmax(_logits(m, x, batch_size), dim=-1) for m in members])
+
+
+def ensemble_predict(members: Sequence[nn.Module], x, *, method: str = "average", parent: nn.Module | None = None,
+                     include_parent: bool = False, batch_size: int = 4096) -> torch.Tensor:
+    """The ensemble's class scores on ``x``, a float64 (N, C) tensor whose argmax is the ensemble's prediction
+    (§3.2.5).
+
+    ``method="average"`` (default): f̄(x) = (1/k) Σ_i softmax(f_i(x)), the mean of the members' softmax outputs
+    (Eq. 3.22, w_i = 1). ``method="vote"``: the fraction of members whose argmax is each class, f̄(x)_c =
+    (1/k) Σ_i 1[argmax f_i(x) = c]; its argmax is the majority vote (mode), ties to the lowest class index.
+    The members are the children only (Table 5.3 counts children only); ``include_parent=True`` adds ``parent`` as one
+    more member, as Algs. 1–3 print it."""
+    _choice("method", method, COMBINE)
+    if include_parent:
+        if parent is None:
+            raise ValueError("include_parent=True needs parent")
+        members = [parent, *members]
+    probs = member_probabilities(members, x, batch_size)
+    if method == "average":
+        return probs.mean(dim=0)
+    votes = F.one_hot(probs.argmax(dim=-1), probs.shape[-1]).to(torch.float64)
+    return votes.mean(dim=0)
+
+
+def evaluate_ensemble(members: Sequence[nn.Module], x, y, *, parent: nn.Module | None = None,
+                      include_parent: bool = False, diversity: bool = True) -> dict:
+    """Acc, NLL and ECE (Eqs. 3.26–3.28) of the averaged ensemble, its majority-vote accuracy, the members' mean
+    accuracy (± population std) and, with ``diversity`` and ≥ 2 members, the pairwise disagreement, KL and
+    correlation (mean and std over pairs, :func:`rmtnet.nets.metrics.pairwise_diversity`)."""
+    if include_parent:
+        if parent is None:
+            raise ValueError("include_parent=True needs parent")
+        members = [parent, *members]
+    probs = member_probabilities(members, x)
+    avg = probs.mean(dim=0)
+    votes = F.one_hot(probs.argmax(dim=-1), probs.shape[-1]).to(torch.float64).mean(dim=0)
+    member_acc = np.array([metrics.accuracy(p, y) for p in probs])
+    out = {"accuracy": metrics.accuracy(avg, y), "nll": metrics.nll(avg, y), "ece": metrics.ece(avg, y),
+           "vote_accuracy": metrics.accuracy(votes, y), "member_accuracy": float(member_acc.mean()),
+           "member_accuracy_std": float(member_acc.std()), "n_members": len(members)}
+    if diversity and len(members) >= 2:
+        out.update(metrics.pairwise_diversity(probs))
+    return out
+
+
+def output_kl(parent: nn.Module, child: nn.Module, x) -> float:
+    """KL(F(x; θ) ‖ F(x; θ + γ)) = (1/N) Σ_n Σ_c F_c log(F_c / F′_c) on softmax outputs (Eq. 4.5), from log-softmaxes
+    in float64 (no 0·log 0 issues)."""
+    lp = torch.log_softmax(_logits(parent, x), dim=-1)
+    lq = torch.log_softmax(_logits(child, x), dim=-1)
+    return float((lp.exp() * (lp - lq)).sum(dim=-1).mean())
+
+
+def select_top_k(members: Sequence[nn.Module], x, y, k: int) -> tuple[list[nn.Module], np.ndarray]:
+    """The ``k`` members of highest accuracy on the validation set (x, y) ("fitness", Alg. 1), best first (ties keep
+    the input order), and all members' accuracies in the input order."""
+    if isinstance(members, nn.Module) or not isinstance(members, Sequence) or not members:
+        raise ValueError("members must be a non-empty list of torch modules")
+    k = _int("k", k)
+    if k > len(members):
+        raise ValueError(f"k must be <= the number of members ({len(members)}), got {k}")
+    acc = np.array([metrics.accuracy(torch.softmax(_logits(m, x), -1), y) for m in members])
+    order = np.argsort(-acc, kind="stable")[:k]
+    return [members[i] for i in order], acc
+
+
+# --------------------------------------------------------------------------------------------------------------
+# trust-region search (§4.2.1)
+
+@dataclasses.dataclass(frozen=True)
+class TrustRegion:
+    """Result of :func:`trust_region_search`: the chosen mutation ``sigma`` and ``sparsity``, the mean output KL there
+    (Eq. 4.5), the children's mean validation accuracy there (NaN without labels), whether the target KL was reached
+    inside the σ range (``reached``), and every evaluation in ``table`` (columns sigma, sparsity, kl, kl_std,
+    accuracy, stage ∈ {"grid", "bisection"})."""
+
+    sigma: float
+    sparsity: float
+    kl: float
+    accuracy: float
+    reached: bool
+    table: pd.DataFrame
+
+
+def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None, sigmas=None,
+                        sparsities=(0.0,), n_draws: int = 4, rtol: float = 0.05, max_iter: int = 40,
+                        layers: Sequence[str] | None = None, seed: int = 0) -> TrustRegion:
+    """The noise scale σ (and mutation sparsity) whose mutants diverge from ``parent`` by the target output KL Δ on
+    held-out inputs ``x`` (§4.2.1, Alg. 1's ``trustRegionSearch``).
+
+    For each sparsity s the mean KL over ``n_draws`` mutants, KL_s(σ) = mean_d KL(F(x; W) ‖ F(x; W + σ Z_d ∘ M_d))
+    with Z_d ~ 𝒩(0, 1) and M_d ~ Bernoulli(1 − s), uses the same draws (Z_d, M_d) at every σ (common random numbers,
+    so KL_s is a smooth function of σ). It is evaluated on the ascending grid ``sigmas`` (default 13 points
+    geometrically from 1e-4 to 1); the first grid point with KL ≥ Δ and the one below it bracket the crossing, which
+    is then bisected (geometrically) until |KL − Δ| ≤ ``rtol`` · Δ or ``max_iter`` steps. If the grid never reaches Δ
+    the largest σ is kept with ``reached=False``. Among sparsities, the one whose children are most accurate on
+    (x, ``y``) at their σ wins ("the σ that maximizes accuracy while KL ≈ Δ"); several sparsities need ``y``.
+    """
+    if not isinstance(parent, nn.Module):
+        raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
+    target_kl = _real("target_kl", target_kl, 0.0, lo_open=True)
+    rtol = _real("rtol", rtol, 0.0, 1.0, lo_open=True, hi_open=True)
+    n_draws, max_iter = _int("n_draws", n_draws), _int("max_iter", max_iter)
+    sigmas = np.geomspace(1e-4, 1.0, 13) if sigmas is None else np.asarray(sigmas, dtype=np.float64)
+    if sigmas.ndim != 1 or len(sigmas) < 1 or not np.all(np.isfinite(sigmas)) or np.any(sigmas <= 0) \
+            or np.any(np.diff(sigmas) <= 0):
+        raise ValueError(f"sigmas must be a 1-d strictly increasing array of positive numbers, got {sigmas!r}")
+    if isinstance(sparsities, numbers.Real):
+        sparsities = (sparsities,)
+    sparsities = [_sparsity(s, "sparsities") for s in sparsities]
+    if not sparsities:
+        raise ValueError("sparsities must hold at least one value in [0, 1)")
+    if len(sparsities) > 1 and y is None:
+        raise ValueError("y (validation labels) is needed to choose among several sparsities")
+
+    weights = maskable_weights(parent, layers)
+    base = {k: w.detach().clone() for k, w in weights.items()}
+    log_p = torch.log_softmax(_logits(parent, x), dim=-1)
+    work = copy.deepcopy(parent)
+    wmods = {f"{n}.weight": m for n, m in _modules(work, layers).items()}
+    g = _generator(seed)
+    rows, best = [], []
+
+    for s in sparsities:
+        draws = []
+        for _ in range(n_draws):
+            m = _unit_masks(weights, s, "random", "unstructured", "local", False, g)
+            draws.append({k: torch.randn(w.shape, generator=g, dtype=torch.float64) * m[k] for k, w in weights.items()})
+
+        def measure(sigma, stage):
+            kls, accs = [], []
+            for z in draws:
+                with torch.no_grad():
+                    for k, w0 in base.items():
+                        _raw(wmods[k]).copy_(w0 + (sigma * z[k]).to(device=w0.device, dtype=w0.dtype))
+                log_q = torch.log_softmax(_logits(work, x), dim=-1)
+                kls.append(float((log_p.exp() * (log_p - log_q)).sum(-1).mean()))
+                if y is not None:
+                    accs.append(metrics.accuracy(log_q.exp(), y))
+            row = {"sigma": float(sigma), "sparsity": s, "kl": float(np.mean(kls)), "kl_std": float(np.std(kls)),
+                   "accuracy": float(np.mean(accs)) if accs else math.nan, "stage": stage}
+            rows.append(row)
+            return row
+
+        grid = [measure(sig, "grid") for sig in sigmas]
+        above = [i for i, r in enumerate(grid) if r["kl"] >= target_kl]
+        if not above:
+            best.append((grid[-1], False))
+            continue
+        j = above[0]
+        hi = grid[j]
+        lo = grid[j - 1] if j > 0 else {"sigma": 0.0, "kl": 0.0}
+        found = hi if abs(hi["kl"] - target_kl) <= rtol * target_kl else None
+        for _ in range(max_iter if found is None else 0):
+            mid_sigma = math.sqrt(lo["sigma"] * hi["sigma"]) if lo["sigma"] > 0 else hi["sigma"] / 2
+            mid = measure(mid_sigma, "bisection")
+            if abs(mid["kl"] - target_kl) <= rtol * target_kl:
+                found = mid
+                break
+            lo, hi = (mid, hi) if mid["kl"] < target_kl else (lo, mid)
+        if found is None:                 # max_iter ran out: the closer end of the final bracket
+            found = min((lo, hi), key=lambda r: abs(r["kl"] - target_kl) if "stage" in r else math.inf)
+        best.append((found, True))
+
+    reached_any = any(ok for _, ok in best)
+    pool = [(r, ok) for r, ok in best if ok] if reached_any else best
+    chosen, ok = max(pool, key=lambda t: -math.inf if math.isnan(t[0]["accuracy"]) else t[0]["accuracy"]) \
+        if y is not None else pool[0]
+    return TrustRegion(sigma=chosen["sigma"], sparsity=chosen["sparsity"], kl=chosen["kl"],
+                       accuracy=chosen["accuracy"], reached=ok, table=pd.DataFrame(rows))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# tuning
+
+class OneCycle:
+    """The thesis's one-cycle tuning schedule (§5.2, Eqs. 5.4–5.5) for the ``schedule`` argument of
+    :func:`rmtnet.nets.training.train`: cosine warm-up from η_init = max_lr/div_factor to ``max_lr`` over the first
+    ``pct_start`` of the steps, then cosine cool-down to η_min = η_init/final_div_factor, no annihilation phase; the
+    momentum (SGD) or β₁ (Adam) follows the inverse cycle 0.95 → 0.85 → 0.95 (Fig. 5.3; the values are torch's
+    defaults, the thesis gives none). Defaults: 0.001 → 0.1 at 10 % → 1e-7, i.e.
+    ``OneCycleLR(max_lr=0.1, pct_start=0.1, div_factor=100, final_div_factor=1e4, anneal_strategy="cos")``.
+    (``train``'s own ``"onecycle"`` is Smith's policy with torch's other defaults and fixed momentum.)"""
+
+    def __init__(self, max_lr: float = 0.1, pct_start: float = 0.1, div_factor: float = 100.0,
+                 final_div_factor: float = 1e4, cycle_momentum: bool = True):
+        self.max_lr = _real("max_lr", max_lr, 0.0, lo_open=True)
+        self.pct_start = _real("pct_start", pct_start, 0.0, 1.0, lo_open=True, hi_open=True)
+        self.div_factor = _real("div_factor", div_factor, 0.0, lo_open=True)
+        self.final_div_factor = _real("final_div_factor", final_div_factor, 0.0, lo_open=True)
+        self.cycle_momentum = bool(cycle_momentum)
+
+    def __call__(self, optimizer, total_steps):
+        return torch.optim.lr_scheduler.OneCycleLR(
+            optimizer, max_lr=self.max_lr, total_steps=total_steps, pct_start=self.pct_start, anneal_strategy="cos",
+            div_factor=self.div_factor, final_div_factor=self.final_div_factor, three_phase=False,
+            cycle_momentum=self.cycle_momentum)
+
+    def __repr__(self):
+        return (f"OneCycle(max_lr={self.max_lr:g}, pct_start={self.pct_start:g}, div_factor={self.div_factor:g}, "
+                f"final_div_factor={self.final_div_factor:g}, cycle_momentum={self.cycle_momentum})")
+
+
+def tune(child: nn.Module, data, epochs: int, *, optimizer: str = "sgd", lr: float = 0.1,
+         schedule: str | Callable = "onecycle", momentum: float = 0.9, weight_decay: float = 0.0,
+         batch_size: int = 128, seed: int = 0, progress: bool = False, callback: Callable | None = None,
+         **train_kwargs) -> pd.DataFrame:
+    """Tune one child (Alg. 2/3, "tune") with :func:`rmtnet.nets.training.train` and return its metrics table.
+
+    ``schedule="onecycle"`` is the thesis's :class:`OneCycle` peaking at ``lr`` (0.001 → 0.1 → 1e-7 by default);
+    ``"constant"`` keeps ``lr`` (the thesis's "FT" baseline uses 0.01); anything else goes to ``train`` as it is.
+    Every scheduled mask is moved to epoch e before the e-th epoch (:func:`set_epoch`, through ``train``'s callback,
+    which needs an evaluation every epoch: ``eval_every`` is 1). Frozen zeros hold under any optimizer (see the module
+    docstring). ``train_kwargs`` go to ``train`` (not ``checkpoint``: annealed masks are not checkpointed)."""
+    if "checkpoint" in train_kwargs or "eval_every" in train_kwargs:
+        raise ValueError("tune does not take checkpoint or eval_every (annealed masks move once per epoch)")
+    if schedule == "onecycle":
+        schedule = OneCycle(max_lr=lr)
+
+    def step(epoch, model, row):
+        set_epoch(model, epoch)
+        if callback is not None:
+            callback(epoch, model, row)
+
+    set_epoch(child, 0)
+    return train(child, data, epochs=epochs, batch_size=batch_size, optimizer=optimizer, lr=lr, momentum=momentum,
+                 weight_decay=weight_decay, schedule=schedule, seed=seed, progress=progress, callback=step,
+                 eval_every=1, **train_kwargs)
