@@ -260,6 +260,8 @@ class _NumpyEMN:
     def step(self, x, y, A, lr):
         """One SGD step on the batch (x, y) under the mask A; returns the batch loss before the step."""
         b, n = x.shape
+        if self.W1.shape[1] == 1 and len(self.V) == 1:              # architecture (1): y = w ⊙ ((A ⊙ W1) x)
+            return self._step_1(x, y, A, lr)
         M = A[:, None, :] * self.W1                                   # (n, c1, n): A ⊙ W1
         hs = [(x @ M.reshape(-1, n).T).reshape(b, n, -1)]
         for V in self.V:
@@ -275,6 +277,19 @@ class _NumpyEMN:
         for V, gV in zip(self.V, grads):
             V -= lr * gV
         return float(np.mean(residual ** 2))
+
+    def _step_1(self, x, y, A, lr):
+        """:meth:`step` for architecture (1), the paper's, with the cluster layer as a vector w (fewer, cheaper
+        operations; the same arithmetic)."""
+        W1, w = self.W1[:, 0, :], self.V[0][:, 0, 0]
+        h = x @ (A * W1).T
+        residual = h * w - y
+        g = residual * (2.0 / residual.size)
+        gw = np.einsum("bi,bi->i", g, h)
+        gW1 = ((g * w).T @ x) * A
+        W1 -= lr * gW1                                                # views: updates self.W1, self.V[0]
+        w -= lr * gw
+        return float(np.einsum("bi,bi->", residual, residual)) / residual.size
 
     def write_back(self, model):
         with torch.no_grad():
@@ -491,8 +506,8 @@ def learned_operator(model: EMN) -> LearnedOperator:
 # ----------------------------------------------------------------------------------------------------------------
 # one run and sweeps
 
-def _binary_column(p):
-    return f"binary_error_{p:g}"
+def _binary_column(p, kind="error"):
+    return f"binary_{kind}_{p:g}"
 
 
 def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *, dtype: str = "float64",
@@ -503,7 +518,8 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
     Returns a flat dict: ``test_error`` (after the last meta-epoch) and ``test_error_m{j}`` (after meta-epoch j, for
     j = 1, …, ``meta_epochs``) on ``n_test`` unsymmetric pairs with entries uniform in [0, 1] at density 0.5 (Table
     1); ``binary_error_{p}`` on binary test matrices at the densities :data:`DENSITIES` (Fig. 3) after the last
-    meta-epoch; the learned operator's ``deviation``, ``rms_deviation``, ``row_spread`` (Fig. 4) and its
+    meta-epoch, and ``binary_expected_{p}`` its expectation from the learned weights
+    (:meth:`LearnedOperator.expected_error`); the learned operator's ``deviation``, ``rms_deviation``, ``row_spread`` (Fig. 4) and its
     ``expected_error`` on the Table 1 test distribution; ``training_size``, ``steps``, ``wall_s``. Every run uses the
     same test pairs (seeded by ``test_seed``). ``diagonal=False`` trains on zero-diagonal matrices (module notes)."""
     from threadpoolctl import threadpool_limits
@@ -526,6 +542,7 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
     finally:
         torch.set_num_threads(before)
     op = learned_operator(model)
+    out.update({_binary_column(p, "expected"): op.expected_error(p, "binary") for p in DENSITIES})
     out.update(deviation=op.deviation, rms_deviation=op.rms_deviation, row_spread=op.row_spread,
                expected_error=op.expected_error(0.5, "uniform"), training_size=training_size(n),
                steps=int(history.steps.iloc[-1]),
@@ -572,16 +589,20 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
 
 
 def binary_error_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 3's numbers from stored :func:`emn_run` rows: one row per (run, density) with ``condition``, ``n``,
-    ``epochs``, ``meta_epochs``, ``seed``, ``density`` and ``error`` (binary test matrices at that density)."""
-    ids = ["condition", "n", "epochs", "meta_epochs", "seed"]
-    cols = {_binary_column(p): p for p in DENSITIES}
-    missing = [c for c in ids + list(cols) if c not in runs.columns]
+    """Fig. 3's numbers from stored :func:`emn_run` rows: one row per (run, density) with the run's ``condition``,
+    ``n``, ``epochs``, ``meta_epochs``, ``seed``, ``dtype``, ``diagonal``, then ``density``, ``error`` (measured on
+    binary test matrices at that density) and ``expected`` (from the learned weights, exact arithmetic)."""
+    ids = ["condition", "n", "epochs", "meta_epochs", "seed", "dtype", "diagonal"]
+    measured = [_binary_column(p) for p in DENSITIES]
+    expected = [_binary_column(p, "expected") for p in DENSITIES]
+    missing = [c for c in ids + measured + expected if c not in runs.columns]
     if missing:
         raise ValueError(f"runs must be emn_run rows; missing columns {missing}")
-    long = runs[ids + list(cols)].melt(id_vars=ids, var_name="column", value_name="error")
-    long.insert(len(ids), "density", long.pop("column").map(cols))
-    return long.sort_values(ids + ["density"]).reset_index(drop=True)
+    rows = []
+    for run in runs.to_dict("records"):
+        for p, m, e in zip(DENSITIES, measured, expected):
+            rows.append({**{c: run[c] for c in ids}, "density": p, "error": run[m], "expected": run[e]})
+    return pd.DataFrame(rows)
 
 
 def table1(tidy: pd.DataFrame) -> pd.DataFrame:
