@@ -2,6 +2,7 @@
 force, Algorithm 1's masking and conditions, Table 1's acceptance (float64 error < 1e-10), second-order sequential
 masks, the learned all-ones operator (Fig. 4) and the figure scripts."""
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,6 +10,7 @@ import pytest
 import torch
 from scipy import stats
 
+from rmtnet import cli
 from rmtnet.experiments import read_store
 from rmtnet.nets import EMN
 from rmtnet.nets import emn as E
@@ -282,3 +284,39 @@ def test_sweep_is_tidy_resumable_and_nested_equals_separate(tmp_path):
     tidy_runs, runs = E.sweep_emn(store=store, return_runs=True, **kw)
     binary = E.binary_error_table(runs)
     assert len(binary) == 4 * len(E.DENSITIES) and binary.error.notna().all()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# figure scripts (tiny sizes)
+
+def _figure(name, tmp_path, **overrides):
+    path, tables = cli.load_simulation(name)["main"](full=False, outdir=tmp_path, n_jobs=1, **overrides)
+    assert Path(path).exists() and Path(path).with_suffix(".csv").exists()
+    csv = pd.read_csv(Path(path).with_suffix(".csv"))
+    assert set(csv.panel) == set(tables)
+    return tables
+
+
+def test_emn_table1_figure(tmp_path):
+    tables = _figure("emn_table1", tmp_path, ns=(3, 5), epochs=(1,), meta_epochs=(1, 2, 4), dtypes=("float64",))
+    t1 = tables["table1"]
+    assert len(t1) == 8 and set(t1.n) == {3, 5}
+    assert set(t1.condition) == set(E.CONDITIONS) | {"subsampled, zero diagonal"}
+    five = t1[(t1.n == 5) & (t1.condition == "control")].iloc[0]
+    assert five.paper_error == 6.36e-14 and five.error_float64 < 1e-10
+    zero = t1[t1.condition == "subsampled, zero diagonal"]
+    assert (zero.error_float64 > 1e-2).all() and zero.paper_error.isna().all()
+    assert len(tables["sweep"]) == 8 * 3 and len(read_store(tmp_path / "emn_table1_runs.csv")) == 8
+
+
+def test_emn_sparsity_figure(tmp_path):
+    tables = _figure("emn_sparsity", tmp_path, ns=(3,), dtypes=("float64",), pairs={"control": (1, 8)}, inspect_n=3)
+    fig3 = tables["fig3"]
+    assert set(fig3.density) == set(E.DENSITIES)
+    trained = fig3[fig3.diagonal.astype(bool)]
+    assert set(trained.condition) == {"control"} and (trained.error < 1e-10).all()
+    assert (fig3[~fig3.diagonal.astype(bool)].error > 1e-3).all()
+    fig4 = tables["fig4"]
+    assert set(fig4.architecture) == {"(1)", "(2, 2)"} and fig4.deviation.max() < 1e-10
+    one = fig4[fig4.architecture == "(1)"]
+    assert np.allclose(one["product"], 1.0, rtol=0, atol=1e-10)

@@ -1,0 +1,139 @@
+"""Ensemble Mask Networks, Table 1 of seed 000 (Luntzel 2023): the minimum test error over the parameter sweep
+epochs ∈ {1, 2, 3} × meta-epochs ∈ {1, 2, 4, 8, 16} for the control, shuffled and randomly subsampled conditions,
+ours beside the published values.
+
+Convention (rmtnet.nets.emn): architecture (1) (EMN(n, copies=(1,))), Algorithm 1 with the paper's hyperparameters
+(|d| = round(36 n^1.3) binary symmetric training matrices with free diagonals, allocated by L1-norm class; k = 8n vectors
+per matrix, batch k/4, SGD lr 0.1, MSE); error = the mean squared error on 1000 unsymmetric test pairs with entries
+uniform in [0, 1] at density 0.5, one test set for every run. Each (condition, n, epochs) is one run of 16 meta-epochs
+read after 1, 2, 4, 8 and 16 (the same numbers as separate runs: one generator, fixed draw order). Networks are
+trained in float64 and, separately, in float32: the paper's control/shuffled values (6e-14 … 1.5e-11) are the float32
+round-off floor of a converged network, which float32 reproduces and float64 goes far below. A fourth row trains the
+subsampled condition on zero-diagonal matrices: W_1's diagonal is then never unmasked and the error sits near 0.05 —
+the size of the paper's subsampled column, which the condition as written in Algorithm 1 does not reproduce.
+
+Panels: one per n, the test error against meta-epochs, colour = condition, marker = epochs, solid = float64,
+dashed = float32, stars = the published minimum at its (epochs, meta-epochs); below, the table itself.
+Runs go through rmtnet.experiments.sweep into figures/emn_table1_runs.csv, appended run by run: an interrupted run of
+this script resumes where it stopped.
+Quick mode (default): n ∈ {5, 10, 20}, float64 and float32, 1 seed: 21 runs, ~3 min on 2 cores (measured 170 s).
+``--full``: n ∈ {5, 10, 20, 40, 100} (n = 100 is ~14 000 matrices per meta-epoch; several hours on 2 cores).
+Writes figures/emn_table1.png and figures/emn_table1.csv (panel "table1": ours and the paper's per (n, condition);
+panel "sweep": every (condition, n, epochs, meta-epochs, dtype) error).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from rmtnet import cli, plot
+from rmtnet.nets import emn
+
+ZERO_DIAGONAL = "subsampled, zero diagonal"
+COLORS = {"control": "C0", "shuffled": "C1", "subsampled": "C2", ZERO_DIAGONAL: "C3"}
+STYLES = {"float64": "-", "float32": "--"}
+MARKERS = {1: "o", 2: "s", 3: "^"}
+
+
+def settings(full, **overrides):
+    """Sizes, sweep axes, dtypes and seeds of quick or full mode (``overrides`` replace any of them)."""
+    s = dict(ns=(5, 10, 20, 40, 100) if full else (5, 10, 20), epochs=emn.EPOCHS, meta_epochs=emn.META_EPOCHS,
+             dtypes=("float64", "float32"), seeds=1, n_test=1000)
+    return {**s, **overrides}
+
+
+def run_sweeps(s, store, seed, n_jobs):
+    """The tidy sweep of all conditions per dtype, and the zero-diagonal subsampled variant in the first dtype."""
+    seeds = range(seed, seed + s["seeds"])
+    common = dict(ns=s["ns"], epochs=s["epochs"], meta_epochs=s["meta_epochs"], seeds=seeds, store=store,
+                  n_test=s["n_test"], n_jobs=n_jobs)
+    parts = [emn.sweep_emn(emn.CONDITIONS, dtype=dtype, **common) for dtype in s["dtypes"]]
+    zero = emn.sweep_emn(("subsampled",), dtype=s["dtypes"][0], diagonal=False, **common)
+    zero["condition"] = ZERO_DIAGONAL
+    return pd.concat(parts + [zero], ignore_index=True)
+
+
+def summarise(tidy, dtypes):
+    """Table 1: per (n, condition) our minimum error and its (epochs, meta-epochs) for each dtype, and the paper's."""
+    out = None
+    for dtype in dtypes:
+        t = emn.table1(tidy[tidy.dtype == dtype])
+        t = t.rename(columns={"error": f"error_{dtype}", "best_epochs": f"epochs_{dtype}",
+                              "best_meta_epochs": f"meta_epochs_{dtype}"})
+        keep = ["n", "condition", f"error_{dtype}", f"epochs_{dtype}", f"meta_epochs_{dtype}"]
+        paper = ["paper_error", "paper_epochs", "paper_meta_epochs"]
+        out = t[keep + paper] if out is None else out.merge(t[keep], on=["n", "condition"], how="outer")
+    order = {c: i for i, c in enumerate(COLORS)}
+    out = out.sort_values(["n", "condition"], key=lambda c: c.map(order) if c.name == "condition" else c)
+    paper = out.paper_error.copy()
+    out = out.drop(columns=["paper_error", "paper_epochs", "paper_meta_epochs"]).assign(
+        paper_error=paper, paper_epochs=out.paper_epochs, paper_meta_epochs=out.paper_meta_epochs)
+    zero = out.condition == ZERO_DIAGONAL                          # the paper has no such row
+    out.loc[zero, ["paper_error", "paper_epochs", "paper_meta_epochs"]] = np.nan
+    return out.reset_index(drop=True)
+
+
+def _fmt(err, e, m):
+    return "—" if pd.isna(err) else f"{err:.3g} ({int(e)},{int(m)})"
+
+
+def draw(tidy, table, s):
+    ns = list(s["ns"])
+    fig = plt.figure(figsize=(max(4.2 * len(ns), 9), 4.0 + 0.2 * len(table) + 0.4), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[4.0, 0.2 * len(table) + 0.4])
+    axes = np.atleast_1d(top.subplots(1, len(ns), sharey=True))
+    mean = tidy.groupby(["condition", "dtype", "n", "epochs", "meta_epochs"], as_index=False).test_error.mean()
+    for ax, n in zip(axes, ns):
+        for (cond, dtype, e), t in mean[mean.n == n].groupby(["condition", "dtype", "epochs"]):
+            t = t.sort_values("meta_epochs")
+            ax.plot(t.meta_epochs, t.test_error, STYLES.get(dtype, ":"), marker=MARKERS.get(e, "x"), ms=3.5,
+                    lw=1, color=COLORS[cond], alpha=0.8)
+        for i, cond in enumerate(emn.CONDITIONS):
+            if (n, cond) in emn.PUBLISHED_TABLE1:                  # side by side where two share a pair
+                err, _, m = emn.PUBLISHED_TABLE1[(n, cond)]
+                ax.plot([m * 1.07 ** (i - 1)], [err], "*", ms=12, color=COLORS[cond], mec="k", mew=0.5)
+        ax.set(xscale="log", yscale="log", xlabel="meta-epochs", title=f"n = {n}, |d| = {emn.training_size(n)}")
+        ax.set_xticks(list(s["meta_epochs"]), [str(m) for m in s["meta_epochs"]])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    for cond, color in COLORS.items():                              # legend proxies: colour, line style, marker
+        axes[0].plot([], [], "-", color=color, label=cond)
+    for dtype in s["dtypes"]:
+        axes[0].plot([], [], STYLES.get(dtype, ":"), color="0.3", label=dtype)
+    for e in sorted(set(mean.epochs)):
+        axes[0].plot([], [], MARKERS.get(e, "x"), color="0.3", ls="none", label=f"{e} epoch{'s' if e > 1 else ''}")
+    axes[0].plot([], [], "*", ms=10, color="w", mec="k", label="paper's minimum at its (e, m)")
+    axes[0].set_ylabel("test error (MSE)")
+    top.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize=7)
+    top.suptitle("Ensemble mask network, Table 1 of seed 000: error on unsymmetric A ∈ [0, 1] at density 0.5")
+    ax = bottom.subplots()
+    ax.axis("off")
+    cols = [f"ours {d} (e,m)" for d in s["dtypes"]] + ["paper (e,m)"]
+    cells = [[_fmt(r[f"error_{d}"], r[f"epochs_{d}"], r[f"meta_epochs_{d}"]) for d in s["dtypes"]]
+             + [_fmt(r["paper_error"], r["paper_epochs"], r["paper_meta_epochs"])] for _, r in table.iterrows()]
+    rows = [f"n = {r.n}, {r.condition}" for r in table.itertuples()]
+    tab = ax.table(cellText=cells, rowLabels=rows, colLabels=cols, loc="center", cellLoc="center")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(7)
+    return fig
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=2, **overrides):
+    s = settings(full, **overrides)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    tidy = run_sweeps(s, outdir / "emn_table1_runs.csv", seed, n_jobs)
+    table = summarise(tidy, s["dtypes"])
+    fig = draw(tidy, table, s)
+    sweep = tidy.drop(columns=["run_key"])
+    path = plot.save(fig, outdir / "emn_table1.png", {"table1": table, "sweep": sweep})
+    return path, {"table1": table, "sweep": sweep}
+
+
+if __name__ == "__main__":
+    a = cli.script_args(__doc__, "n up to 100 (several hours on 2 cores)")
+    p, t = main(a.full, a.outdir, a.seed, a.backend)
+    print(t["table1"].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print("wrote", p)
