@@ -15,8 +15,9 @@ converged networks' errors are round-off and grow slowly with density (larger ou
 exponential" growth is not resolved at these sizes.
 Runs go through rmtnet.experiments.sweep into figures/emn_sparsity_runs.csv, appended run by run: an interrupted run
 of this script resumes where it stopped.
-Quick mode (default): n ∈ {5, 10, 20}, 3 conditions × 2 dtypes + 3 zero-diagonal runs, 1 seed: ~1.5 min on 2 cores
-(measured 80 s). ``--full``: n up to 100 (hours on 2 cores).
+Quick mode (default): n ∈ {5, 10, 20}, 3 conditions × 2 dtypes + 3 zero-diagonal runs, 1 seed: measured 1 min 30 s
+on 2 cores that other jobs kept at a load average of ~7. ``--full``: n up to 100 (an estimated 2–3 hours on 2 cores,
+not run).
 Writes figures/emn_sparsity.png and figures/emn_sparsity.csv (panel "fig3": error and expected error per run and
 density; panel "fig4": the learned row constants, readouts and their products per architecture and node).
 """
