@@ -7,10 +7,11 @@ Convention (rmtnet.nets.emn): architecture (1) (EMN(n, copies=(1,))), Algorithm 
 vectors per matrix, batch k/4, SGD lr 0.1, MSE); error = the mean squared error on 1000 unsymmetric test pairs with
 entries uniform in [0, 1] at density 0.5, one test set for every run. Each (condition, n, epochs) is one run of 16
 meta-epochs read after 1, 2, 4, 8 and 16 (the same numbers as separate runs: one generator, fixed draw order).
-Networks are trained in float64 and, separately, in float32: the paper's control/shuffled values (6e-14 … 1.5e-11)
-are the float32 round-off floor of a converged network, which float32 reproduces and float64 goes far below. A fourth
-row trains the subsampled condition on zero-diagonal matrices: W_1's diagonal is then never unmasked and the error sits near 0.05 —
-the size of the paper's subsampled column, which the condition as written in Algorithm 1 does not reproduce.
+Networks are trained in float64 and, separately, in float32: the paper's control/shuffled values (6e-14 … 1.5e-11) are
+the float32 round-off floor of a converged network, which float32 reproduces and float64 goes far below. A fourth row
+trains the subsampled condition on zero-diagonal matrices: W_1's diagonal is then never unmasked and the error sits
+near 0.05 — the size of the paper's subsampled column, which the condition as written in Algorithm 1 does not
+reproduce.
 
 Panels: one per n, the test error against meta-epochs, colour = condition, marker = epochs, solid = float64,
 dashed = float32, stars = the published minimum at its (epochs, meta-epochs); below, the table itself.
