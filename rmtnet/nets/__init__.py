@@ -2,10 +2,14 @@
 
 Layers (:mod:`.layers`): static masks, token/channel and permuted mixing, Monarch, the EMN layers. Models
 (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one training loop
-(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`).
+(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`);
+seed 000's Ensemble Mask Network experiments (:mod:`.emn`).
 ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for predictions.
 """
-from . import data, layers, models, probes, similarity, training
+from . import data, emn, layers, models, probes, similarity, training
+from .emn import (LearnedOperator, class_allocation, emn_error, emn_run, learned_operator, sample_symmetric_binary,
+                  sample_test_pairs, sum_class_counts, sum_class_probabilities, sweep_emn, train_emn,
+                  training_matrices, training_size)
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      TokenMixing, commutation)
 from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
@@ -17,4 +21,6 @@ __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", 
            "TokenMixing", "commutation", "EMN", "MLP", "MLPMixer", "MonarchMLP", "RPMixer", "SWMLP", "empirical_ntk",
            "input_jacobian", "jacobian_spectrum", "weight_singular_values", "effective_singular_values", "MinibatchCKA", "cka", "cka_between",
            "hsic", "layer_features", "evaluate", "train", "data", "layers", "models", "probes", "similarity",
-           "training"]
+           "training", "emn", "LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",
+           "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities", "sweep_emn",
+           "train_emn", "training_matrices", "training_size"]
