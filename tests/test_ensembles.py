@@ -435,3 +435,47 @@ def _figure(name, tmp_path, **overrides):
     csv = pd.read_csv(Path(path).with_suffix(".csv"))
     assert set(csv.panel) == set(tables)
     return tables
+
+
+def test_spiral_decision_boundaries_figure(tmp_path):
+    tables = _figure("spiral_decision_boundaries", tmp_path, sigmas=(0.05, 0.25), sparsities=(0.0, 0.9), n_draws=3,
+                     resolution=30)
+    cells = tables["cells"].set_index(["sparsity", "sigma"])
+    assert len(cells) == 4 and cells.parent_accuracy.min() > 0.95
+    # sparse mutations move the outputs less at the same σ, and KL grows with σ (thesis Fig. 4.2)
+    assert cells.loc[(0.9, 0.25), "kl"] < cells.loc[(0.0, 0.25), "kl"]
+    assert cells.loc[(0.0, 0.05), "kl"] < cells.loc[(0.0, 0.25), "kl"]
+    region = tables["trust_region"].set_index("sparsity")
+    assert region.reached.all() and np.allclose(region.kl, 0.02, rtol=0.05, atol=0)
+    assert region.loc[0.9, "sigma"] > region.loc[0.0, "sigma"]            # the window widens with sparsity
+
+
+def test_subnetwork_ensembles_figure(tmp_path):
+    tables = _figure("subnetwork_ensembles", tmp_path, datasets=("digits",), seeds=2, draws=2, width=32, n_jobs=1)
+    s = tables["summary"].set_index("method")
+    assert set(s.index) == {"independent", "dropout", "bagging", "sse_r", "sse_np", "parent_8ep"}
+    assert (s.accuracy_mean > 0.8).all()
+    runs = tables["runs"]
+    assert len(runs) == 2 * (3 + 2 * 2) and set(runs.total_epochs) == {16}
+    # mask distances by theory: independent 50 % masks differ on half the weights (CD = √(n/2)); an anti-mask pair
+    # on all of them (CD = √n); 4 NP pairs put 8 of the 56 ordered pairs at √n
+    v = tables["variance"].set_index("method")
+    assert abs(v.loc["sse_r", "mask_td_fraction"] - math.sqrt(0.5)) < 0.01
+    assert abs(v.loc["sse_np", "mask_td_fraction"] - (8 + 48 * math.sqrt(0.5)) / 56) < 0.01
+    eff = tables["effects"].set_index("comparison")
+    d = tables["runs"].groupby(["method", "seed"]).accuracy.mean().unstack("method")
+    assert eff.loc["SSE(R) − independent", "accuracy_diff"] == pytest.approx((d.sse_r - d.independent).mean())
+
+
+def test_annealing_figure(tmp_path):
+    tables = _figure("annealing", tmp_path, dataset="digits", sparsities=(0.5, 0.98), tune_epochs=3,
+                     anneal_epochs=2, seeds=1, n_jobs=1)
+    runs = tables["runs"]
+    assert len(runs) == 4 * 2 * 2
+    assert np.allclose(runs.realised_sparsity, runs.sparsity, atol=1e-3)   # exact counts per layer
+    # one-shot and temperature annealing start from the same pruned child (same parent, same target mask)
+    w = runs.pivot_table(index=["schedule", "sparsity"], columns="method", values="pruned_accuracy")
+    assert np.array_equal(w.one_shot, w.temperature_anneal)
+    assert runs.parent_accuracy.min() > 0.9
+    g = tables["gains"]
+    assert len(g) == 3 * 2 * 2 and set(g.method) == {"iterative", "random_anneal", "temperature_anneal"}

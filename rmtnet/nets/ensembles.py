@@ -5,19 +5,18 @@ Framework (Ch. 3). Train one parent F; for i = 1..k copy it, sample a mask M for
 perturb the copy with an operator ξ(W, M); optionally tune the child; predict with the mean of the children's
 softmax outputs f̄(x) = (1/k) Σ_i softmax(f_i(x)) (Eq. 3.22). Three operators:
 
-=====================  =========================================  ==========================================  =========
-children               perturbation                               function                                     thesis
-=====================  =========================================  ==========================================  =========
-noisy                  Ŵ = W + N ∘ M,  N ~ 𝒩(μ, σ²), no tuning    :func:`noisy_children`                       Eq. 3.17,
-                       (mirrored: ±N ∘ M, ±N ∘ (1 − M))            (+ :func:`trust_region_search`,               Alg. 1,
-                                                                  :func:`select_top_k`)                        Eqs. 4.6–11
-pruned ("prune and     Ŵ = W ∘ M with the zeros frozen, then       :func:`pruned_children`, :func:`tune`        Eq. 3.4,
-tune")                 tuned (one-shot, or iterative over ε                                                    Alg. 2
-                       epochs)
-stochastic             Ŵ = W ∘ Bernoulli(P_e), a new draw every   :func:`stochastic_children`, :func:`tune`    Eqs. 3.19–21,
-                       forward pass in training, P_e annealed to                                               Alg. 3
-                       M over ε epochs; Ŵ = W ∘ M at test
-=====================  =========================================  ==========================================  =========
+==========  ============================================  =============================================  ============
+children    perturbation                                  function                                       thesis
+==========  ============================================  =============================================  ============
+noisy       Ŵ = W + N ∘ M,  N ~ 𝒩(μ, σ²), no tuning;      :func:`noisy_children` (σ from                 Eq. 3.17,
+            mirrored: W ± N ∘ M, W ± N ∘ (1 − M)          :func:`trust_region_search`, best by           Alg. 1,
+                                                          :func:`select_top_k`)                          Eqs. 4.6–11
+pruned      Ŵ = W ∘ M, zeros frozen, then tuned           :func:`pruned_children`, :func:`tune`          Eq. 3.4,
+            (one-shot, or iteratively over ε epochs)                                                     Alg. 2
+stochastic  Ŵ = W ∘ Bernoulli(P_e), a new draw every      :func:`stochastic_children`, :func:`tune`      Eqs. 3.19–21,
+            forward pass in training, P_e annealed to M                                                  Alg. 3
+            over ε epochs; Ŵ = W ∘ M at test
+==========  ============================================  =============================================  ============
 
 Masks. A mask set is a dict ``{"<module name>.weight": 0/1 tensor of the weight's shape}`` (the keys of the model's
 ``state_dict`` before masking). For pruning, 1 means *keep*; for noise, 1 means *mutate*. Naming follows the digest's

@@ -1,0 +1,265 @@
+"""The runs behind the Subnetwork Ensemble figure scripts, as picklable module-level functions for
+:func:`rmtnet.experiments.sweep` (each returns one flat dict of scalars; the script stays a thin plotting layer).
+
+- :func:`spiral_run` — one cell of Fig. 4.2 (Whitaker 2023, §4.3.1): noise mutations of a spiral MLP at (σ, sparsity).
+- :func:`budget_run` — one method of Table 5.1 (§5.3.3, "small budget"): independent, dropout, bagging, SSE with
+  random children (R) or Neural Partitioning (NP), all for the same total number of epochs.
+- :func:`anneal_run` — one cell of Table 6.1 (§6.3.1): one child pruned one-shot or iteratively, or annealed
+  (random or temperature), then tuned with a constant or one-cycle learning rate.
+
+Models are small ReLU MLPs (:func:`classifier`); data are rmtnet's offline sets with their fixed seed-0 split (the
+``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split). Minibatches of 32 by
+default (the thesis states none): the budgets are counted in epochs, and an epoch of MNIST-5k's 4,000 training images
+is 125 steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391), too few for a one-epoch child to
+recover from pruning. Every run sets torch to one intra-op thread and restores the previous setting.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+
+import torch
+from torch import nn
+
+from . import data as datasets
+from . import ensembles as E
+from .metrics import total_distance
+from .layers import _gaussian_, _generator
+from .training import train
+
+LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
+BUDGET_METHODS = ("independent", "dropout", "bagging", "sse_r", "sse_np")
+ANNEAL_METHODS = ("one_shot", "iterative", "random_anneal", "temperature_anneal")
+
+
+def _one_thread(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+    return wrapper
+
+
+@functools.lru_cache(maxsize=4)
+def load(dataset: str) -> datasets.Dataset:
+    """An offline classification set by name (``"mnist5k"``, ``"digits"``) with its seed-0 split (cached)."""
+    if dataset not in LOADERS:
+        raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {dataset!r}")
+    return LOADERS[dataset](seed=0)
+
+
+def classifier(n_in: int, width: int, depth: int, n_classes: int, dropout: float = 0.0, seed: int = 0) -> nn.Module:
+    """Flatten → ``depth`` × [Linear(width) → ReLU (→ Dropout(p))] → Linear(n_classes). Weights N(0, 2/fan_in)
+    (He), biases 0, drawn from ``seed`` on the CPU, so the model with and without dropout starts from the same
+    weights."""
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+    g = _generator(seed)
+    layers: list[nn.Module] = [nn.Flatten()]
+    widths = [n_in] + [width] * depth
+    for a, b in zip(widths[:-1], widths[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()] + ([nn.Dropout(dropout)] if dropout > 0 else [])
+    layers.append(nn.Linear(widths[-1], n_classes))
+    for m in layers:
+        if isinstance(m, nn.Linear):
+            _gaussian_(m.weight, math.sqrt(2.0 / m.in_features), g)
+            nn.init.zeros_(m.bias)
+    return nn.Sequential(*layers)
+
+
+def _n_in(data):
+    return math.prod(data.shape)
+
+
+def _adam(model, data, epochs, seed, batch_size=128):
+    """Adam with the fixed learning rate 1e-3 of Table 5.1 (``adamw`` with no weight decay is Adam)."""
+    return train(model, data, epochs=epochs, optimizer="adamw", lr=1e-3, weight_decay=0.0, batch_size=batch_size,
+                 seed=seed, progress=False)
+
+
+def _test(report, prefix=""):
+    return {f"{prefix}{k}": v for k, v in report.items()}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Fig. 4.2: decision boundaries of noisy children on the spirals
+
+@functools.lru_cache(maxsize=4)
+def _spiral_parent_state(seed, epochs, batch_size):
+    torch.manual_seed(seed)
+    data = datasets.spirals(seed=0)
+    net = spiral_model(seed)
+    _adam(net, data, epochs, seed, batch_size)
+    return {k: v.clone() for k, v in net.state_dict().items()}
+
+
+def spiral_model(seed: int = 0) -> nn.Module:
+    """The 3-layer, 64-unit ReLU MLP of §4.3.1 (2 → 64 → 64 → 64 → 2)."""
+    return classifier(2, 64, 3, 2, seed=seed)
+
+
+def spiral_parent(seed: int = 0, epochs: int = 10, batch_size: int = 32) -> nn.Module:
+    """The spiral parent of Fig. 4.2: :func:`spiral_model` trained by Adam (lr 1e-3) for 10 epochs on 2,500
+    spiral points (:func:`rmtnet.nets.data.spirals`, seed 0; batch 32, the thesis gives none). Cached per process."""
+    net = spiral_model(seed)
+    net.load_state_dict(_spiral_parent_state(int(seed), int(epochs), int(batch_size)))
+    return net.eval()
+
+
+@_one_thread
+def spiral_run(sigma: float, sparsity: float, n_draws: int = 8, seed: int = 0) -> dict:
+    """Noise mutations W + N ∘ M (N ~ 𝒩(0, σ²), M ~ Bernoulli(1 − sparsity)) of the spiral parent: the mean and
+    std over ``n_draws`` children of the output KL to the parent on the 250 test points (Eq. 4.5) and of their
+    accuracy, the accuracy of their averaged ensemble, and the parent's accuracy. Child 0 is the one drawn in the
+    figure (``noisy_children(parent, n_draws, sigma, sparsity, seed=seed)[0]``)."""
+    data = datasets.spirals(seed=0)
+    parent = spiral_parent(seed)
+    kids = E.noisy_children(parent, int(n_draws), float(sigma), float(sparsity), seed=int(seed))
+    kls = torch.tensor([E.output_kl(parent, k, data.x_test) for k in kids], dtype=torch.float64)
+    rep = E.evaluate_ensemble(kids, data.x_test, data.y_test, diversity=False)
+    return {"kl": float(kls.mean()), "kl_std": float(kls.std(unbiased=False)),
+            "child_accuracy": rep["member_accuracy"], "child_accuracy_std": rep["member_accuracy_std"],
+            "ensemble_accuracy": rep["accuracy"],
+            "parent_accuracy": E.evaluate_ensemble([parent], data.x_test, data.y_test)["accuracy"]}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Table 5.1: equal-budget comparison
+
+@functools.lru_cache(maxsize=64)          # a sweep cycles through its seeds: keep every parent (~1 MB each)
+def _budget_parent_state(dataset, width, depth, epochs, batch_size, seed):
+    data = load(dataset)
+    net = classifier(_n_in(data), width, depth, data.n_classes, seed=seed)
+    _adam(net, data, epochs, seed, batch_size)
+    return {k: v.clone() for k, v in net.state_dict().items()}
+
+
+def _subset(data, fraction, g):
+    idx = torch.randperm(data.n_train, generator=g)[:round(fraction * data.n_train)]
+    return dataclasses.replace(data, x_train=data.x_train[idx], y_train=data.y_train[idx])
+
+
+@_one_thread
+def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth: int = 2, epochs: int = 16,
+               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0) -> dict:
+    """One entry of the small-budget benchmark (Table 5.1, §5.3.3): ``epochs`` epochs in all, Adam at lr 1e-3.
+
+    ``method``:
+    - ``"independent"`` — one model, ``epochs`` epochs;
+    - ``"dropout"`` — the same model with Dropout(0.5) after every hidden layer;
+    - ``"bagging"`` — ``members`` models from different initial weights, each trained ``epochs/members`` epochs
+      on its own random 90 % of the training split (drawn without replacement);
+    - ``"sse_r"`` / ``"sse_np"`` — a parent trained ``epochs/2`` epochs, then ``members`` children pruned at
+      ``sparsity`` (random masks, or Neural Partitioning: anti-mask pairs) and tuned ``epochs/(2·members)`` epochs
+      each; the parent (the same for both, given ``seed``) is reported as ``parent_*``. ``draw`` picks another set
+      of masks and tuning order for the same parent (for the within-parent variance of R vs NP).
+    Returns the averaged ensemble's test accuracy, NLL, ECE, its vote accuracy, the members' accuracy (for SSE also
+    ``with_parent_*``: the parent averaged in as a ninth member, as Algs. 1–3 print it) and, for ensembles, the
+    pairwise disagreement / KL / correlation. For SSE, ``mask_td_fraction`` = TD / (k(k−1)·√n), the
+    total mask distance (Eq. 3.14) over its largest value: a pair of anti-masks has CD = √n, two independent 50 %
+    masks CD ≈ √(n/2), so R gives ≈ 0.707 and 4 NP pairs (8 of the 56 ordered pairs are anti-masks) ≈ 0.749.
+    """
+    if method not in BUDGET_METHODS:
+        raise ValueError(f"method must be one of {BUDGET_METHODS}, got {method!r}")
+    if epochs % members or epochs % 2 or (epochs // 2) % members:
+        raise ValueError(f"epochs must be divisible by 2·members = {2 * members}, got {epochs}")
+    start = time.perf_counter()
+    data = load(dataset)
+    n_in, c = _n_in(data), data.n_classes
+    out = {}
+    if method in ("independent", "dropout"):
+        net = classifier(n_in, width, depth, c, dropout=0.5 if method == "dropout" else 0.0, seed=seed)
+        _adam(net, data, epochs, seed, batch_size)
+        nets = [net]
+    elif method == "bagging":
+        g = _generator(seed)
+        nets = []
+        for i in range(members):
+            net = classifier(n_in, width, depth, c, seed=1000 * seed + i)
+            _adam(net, _subset(data, 0.9, g), epochs // members, 1000 * seed + i, batch_size)
+            nets.append(net)
+    else:
+        parent = classifier(n_in, width, depth, c, seed=seed)
+        parent.load_state_dict(_budget_parent_state(dataset, width, depth, epochs // 2, batch_size, seed))
+        out.update(_test(E.evaluate_ensemble([parent], data.x_test, data.y_test), "parent_"))
+        nets = E.pruned_children(parent, members, sparsity, method="partition" if method == "sse_np" else "random",
+                                 seed=1000 * seed + draw)
+        for i, child in enumerate(nets):
+            _adam(child, data, epochs // 2 // members, 1000 * (1000 * seed + draw) + i, batch_size)
+        masks = [E.child_masks(k) for k in nets]
+        n = sum(m.numel() for m in masks[0].values())
+        out["mask_td_fraction"] = total_distance(masks) / (members * (members - 1) * math.sqrt(n))
+    out.update(E.evaluate_ensemble(nets, data.x_test, data.y_test))
+    if method in ("sse_r", "sse_np"):                # Algs. 1–3 as printed also average the parent in
+        with_parent = E.evaluate_ensemble(nets, data.x_test, data.y_test, parent=parent, include_parent=True,
+                                          diversity=False)
+        out.update({f"with_parent_{k}": with_parent[k] for k in ("accuracy", "nll", "ece")})
+    out["total_epochs"] = epochs
+    out["wall_s"] = time.perf_counter() - start
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Table 6.1: one-shot vs iterative vs annealing
+
+@functools.lru_cache(maxsize=64)
+def _anneal_parent_state(dataset, width, depth, epochs, batch_size, seed):
+    return _budget_parent_state(dataset, width, depth, epochs, batch_size, seed)
+
+
+@_one_thread
+def anneal_run(dataset: str, method: str, sparsity: float, schedule: str, mask: str = "random",
+               tune_epochs: int = 10, anneal_epochs: int = 3, tau0: float = 0.5, width: int = 256, depth: int = 2,
+               parent_epochs: int = 10, batch_size: int = 32, seed: int = 0) -> dict:
+    """One cell of the annealing study (Table 6.1, §6.3.1) on an MLP parent (Adam 1e-3, ``parent_epochs``).
+
+    One child at ``sparsity`` (exact counts, per layer) is made by ``method`` — ``"one_shot"`` (prune everything,
+    then tune), ``"iterative"`` (prune linearly over ``anneal_epochs`` epochs), ``"random_anneal"`` (U → M linearly
+    over ``anneal_epochs``; random masks only) or ``"temperature_anneal"`` (P = M + (1 − M) τ_e, τ_e cosine from
+    ``tau0`` to 0 over ``anneal_epochs``) — with ``mask`` ``"random"`` or ``"magnitude"`` targets, then tuned for
+    ``tune_epochs`` by SGD (momentum 0.9) with ``schedule`` ``"constant"`` (lr 0.01, the thesis's FT) or
+    ``"onecycle"`` (:class:`rmtnet.nets.ensembles.OneCycle`, 0.001 → 0.1 → 1e-7). One-shot and temperature
+    annealing share the target mask for a given seed. Reports the final test accuracy and the best one over the
+    evaluations made with the target sparsity in force (after epoch ε on; the thesis reports the best; for iterative
+    pruning earlier epochs are less sparse), the accuracy before tuning (``pruned_accuracy``: the eval-mode mask at
+    epoch 0, which for iterative pruning is the first step's sparsity) and the parent's accuracy."""
+    if method not in ANNEAL_METHODS:
+        raise ValueError(f"method must be one of {ANNEAL_METHODS}, got {method!r}")
+    if schedule not in ("constant", "onecycle"):
+        raise ValueError(f"schedule must be 'constant' or 'onecycle', got {schedule!r}")
+    start = time.perf_counter()
+    data = load(dataset)
+    parent = classifier(_n_in(data), width, depth, data.n_classes, seed=seed)
+    parent.load_state_dict(_anneal_parent_state(dataset, width, depth, parent_epochs, batch_size, seed))
+    common = dict(method=mask, exact=True, seed=1000 + seed)
+    if method == "one_shot":
+        child = E.pruned_children(parent, 1, sparsity, **common)[0]
+    elif method == "iterative":
+        child = E.pruned_children(parent, 1, sparsity, prune_epochs=anneal_epochs, **common)[0]
+    elif method == "random_anneal":
+        if mask != "random":
+            raise ValueError("random annealing draws random targets: mask must be 'random'")
+        child = E.stochastic_children(parent, 1, sparsity, anneal="random", anneal_epochs=anneal_epochs, **common)[0]
+    else:
+        child = E.stochastic_children(parent, 1, sparsity, anneal="temperature", anneal_epochs=anneal_epochs,
+                                      tau0=tau0, **common)[0]
+    lr = 0.1 if schedule == "onecycle" else 0.01
+    table = E.tune(child, data, tune_epochs, optimizer="sgd", lr=lr, momentum=0.9, schedule=schedule,
+                   batch_size=batch_size, seed=seed)
+    acc = 1.0 - table.test_error
+    at_target = acc[table.epoch >= min(anneal_epochs, tune_epochs)]     # evaluations after epoch ε − 1 use M
+    realised = E.child_masks(child)
+    kept = sum(float(m.sum()) for m in realised.values()) / sum(m.numel() for m in realised.values())
+    return {"final_accuracy": float(acc.iloc[-1]), "best_accuracy": float(at_target.max()),
+            "pruned_accuracy": float(acc.iloc[0]), "parent_accuracy": 1.0 - _parent_error(parent, data),
+            "realised_sparsity": 1.0 - kept, "wall_s": time.perf_counter() - start}
+
+
+def _parent_error(parent, data):
+    return 1.0 - E.evaluate_ensemble([parent], data.x_test, data.y_test)["accuracy"]
