@@ -9,7 +9,9 @@ children and their mean accuracy. The left column shows the parent and KL agains
 rmtnet.nets.ensembles.trust_region_search finds for the target KL Δ = 0.02 (the thesis's ImageNet target).
 
 The thesis's claim (digest §5, 1): at fixed σ the KL and the damage fall as the mutation sparsity rises; dense noise
-collapses the boundary at a much smaller σ.
+collapses the boundary at a much smaller σ. Measured (quick mode): at σ = 0.25 the KL is 2.77 dense and 0.20 at 90 %
+sparsity (child accuracy 0.59 vs 0.89, parent 0.99); the trust-region σ for Δ = 0.02 grows from 0.042 (dense) to
+0.106 (90 % sparse).
 
 Quick mode (default): σ ∈ {0.05, 0.10, 0.15, 0.20, 0.25} × sparsity ∈ {0, 0.3, 0.6, 0.9}, 8 children per cell, one
 parent (72 s measured on 2 cores shared with other jobs). ``--full``: 9 σ × 6 sparsities, 32 children.

@@ -230,6 +230,23 @@ def test_masked_linear_parent_and_frozen_zeros():
     assert torch.all(eff[(m == 0) | (child[0].mask == 0)] == 0)
 
 
+def test_structured_pruning_of_a_conv_net_removes_whole_filters():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 1, 6, 6, generator=g)
+    y = (x.flatten(1) @ torch.randn(36, 3, generator=g)).argmax(1)
+    data = Dataset(x[:48], y[:48], x[48:], y[48:], n_classes=3, name="img", shape=(1, 6, 6))
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 3))
+    child = E.pruned_children(net, 1, 0.5, structure="structured", exact=True, seed=0)[0]
+    masks = E.child_masks(child)
+    assert set(masks) == {"0.weight"}                                    # the logit layer is left whole
+    E.tune(child, data, 2, optimizer="sgd", lr=0.05, weight_decay=1e-2, batch_size=16)
+    w = child[0].weight
+    dead = masks["0.weight"][:, 0, 0, 0] == 0
+    assert int(dead.sum()) == 4
+    assert torch.all(w[dead] == 0) and torch.all(w[~dead].flatten(1).abs().sum(1) > 0)   # whole filters
+
+
 # ------------------------------------------------------------------------------------------------ noise
 
 def test_mirrored_noise_children_sum_pairwise_to_twice_the_parent():
