@@ -3,13 +3,15 @@
 Layers (:mod:`.layers`): static masks, token/channel and permuted mixing, Monarch, the EMN layers. Models
 (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one training loop
 (:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`);
-seed 000's Ensemble Mask Network experiments (:mod:`.emn`).
+seed 000's Ensemble Mask Network experiments (:mod:`.emn`); seed 003's subnetwork ensembles (:mod:`.ensembles`) and
+their metrics (:mod:`.metrics`).
 ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for predictions.
 """
-from . import data, emn, layers, models, probes, similarity, training
+from . import data, emn, ensembles, layers, metrics, models, probes, similarity, training
 from .emn import (LearnedOperator, class_allocation, emn_error, emn_run, learned_operator, sample_symmetric_binary,
                   sample_test_pairs, sum_class_counts, sum_class_probabilities, sweep_emn, train_emn,
                   training_matrices, training_size)
+from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      TokenMixing, commutation)
 from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
@@ -23,4 +25,5 @@ __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", 
            "hsic", "layer_features", "evaluate", "train", "data", "layers", "models", "probes", "similarity",
            "training", "emn", "LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",
            "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities", "sweep_emn",
-           "train_emn", "training_matrices", "training_size"]
+           "train_emn", "training_matrices", "training_size", "ensembles", "metrics", "ensemble_predict", "noisy_children",
+           "partition_masks", "pruned_children", "stochastic_children"]
