@@ -8,6 +8,19 @@ settings.register_profile("default", max_examples=50, deadline=None, derandomize
 settings.register_profile("stress", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+if os.environ.get("HYPOTHESIS_PROFILE", "default") == "default":
+    # Hypothesis (≥ 6.131) also draws the literal constants of every local module imported so far, so the
+    # "derandomised" default cases changed with which test files ran first (seen: a case generated only after the
+    # rmtnet.nets.emn tests, kept as tests/test_properties.py::test_known_mass_loss_shared_atoms). Freeze that pool
+    # at its empty start so the default set of cases is the same in any order; the stress profile keeps the feature.
+    import copy
+
+    from hypothesis.internal.conjecture import providers as _providers
+
+    if hasattr(_providers, "_get_local_constants"):
+        _frozen_constants = copy.deepcopy(_providers._local_constants)
+        _providers._get_local_constants = lambda: _frozen_constants
+
 from rmtnet.spectra.measures import Measure
 
 

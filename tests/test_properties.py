@@ -3,6 +3,7 @@
 The default profile draws a fixed, derandomised set of 50 cases per test; ``HYPOTHESIS_PROFILE=stress`` draws 1000
 fresh ones (see conftest.py)."""
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmtnet.spectra import Arcsine, Bernoulli, MarchenkoPastur, PointMasses, free_mult
@@ -66,3 +67,14 @@ def test_total_mass_one(a, b):
         assert abs(law.atoms()[1].sum() - 1) < 1e-12
         return
     assert abs(total_mass(law) - 1) < 1e-6
+
+
+@pytest.mark.xfail(strict=True, reason="known engine defect: 8.1e-6 of mass lost for two 3-atom laws on shared atoms")
+def test_known_mass_loss_shared_atoms():
+    """A case Hypothesis found (CI, 2026-11-23): the ⊠ product of two 3-atom measures on the same atoms is purely
+    continuous, and its density integrates to 1 − 8.1e-6, against the 1e-6 the property asks. Kept as a strict xfail
+    so that the fix turns it into a failure to be promoted."""
+    locs = [0.5, 1.4093113185220703, 1.607421875]
+    a = PointMasses(locs, [1 / 3, 1 / 3, 1 / 3])
+    b = PointMasses(locs, [0.31742704015952844, 0.3651459196809431, 0.31742704015952844])
+    assert abs(total_mass(free_mult(a, b)) - 1) < 1e-6
