@@ -66,7 +66,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from rmtnet import experiments
-from rmtnet.spectra._checks import real_scalar
+from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
 from .models import EMN
 
@@ -98,18 +98,6 @@ PUBLISHED_TABLE1 = {
 # ----------------------------------------------------------------------------------------------------------------
 # argument checks
 
-def _int_at_least(name, value, lo=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
-def _choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
-
-
 def _rng(seed):
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
@@ -119,7 +107,7 @@ def _rng(seed):
 
 def training_size(n: int) -> int:
     """|d| = round(36 n^1.3), the number of training matrices of §4 (halves rounded up)."""
-    n = _int_at_least("n", n)
+    n = integer_at_least("n", n)
     return int(math.floor(36 * n ** 1.3 + 0.5))
 
 
@@ -131,7 +119,7 @@ def sum_class_counts(n: int, diagonal: bool = True) -> list[int]:
     Without, the diagonal is zero: N(2o) = C(n(n−1)/2, o), odd sums empty, s_max = n(n−1), Σ N(s) = 2^{n(n−1)/2}.
     Computed as the coefficients of the generating function (1 + t²)^{n(n−1)/2} (1 + t)^g_max, one factor (1 + t)
     at a time (big-integer additions only: n = 100 in well under a second)."""
-    n = _int_at_least("n", n)
+    n = integer_at_least("n", n)
     return list(_sum_class_counts(n, bool(diagonal)))
 
 
@@ -171,8 +159,8 @@ def class_allocation(n: int, size: int | None = None, diagonal: bool = True) -> 
     rounded by the largest-remainder rule in exact integer arithmetic — floor(N(s)·size / Σ N) to every class, then
     one more to the classes with the largest remainders (the smaller sum first among equal ones) until the counts sum
     to ``size``. Index s of the result is the count of sum s."""
-    n = _int_at_least("n", n)
-    size = training_size(n) if size is None else _int_at_least("size", size)
+    n = integer_at_least("n", n)
+    size = training_size(n) if size is None else integer_at_least("size", size)
     return np.array(_class_allocation(n, size, bool(diagonal)), dtype=np.int64)
 
 
@@ -194,8 +182,8 @@ def sample_symmetric_binary(n: int, total: int, size: int, rng=None, diagonal: b
     Uniform within the class: the number g of diagonal ones is drawn with probability C(n(n−1)/2, o) C(n, g) / N(s)
     (o = (s − g)/2), then o of the off-diagonal pairs and g of the diagonal entries uniformly. Returns 0/1 entries
     as uint8, shape (size, n, n). ``diagonal=False``: zero diagonal (even ``total`` only)."""
-    n = _int_at_least("n", n)
-    size = _int_at_least("size", size, 0)
+    n = integer_at_least("n", n)
+    size = integer_at_least("size", size, 0)
     rng = _rng(rng)
     pairs, diag = n * (n - 1) // 2, (n if diagonal else 0)
     s_max = 2 * pairs + diag
@@ -336,18 +324,18 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
     """
     if not isinstance(model, EMN):
         raise ValueError(f"model must be an rmtnet.nets.EMN, got {type(model).__name__}")
-    _choice("condition", condition, CONDITIONS)
-    _choice("target", target, TARGETS)
-    _choice("engine", engine, ENGINES)
-    epochs = _int_at_least("epochs", epochs)
-    meta_epochs = _int_at_least("meta_epochs", meta_epochs)
+    one_of("condition", condition, CONDITIONS)
+    one_of("target", target, TARGETS)
+    one_of("engine", engine, ENGINES)
+    epochs = integer_at_least("epochs", epochs)
+    meta_epochs = integer_at_least("meta_epochs", meta_epochs)
     lr = real_scalar("lr", lr, lo=0, lo_open=True)
     n = model.n
-    k = 8 * n if samples_per_matrix is None else _int_at_least("samples_per_matrix", samples_per_matrix)
-    bs = -(-k // 4) if batch_size is None else _int_at_least("batch_size", batch_size)
+    k = 8 * n if samples_per_matrix is None else integer_at_least("samples_per_matrix", samples_per_matrix)
+    bs = -(-k // 4) if batch_size is None else integer_at_least("batch_size", batch_size)
     if bs > k:
         raise ValueError(f"batch_size must lie in [1, samples_per_matrix = {k}], got {bs}")
-    size = training_size(n) if size is None else _int_at_least("size", size)
+    size = training_size(n) if size is None else integer_at_least("size", size)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None, got {callback!r}")
     if engine == "numpy" and not _NumpyEMN.supports(model):
@@ -422,10 +410,10 @@ def sample_test_pairs(n: int, size: int = 1000, density: float = 0.5, weights: s
     ``density`` (the paper's "sparsity": the fraction of nonzero entries), its value uniform in [0, 1]
     (``weights="uniform"``, Table 1) or 1 (``"binary"``, Fig. 3); x uniform in [0, 1]^n. Returns float64 arrays
     A of shape (size, n, n) and x of shape (size, n)."""
-    n = _int_at_least("n", n)
-    size = _int_at_least("size", size)
+    n = integer_at_least("n", n)
+    size = integer_at_least("size", size)
     density = real_scalar("density", density, lo=0, hi=1)
-    _choice("weights", weights, WEIGHTS)
+    one_of("weights", weights, WEIGHTS)
     rng = _rng(seed)
     mask = rng.random((size, n, n)) < density
     A = mask * rng.random((size, n, n)) if weights == "uniform" else mask.astype(np.float64)
@@ -438,7 +426,7 @@ def emn_error(model: EMN, A, x, target: str = "Ax") -> float:
     """The test error of §5: mean over the pairs and the n outputs of (model(x, A)_i − (B(A) x)_i)², B(A) = A, A²
     or A + A² by ``target``. The model runs in its own dtype; the target is computed in float64 and the squared
     difference accumulated in float64."""
-    _choice("target", target, TARGETS)
+    one_of("target", target, TARGETS)
     A, x = np.asarray(A, dtype=np.float64), np.asarray(x, dtype=np.float64)
     if A.ndim != 3 or x.ndim != 2 or A.shape[1:] != (model.n, model.n) or x.shape != A.shape[:2]:
         raise ValueError(f"A must have shape (size, {model.n}, {model.n}) and x shape (size, {model.n}), "
@@ -483,7 +471,7 @@ class LearnedOperator:
         density). Round-off of the forward pass is not included: a float64 network with D at round-off level
         measures errors of the order of that round-off squared, not this."""
         density = real_scalar("density", density, lo=0, hi=1)
-        _choice("weights", weights, WEIGHTS)
+        one_of("weights", weights, WEIGHTS)
         a1, a2 = (density / 2, density / 3) if weights == "uniform" else (density, density)
         D = self.effective - 1.0
         s1, s2 = D.sum(axis=1), (D ** 2).sum(axis=1)
@@ -533,8 +521,8 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
         from threadpoolctl import threadpool_limits             # scikit-learn's dependency; BLAS to one thread
     except ImportError:                                         # pragma: no cover
         threadpool_limits = contextlib.nullcontext
-    _choice("dtype", dtype, tuple(DTYPES))
-    n_test = _int_at_least("n_test", n_test)
+    one_of("dtype", dtype, tuple(DTYPES))
+    n_test = integer_at_least("n_test", n_test)
     continuous = sample_test_pairs(n, n_test, 0.5, "uniform", seed=np.random.SeedSequence([test_seed, 0]))
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -575,13 +563,13 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
     ``return_runs`` also the stored runs themselves (one row per :func:`emn_run`), as ``(tidy, runs)``."""
     conditions, ns, epochs, meta_epochs = (list(v) for v in (conditions, ns, epochs, meta_epochs))
     for c in conditions:
-        _choice("conditions", c, CONDITIONS)
+        one_of("conditions", c, CONDITIONS)
     for name, values in (("ns", ns), ("epochs", epochs), ("meta_epochs", meta_epochs)):
         if not values:
             raise ValueError(f"{name} must list at least one value")
         for v in values:
-            _int_at_least(name, v)
-    _choice("dtype", dtype, tuple(DTYPES))
+            integer_at_least(name, v)
+    one_of("dtype", dtype, tuple(DTYPES))
     base = dict(dtype=dtype, lr=float(lr), n_test=int(n_test), diagonal=bool(diagonal))
     lengths = [max(meta_epochs)] if nested else meta_epochs
     grid = [dict(condition=c, n=int(n), epochs=int(e), meta_epochs=int(m), **base)

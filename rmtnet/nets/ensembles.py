@@ -65,6 +65,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
+from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
+
 from . import metrics
 from .layers import MaskedLinear
 from .training import train
@@ -87,33 +89,8 @@ MASKED_TYPES = (nn.Linear, nn.modules.conv._ConvNd, MaskedLinear)
 # --------------------------------------------------------------------------------------------------------------
 # argument checks
 
-def _int(name, value, lo=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
-def _real(name, value, lo=None, hi=None, lo_open=False, hi_open=False):
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
-    if ok:
-        value = float(value)
-        ok = not (lo is not None and (value <= lo if lo_open else value < lo))
-        ok = ok and not (hi is not None and (value >= hi if hi_open else value > hi))
-    if not ok:
-        rng = f"{'(' if lo_open else '['}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}" \
-              f"{')' if hi_open else ']'}"
-        raise ValueError(f"{name} must be a finite real number in {rng}, got {value!r}")
-    return value
-
-
-def _choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
-
-
 def _sparsity(value, name="sparsity"):
-    return _real(name, value, 0.0, 1.0, hi_open=True)
+    return real_scalar(name, value, lo=0.0, hi=1.0, hi_open=True)
 
 
 def _generator(seed):
@@ -159,7 +136,7 @@ def maskable_weights(model: nn.Module, layers: Sequence[str] | None = None,
     """``{"<module>.weight": stored weight}`` of the layers that masks act on (see the module docstring): every
     ``nn.Linear``, ``nn.Conv*d`` and ``MaskedLinear`` or the modules named in ``layers``; in structured mode the last
     one is left out unless ``layers`` is given."""
-    _choice("structure", structure, STRUCTURES)
+    one_of("structure", structure, STRUCTURES)
     return {f"{n}.weight": _raw(m) for n, m in _modules(model, layers, structure).items()}
 
 
@@ -226,9 +203,9 @@ def sample_masks(model: nn.Module, sparsity: float, *, method: str = "random", s
     ``"magnitude"`` removes the units of smallest |w| (per layer, or one threshold for the net when global).
     Structured masks remove whole output rows (Eq. 3.5). Deterministic given ``seed`` (a CPU generator)."""
     sparsity = _sparsity(sparsity)
-    _choice("method", method, ("random", "magnitude"))
-    _choice("structure", structure, STRUCTURES)
-    _choice("scope", scope, SCOPES)
+    one_of("method", method, ("random", "magnitude"))
+    one_of("structure", structure, STRUCTURES)
+    one_of("scope", scope, SCOPES)
     weights = maskable_weights(model, layers, structure)
     units = _unit_masks(weights, sparsity, method, structure, scope, bool(exact), _generator(seed))
     return {k: _full(units[k], w) for k, w in weights.items()}
@@ -264,8 +241,8 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
     uniformly random permutation (child sizes differ by at most one unit per layer); ``balanced=False`` draws j
     uniformly and independently (the digest's ``randint(k)``). Returns ``[M_1, …, M_k]`` in the format of
     :func:`sample_masks`."""
-    k = _int("k", k, lo=2)
-    _choice("structure", structure, STRUCTURES)
+    k = integer_at_least("k", k, lo=2)
+    one_of("structure", structure, STRUCTURES)
     weights = maskable_weights(model, layers, structure)
     parts = _partition_units(weights, k, structure, bool(balanced), _generator(seed))
     return [{key: _full(m[key], w) for key, w in weights.items()} for m in parts]
@@ -309,9 +286,9 @@ class IterativeMask(FixedMask):
 def temperature(epoch: float, tau0: float, anneal_epochs: int) -> float:
     """τ_e = τ₀ · ½ (1 + cos(π e / ε)) for 0 ≤ e ≤ ε and 0 after (§6.2.2, Eq. 6.3 with the π the printed equation
     lacks): τ₀ at e = 0, τ₀/2 at e = ε/2, 0 from e = ε on."""
-    tau0 = _real("tau0", tau0, 0.0, 1.0)
-    anneal_epochs = _int("anneal_epochs", anneal_epochs)
-    epoch = _real("epoch", epoch, 0.0)
+    tau0 = real_scalar("tau0", tau0, lo=0.0, hi=1.0)
+    anneal_epochs = integer_at_least("anneal_epochs", anneal_epochs)
+    epoch = real_scalar("epoch", epoch, lo=0.0)
     return tau0 * 0.5 * (1 + math.cos(math.pi * min(epoch, anneal_epochs) / anneal_epochs))
 
 
@@ -422,7 +399,7 @@ def child_masks(model: nn.Module) -> dict[str, torch.Tensor]:
 def set_epoch(model: nn.Module, epoch: int) -> nn.Module:
     """Move every scheduled mask of ``model`` to epoch ``epoch`` (0-based: the epoch about to be trained): iterative
     masks prune to s_e, annealed masks set P_e. Static masks are unaffected. Returns ``model``."""
-    epoch = _int("epoch", epoch, lo=0)
+    epoch = integer_at_least("epoch", epoch, lo=0)
     iterative = [(key, module, p) for key, module, p in _mask_parametrizations(model) if isinstance(p, IterativeMask)]
     if iterative:
         groups = {}
@@ -468,11 +445,11 @@ def _children_masks(parent, n_children, sparsity, method, structure, scope, exac
 def _check_common(parent, n_children, sparsity, method, structure, scope):
     if not isinstance(parent, nn.Module):
         raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
-    n_children = _int("n_children", n_children)
+    n_children = integer_at_least("n_children", n_children)
     sparsity = _sparsity(sparsity)
-    _choice("method", method, METHODS)
-    _choice("structure", structure, STRUCTURES)
-    _choice("scope", scope, SCOPES)
+    one_of("method", method, METHODS)
+    one_of("structure", structure, STRUCTURES)
+    one_of("scope", scope, SCOPES)
     return n_children, sparsity
 
 
@@ -491,7 +468,7 @@ def pruned_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *
     masks remove exact counts). The parent is not modified.
     """
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
-    prune_epochs = _int("prune_epochs", prune_epochs, lo=0)
+    prune_epochs = integer_at_least("prune_epochs", prune_epochs, lo=0)
     g = _generator(seed)
     children = []
     if prune_epochs == 0:
@@ -532,9 +509,9 @@ def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.
     linearly from U to M over ``anneal_epochs`` epochs. From epoch ε on the mask is M and no longer random.
     """
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
-    _choice("anneal", anneal, ANNEALS)
-    anneal_epochs = _int("anneal_epochs", anneal_epochs)
-    tau0 = _real("tau0", tau0, 0.0, 1.0)
+    one_of("anneal", anneal, ANNEALS)
+    anneal_epochs = integer_at_least("anneal_epochs", anneal_epochs)
+    tau0 = real_scalar("tau0", tau0, lo=0.0, hi=1.0)
     g = _generator(seed)
     weights = maskable_weights(parent, layers, structure)
     if anneal == "temperature":
@@ -582,10 +559,10 @@ def noisy_children(parent: nn.Module, n_children: int, sigma: float, sparsity: f
     with :func:`trust_region_search`."""
     if not isinstance(parent, nn.Module):
         raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
-    n_children = _int("n_children", n_children)
-    sigma = _real("sigma", sigma, 0.0)
+    n_children = integer_at_least("n_children", n_children)
+    sigma = real_scalar("sigma", sigma, lo=0.0)
     sparsity = _sparsity(sparsity)
-    mu = _real("mu", mu)
+    mu = real_scalar("mu", mu)
     if mirrored and n_children % 4:
         raise ValueError(f"n_children must be a multiple of 4 with mirrored=True (4 children per draw), "
                          f"got {n_children}")
@@ -648,7 +625,7 @@ def ensemble_predict(members: Sequence[nn.Module], x, *, method: str = "average"
     (1/k) Σ_i 1[argmax f_i(x) = c]; its argmax is the majority vote (mode), ties to the lowest class index.
     The members are the children only (Table 5.3 counts children only); ``include_parent=True`` adds ``parent`` as one
     more member, as Algs. 1–3 print it."""
-    _choice("method", method, COMBINE)
+    one_of("method", method, COMBINE)
     if include_parent:
         if parent is None:
             raise ValueError("include_parent=True needs parent")
@@ -694,7 +671,7 @@ def select_top_k(members: Sequence[nn.Module], x, y, k: int) -> tuple[list[nn.Mo
     the input order), and all members' accuracies in the input order."""
     if isinstance(members, nn.Module) or not isinstance(members, Sequence) or not members:
         raise ValueError("members must be a non-empty list of torch modules")
-    k = _int("k", k)
+    k = integer_at_least("k", k)
     if k > len(members):
         raise ValueError(f"k must be <= the number of members ({len(members)}), got {k}")
     acc = np.array([metrics.accuracy(torch.softmax(_logits(m, x), -1), y) for m in members])
@@ -736,9 +713,9 @@ def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None
     """
     if not isinstance(parent, nn.Module):
         raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
-    target_kl = _real("target_kl", target_kl, 0.0, lo_open=True)
-    rtol = _real("rtol", rtol, 0.0, 1.0, lo_open=True, hi_open=True)
-    n_draws, max_iter = _int("n_draws", n_draws), _int("max_iter", max_iter)
+    target_kl = real_scalar("target_kl", target_kl, lo=0.0, lo_open=True)
+    rtol = real_scalar("rtol", rtol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    n_draws, max_iter = integer_at_least("n_draws", n_draws), integer_at_least("max_iter", max_iter)
     sigmas = np.geomspace(1e-4, 1.0, 13) if sigmas is None else np.asarray(sigmas, dtype=np.float64)
     if sigmas.ndim != 1 or len(sigmas) < 1 or not np.all(np.isfinite(sigmas)) or np.any(sigmas <= 0) \
             or np.any(np.diff(sigmas) <= 0):
@@ -822,10 +799,10 @@ class OneCycle:
 
     def __init__(self, max_lr: float = 0.1, pct_start: float = 0.1, div_factor: float = 100.0,
                  final_div_factor: float = 1e4, cycle_momentum: bool = True):
-        self.max_lr = _real("max_lr", max_lr, 0.0, lo_open=True)
-        self.pct_start = _real("pct_start", pct_start, 0.0, 1.0, lo_open=True, hi_open=True)
-        self.div_factor = _real("div_factor", div_factor, 0.0, lo_open=True)
-        self.final_div_factor = _real("final_div_factor", final_div_factor, 0.0, lo_open=True)
+        self.max_lr = real_scalar("max_lr", max_lr, lo=0.0, lo_open=True)
+        self.pct_start = real_scalar("pct_start", pct_start, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        self.div_factor = real_scalar("div_factor", div_factor, lo=0.0, lo_open=True)
+        self.final_div_factor = real_scalar("final_div_factor", final_div_factor, lo=0.0, lo_open=True)
         self.cycle_momentum = bool(cycle_momentum)
 
     def __call__(self, optimizer, total_steps):

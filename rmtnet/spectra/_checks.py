@@ -29,6 +29,20 @@ def real_scalar(name, value, *, lo=None, hi=None, lo_open=False, hi_open=False):
     return value
 
 
+def integer_at_least(name, value, lo=1):
+    """Return ``value`` as an int, or raise ValueError naming ``name`` and the bound (bools are not integers)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+def one_of(name, value, allowed):
+    """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
 def probability_vector(name, masses, *, total=1.0, tol=1e-10):
     """Masses that are finite, non-negative and sum to ``total`` (within ``tol``)."""
     masses = np.asarray(masses, dtype=float)
