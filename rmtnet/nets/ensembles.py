@@ -69,7 +69,7 @@ from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
 from . import metrics
 from .layers import MaskedLinear
-from .training import train
+from .training import _forward, train
 
 __all__ = [
     "maskable_weights", "sample_masks", "anti_masks", "partition_masks", "apply_masks", "child_masks",
@@ -582,10 +582,6 @@ def noisy_children(parent: nn.Module, n_children: int, sigma: float, sparsity: f
 
 # --------------------------------------------------------------------------------------------------------------
 # evaluation and combination
-
-def _forward(model, x):
-    return model(*x) if isinstance(x, tuple) else model(x)
-
 
 @torch.no_grad()
 def _logits(model, x, batch_size=4096):
