@@ -1,83 +1,258 @@
-"""``rmtnet`` command line: list and run the figure scripts of ``simulations/``.
+"""`rmtnet` command line: list and run the figure scripts of simulations/.
 
-    rmtnet list                 the scripts and what they draw
-    rmtnet run NAME [...]       run some of them (quick sizes unless --full)
-    rmtnet run-all [--full]     regenerate every figure into figures/
+    rmtnet list                          the simulations, one line each (from each script's docstring)
+    rmtnet run NAME [NAME ...] [options] run some of them (quick sizes unless --full)
+    rmtnet run --all [options]           run every one (`rmtnet run-all` is the same)
+
+options: --full (the larger sizes of each script), --seed N (default 0), --backend numpy|cupy (the array library of
+the spectral Monte Carlo; simulations without one, such as the trained networks, ignore it), --outdir DIR (default
+./figures), --scheduler ADDRESS (send the simulations' parameter sweeps, rmtnet.experiments.sweep, to the Dask
+scheduler at ADDRESS, e.g. tcp://head:8786; a simulation without a sweep runs locally and says so).
+
+Each simulation writes DIR/NAME.png and, beside it, DIR/NAME.csv, the numbers it plots; sweeping ones also keep
+their runs in DIR/NAME_runs.csv (a second call resumes from it). The command ends by listing where each went.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import difflib
+import re
 import runpy
+import shutil
 import sys
 import time
+import traceback
 from pathlib import Path
 
+from tqdm.auto import tqdm
 
-def _sim_dir():
-    here = Path(__file__).resolve().parent.parent / "simulations"
-    if not here.is_dir():
-        raise SystemExit(f"simulations/ not found next to the package (looked in {here})")
-    return here
+SIMULATIONS_DIR = Path(__file__).resolve().parent.parent / "simulations"
+BACKENDS = ("numpy", "cupy")
 
 
-def scripts():
+def _sim_dir() -> Path:
+    if not SIMULATIONS_DIR.is_dir():
+        raise SystemExit(f"simulations/ not found next to the package (looked in {SIMULATIONS_DIR}); the figure "
+                         f"scripts come with a checkout of the repository (pip install -e .)")
+    return SIMULATIONS_DIR
+
+
+def scripts() -> list[Path]:
+    """The figure scripts, ``simulations/*.py`` (files starting with ``_`` are helpers), sorted by name."""
     return sorted(p for p in _sim_dir().glob("*.py") if not p.name.startswith("_"))
 
 
-def load_simulation(name):
-    """The namespace of ``simulations/NAME.py`` (its ``main(full, outdir)`` draws the figure)."""
-    path = _sim_dir() / f"{name.removesuffix('.py')}.py"
-    if not path.exists():
-        raise SystemExit(f"no simulation named {name!r}; `rmtnet list` shows the available ones")
-    return runpy.run_path(str(path))
+def names() -> list[str]:
+    return [p.stem for p in scripts()]
+
+
+def _unknown(bad: list[str]) -> SystemExit:
+    """The error for simulation names that do not exist, with the closest known names."""
+    known = names()
+    lines = []
+    for name in bad:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        lines.append(f"rmtnet: no simulation named {name!r}{hint}")
+    lines.append("`rmtnet list` shows the available ones")
+    return SystemExit("\n".join(lines))
+
+
+def script_path(name: str) -> Path:
+    """``simulations/NAME.py`` (``NAME`` may end in ``.py``); SystemExit with close matches if there is none."""
+    stem = Path(name).name.removesuffix(".py")
+    path = _sim_dir() / f"{stem}.py"
+    if not stem or stem.startswith("_") or not path.is_file():
+        raise _unknown([name])
+    return path
+
+
+def load_simulation(name: str) -> dict:
+    """The namespace of ``simulations/NAME.py``, run as a module (not as ``__main__``). Its
+    ``main(full=False, outdir="figures", seed=0, backend=None, ...)`` draws the figure and returns
+    ``(path of the PNG, {panel name: DataFrame})``."""
+    return runpy.run_path(str(script_path(name)))
+
+
+def description(path: Path) -> str:
+    """The first sentence of a script's docstring, read with ``ast`` (the script is not run)."""
+    doc = ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8"))) or ""
+    first = " ".join(doc.split("\n\n", 1)[0].split())
+    # a sentence ends at ". " before a capital ("Figs. 3", "et al. 2018" go on)
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", first, maxsplit=1)[0]
 
 
 def script_args(doc, full_help, argv=None):
     """The arguments every figure script takes when run directly: ``--full`` (described by ``full_help``),
-    ``--outdir``, ``--seed``, ``--backend``; ``doc`` (the script's docstring) is the help text."""
+    ``--outdir``, ``--seed``, ``--backend``, ``--scheduler``; ``doc`` (the script's docstring) is the help text.
+
+    ``--scheduler ADDRESS`` is applied here, through :func:`rmtnet.experiments.use_scheduler`, so that the script's
+    sweeps go to that Dask scheduler without the script passing it on. ``--backend cupy`` without CuPy or a CUDA
+    device is an argument error (exit status 2)."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help=full_help)
     ap.add_argument("--outdir", default="figures")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default=None, choices=[None, "numpy", "cupy"])
-    return ap.parse_args(argv)
+    ap.add_argument("--backend", default=None, choices=BACKENDS)
+    ap.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="run the script's parameter sweeps on this Dask scheduler (e.g. tcp://head:8786)")
+    a = ap.parse_args(argv)
+    problem = _backend_problem(a.backend)
+    if problem:
+        ap.error(problem)
+    if a.scheduler is not None:
+        from rmtnet import experiments
+        try:
+            experiments.use_scheduler(a.scheduler)
+        except ValueError as exc:
+            ap.error(f"--scheduler: {exc}")
+    return a
 
 
-def _run(path, full, outdir):
-    mod = load_simulation(path.stem)
+def _backend_problem(backend):
+    """Why ``backend`` cannot be used here (None when it can): CuPy missing or no CUDA device."""
+    if backend != "cupy":
+        return None
+    from rmtnet import _backend
+    try:
+        _backend._cupy()
+    except RuntimeError as exc:
+        return f"--backend cupy: {exc}"
+    return None
+
+
+def _scheduler_problem(address, timeout=10.0):
+    """Why the Dask scheduler at ``address`` cannot be used (None when a client connects to it within
+    ``timeout`` seconds): checked before any simulation starts rather than at its first sweep."""
+    from rmtnet import experiments
+    try:
+        experiments._connect(experiments._scheduler_address(address), timeout=timeout).close()
+    except (ValueError, ConnectionError, RuntimeError) as exc:
+        return f"--scheduler: {exc}"
+    return None
+
+
+def _parser():
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--full", action="store_true", help="the larger sizes of each simulation (slower)")
+    common.add_argument("--seed", type=int, default=0, help="the first seed of every simulation (default 0)")
+    common.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="array library of the spectral Monte Carlo (default: rmtnet's default, numpy)")
+    common.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="run the simulations' parameter sweeps on the Dask scheduler at ADDRESS "
+                             "(e.g. tcp://head:8786); simulations without a sweep run locally")
+    common.add_argument("--outdir", default="figures", metavar="DIR",
+                        help="where figures and tables go (default ./figures)")
+    ap = argparse.ArgumentParser(prog="rmtnet", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="{list,run,run-all}")
+    sub.add_parser("list", help="the simulations, one line each")
+    run = sub.add_parser("run", parents=[common], help="run the named simulations (or --all)",
+                         description="Run figure scripts of simulations/ and say where their output went.")
+    run.add_argument("names", nargs="*", metavar="NAME", help="simulations to run (see `rmtnet list`)")
+    run.add_argument("--all", action="store_true", help="run every simulation")
+    alias = sub.add_parser("run-all", parents=[common], help="the same as `run --all`",
+                           description="Run every figure script of simulations/ (the same as `rmtnet run --all`).")
+    alias.set_defaults(all=True, names=[])
+    return ap, run
+
+
+def _list():
+    paths = scripts()
+    width = max(len(p.stem) for p in paths) if paths else 0
+    room = max(40, shutil.get_terminal_size((120, 24)).columns - width - 3)
+    for p in paths:
+        text = description(p)
+        if len(text) > room:
+            text = text[:room - 1].rstrip() + "…"
+        print(f"{p.stem:{width}s}  {text}")
+    print(f"\n{len(paths)} simulations in {SIMULATIONS_DIR}; `rmtnet run NAME [--full]` runs one, "
+          f"`rmtnet run --all` all of them")
+    return 0
+
+
+def _chosen(a, run_parser):
+    """The scripts a ``run`` names, in the order given and each once, or all of them for ``--all``."""
+    if a.all:
+        if a.names:
+            run_parser.error("give simulation names or --all, not both")
+        return scripts()
+    if not a.names:
+        run_parser.error("name at least one simulation (`rmtnet list` shows them) or use --all")
+    known = set(names())
+    bad = [n for n in a.names if Path(n).name.removesuffix(".py") not in known]
+    if bad:
+        raise _unknown(bad)
+    return list(dict.fromkeys(script_path(n) for n in a.names))      # in the order given, each once
+
+
+def _one(path, a):
+    """Run one simulation; returns its record for the final summary."""
+    from rmtnet import experiments
+    name = path.stem
     t0 = time.perf_counter()
-    out, tables = mod["main"](full=full, outdir=outdir)
-    dt = time.perf_counter() - t0
-    print(f"[{path.stem}] {dt:6.1f} s -> {out}")
-    for k, v in (tables or {}).items():
-        ks = v.attrs.get("ks")
+    scheduled = experiments.use_scheduler(a.scheduler) if a.scheduler else contextlib.nullcontext()
+    try:
+        with scheduled:
+            out = runpy.run_path(str(path))["main"](full=a.full, outdir=a.outdir, seed=a.seed, backend=a.backend)
+    except Exception:  # noqa: BLE001 - reported, and the other simulations still run
+        tqdm.write(f"[{name}] failed after {time.perf_counter() - t0:.1f} s:\n{traceback.format_exc()}",
+                   file=sys.stderr)
+        return dict(name=name, seconds=time.perf_counter() - t0, ok=False)
+    seconds = time.perf_counter() - t0
+    figure, tables = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
+    figure = Path(figure) if figure is not None else None
+    table = figure.with_suffix(".csv") if figure is not None else None
+    tqdm.write(f"[{name}] {seconds:.1f} s -> {figure}")
+    for key, t in (tables or {}).items():
+        ks = getattr(t, "attrs", {}).get("ks")
         if ks is not None:
-            print(f"    {k:28s} KS = {ks:.4f}")
+            tqdm.write(f"    {key:28s} KS = {ks:.4f}")
+    if a.scheduler and scheduled.sweeps == 0:
+        tqdm.write(f"[{name}] note: no parameter sweep in this simulation, so it ran locally "
+                   f"(--scheduler applies to rmtnet.experiments.sweep)")
+    runs = figure.with_name(f"{figure.stem}_runs.csv") if figure is not None else None
+    return dict(name=name, seconds=seconds, ok=True, figure=figure,
+                table=table if table is not None and table.exists() else None,
+                runs=runs if runs is not None and runs.exists() else None)
+
+
+def _summary(records, total):
+    width = max(len(r["name"]) for r in records)
+    print(f"\n{'simulation':{width}s}  {'time':>8s}  output")
+    for r in records:
+        head = f"{r['name']:{width}s}  {r['seconds']:7.1f}s"
+        if not r["ok"]:
+            print(f"{head}  FAILED (traceback above)")
+            continue
+        print(f"{head}  figure  {r['figure']}")
+        print(f"{'':{width + 12}s}table   {r['table'] if r['table'] else '(none written)'}")
+        if r["runs"]:
+            print(f"{'':{width + 12}s}runs    {r['runs']}  (the sweep's store: a second run resumes from it)")
+    failed = [r["name"] for r in records if not r["ok"]]
+    print(f"{len(records) - len(failed)} of {len(records)} simulations done in {total:.1f} s"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="rmtnet", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list")
-    r = sub.add_parser("run")
-    r.add_argument("names", nargs="+")
-    ra = sub.add_parser("run-all")
-    for p in (r, ra):
-        p.add_argument("--full", action="store_true")
-        p.add_argument("--outdir", default=str(Path.cwd() / "figures"))
+    """Entry point of the ``rmtnet`` command; returns the exit status (argparse exits 2 on a bad option, an
+    unknown simulation name or an unusable --backend/--scheduler exits 1 with a message, a failed simulation makes
+    the status 1 after the others ran)."""
+    ap, run_parser = _parser()
     a = ap.parse_args(argv)
     if a.cmd == "list":
-        for p in scripts():
-            doc = (runpy.run_path(str(p)).get("__doc__") or "").strip().splitlines()
-            print(f"{p.stem:28s} {doc[0] if doc else ''}")
-        return 0
-    chosen = scripts() if a.cmd == "run-all" else [_sim_dir() / f"{n.removesuffix('.py')}.py" for n in a.names]
-    for p in chosen:
-        if not p.exists():
-            raise SystemExit(f"no simulation named {p.stem!r}; `rmtnet list` shows the available ones")
-    for p in chosen:
-        _run(p, a.full, a.outdir)
-    return 0
+        return _list()
+    chosen = _chosen(a, run_parser)
+    for problem in (_backend_problem(a.backend), a.scheduler and _scheduler_problem(a.scheduler)):
+        if problem:
+            raise SystemExit(f"rmtnet: {problem}")
+    t0 = time.perf_counter()
+    records = []
+    for path in tqdm(chosen, desc="simulations", unit="sim", disable=None):
+        records.append(_one(path, a))
+    return _summary(records, time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

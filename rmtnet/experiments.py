@@ -6,9 +6,18 @@ already there — identified by :func:`run_key`, a stable hash of the configurat
 any moment (SIGKILL included) resumes where it stopped and ends with every run present exactly once. A kill during a
 write leaves at most a truncated last line, which the reader drops and the next writer cuts away.
 
-Runs go in this process (``n_jobs=1``), to a local process pool (``n_jobs > 1``), or to any ``executor`` with the
-``concurrent.futures`` interface; a Dask ``distributed.Client`` is accepted as it is (its ``get_executor()``).
-Only the calling process writes the store.
+Runs go in this process (``n_jobs=1``), to a local process pool (``n_jobs > 1``), to any ``executor`` with the
+``concurrent.futures`` interface (a Dask ``distributed.Client`` is accepted as it is: its ``get_executor()``), or to
+a Dask cluster named by its scheduler's address (``scheduler="tcp://host:8786"``). :func:`use_scheduler` makes an
+address the default of every sweep that names no executor or scheduler of its own, so a whole script's sweeps go to
+a cluster without editing it (``rmtnet run NAME --scheduler ADDRESS`` does this). Whatever runs them, only the
+calling process writes the store, one line per run as it finishes, so the table is the same and as resumable.
+
+On a Dask cluster each run is one task. A worker lost mid-run (killed, out of memory, its machine gone) costs only
+the runs it was executing: Dask hands them to another worker (up to ``distributed.scheduler.allowed-failures`` times,
+3 by default, after which the run counts as failed with ``KilledWorker``), and every run finished before was stored
+when it came back. The workers must be able to import ``fn`` (a module-level function of an installed package, such
+as ``rmtnet.nets.studies``; functions of a script are pickled by value) and run the same versions of its libraries.
 """
 from __future__ import annotations
 
@@ -32,7 +41,7 @@ from tqdm.auto import tqdm
 
 from rmtnet._io import atomic_write
 
-__all__ = ["sweep", "expand_grid", "run_key", "read_store", "SweepError"]
+__all__ = ["sweep", "use_scheduler", "default_scheduler", "expand_grid", "run_key", "read_store", "SweepError"]
 
 ON_ERROR = ("collect", "raise", "skip")
 # pandas ≥ 3 parses floats exactly by default (and deprecates the option); pandas 2's default parser may be 1 ulp off
@@ -181,13 +190,97 @@ def _caller_executor(executor):
     return executor
 
 
+def _distributed():
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - a dependency; only a broken install lacks it
+        raise RuntimeError("scheduler= needs Dask distributed: pip install distributed") from exc
+    return distributed
+
+
+def _scheduler_address(scheduler) -> str:
+    """``scheduler`` as a checked address string: a string such as ``"tcp://host:8786"`` (``"host:8786"`` means
+    tcp), or a Dask cluster object (``LocalCluster``, ``SSHCluster``, …) by its ``scheduler_address``. Only the
+    form is checked here (a network scheme, a host and a port), nothing connects."""
+    address = getattr(scheduler, "scheduler_address", scheduler)
+    if not isinstance(address, str) or not address.strip():
+        raise ValueError(f"scheduler must be a Dask scheduler address such as 'tcp://host:8786' (or a Dask cluster "
+                         f"object with .scheduler_address), got {type(scheduler).__name__} {scheduler!r}")
+    comm = _distributed().comm
+    try:
+        address = comm.normalize_address(address.strip())
+        if comm.parse_address(address)[0] == "inproc":
+            raise ValueError("an in-process address; pass such a cluster's Client as executor= instead")
+        comm.get_address_host_port(address)
+    except ValueError as exc:
+        raise ValueError(f"scheduler must be a Dask scheduler address such as 'tcp://host:8786', got "
+                         f"{address!r} ({exc})") from None
+    return address
+
+
+class use_scheduler:
+    """Send every :func:`sweep` that names no ``executor`` or ``scheduler`` of its own to the Dask scheduler at
+    ``address`` (a string such as ``"tcp://10.0.0.5:8786"``, or a Dask cluster object); ``None`` sends them back to
+    their own ``n_jobs``.
+
+    Called plainly it sets the module default until it is changed again; used as a context manager it restores the
+    previous default on exit::
+
+        with experiments.use_scheduler("tcp://head:8786") as cluster:
+            cli.load_simulation("effective_width")["main"](full=True)
+        cluster.sweeps            # how many sweeps took this default meanwhile (0: the script has none)
+
+    Nothing connects here: each sweep opens its own client when it starts and closes it when it ends (an address
+    that does not answer fails that sweep with a ``ConnectionError``, after Dask's
+    ``distributed.comm.timeouts.connect``, 30 s by default). The default is one per process, not per thread.
+    """
+
+    def __init__(self, address):
+        global _default
+        self.address = None if address is None else _scheduler_address(address)
+        self.sweeps = 0
+        self._previous = _default
+        _default = self if self.address is not None else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        global _default
+        _default = self._previous
+        return False
+
+    def __repr__(self):
+        return f"use_scheduler({self.address!r})"
+
+
+_default: use_scheduler | None = None
+
+
+def default_scheduler() -> str | None:
+    """The scheduler address set by :func:`use_scheduler`, or None (sweeps run on their own ``n_jobs``)."""
+    return None if _default is None else _default.address
+
+
+def _connect(address, timeout=None):
+    """A ``distributed.Client`` of the scheduler at ``address`` (checked by :func:`_scheduler_address`), waiting
+    ``timeout`` seconds for it (None: Dask's ``distributed.comm.timeouts.connect``, 30 s by default)."""
+    wait = {} if timeout is None else {"timeout": timeout}
+    try:
+        return _distributed().Client(address, set_as_default=False, **wait)
+    except (OSError, TimeoutError) as exc:
+        raise ConnectionError(f"scheduler={address!r}: no Dask scheduler answered ({exc}). Start one with "
+                              f"`dask scheduler` and workers with `dask worker {address}`, or check the "
+                              f"address and port") from exc
+
+
 def _local_pool(n_jobs):
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     return cf.ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context(method))
 
 
 def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, progress: bool = True,
-          executor=None, on_error: str = "collect") -> pd.DataFrame:
+          executor=None, on_error: str = "collect", scheduler=None) -> pd.DataFrame:
     """Run ``fn(**config, seed=seed)`` for every configuration of ``grid`` and every seed; return the table.
 
     Parameters
@@ -199,9 +292,12 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     store : the CSV file the runs are appended to as they finish (created if absent; the runs of other grids in it
         are left alone), or None to keep nothing on disk.
     n_jobs : 1 runs in this process; n > 1 a local ``ProcessPoolExecutor`` of n workers ("forkserver" start where
-        available, else "spawn"); -1 one worker per CPU. Ignored when ``executor`` is given.
+        available, else "spawn"); -1 one worker per CPU. Ignored when an executor or a scheduler is in force.
     executor : anything with ``submit(fn, *args) -> concurrent.futures.Future`` (a thread or process pool, Dask's
         ``Client.get_executor()``), or a Dask ``distributed.Client`` itself. The caller keeps ownership.
+    scheduler : the address of a Dask scheduler (``"tcp://host:8786"``) or a Dask cluster object: the runs go to
+        its workers through a client this call opens and closes. None (the default) takes the address set by
+        :func:`use_scheduler`, if any. Not together with ``executor``.
     on_error : what a run that raises does. ``"collect"``: store nothing for it, go on, and raise a
         :class:`SweepError` listing the failed runs at the end; ``"raise"``: stop at once (pending runs are
         cancelled) and re-raise; ``"skip"``: go on and end with a warning.
@@ -230,7 +326,13 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     for config, seed, key in runs:
         if counts[key] > 1:
             raise ValueError(f"grid and seeds contain the same run twice: {config} seed={seed}")
+    if executor is not None and scheduler is not None:
+        raise ValueError("give executor or scheduler, not both")
     pool = None if executor is None else _caller_executor(executor)
+    if executor is None and scheduler is None and _default is not None:
+        scheduler = _default.address
+        _default.sweeps += 1
+    address = None if scheduler is None else _scheduler_address(scheduler)
 
     store_path = None if store is None else Path(store)
     writer = None if store_path is None else _Store(store_path)
@@ -257,7 +359,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="sweep", unit="run",
                disable=None if progress else True)
     try:
-        if pool is None and n_jobs == 1:
+        if pool is None and address is None and n_jobs == 1:
             for run in todo:
                 try:
                     outcome = _run(fn, run[0], run[1])
@@ -266,22 +368,32 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
                 else:
                     finish(run, outcome)
         elif todo:
+            client = None
+            if address is not None:
+                client = _connect(address)
+                pool = client.get_executor()
             owned = pool is None
             pool = _local_pool(n_jobs) if owned else pool
-            futures = {pool.submit(_run, fn, config, seed): (config, seed, key) for config, seed, key in todo}
             try:
-                for future in cf.as_completed(futures):
-                    try:
-                        outcome = future.result()
-                    except Exception as exc:  # noqa: BLE001
-                        fail(futures[future], exc)
-                    else:
-                        finish(futures[future], outcome)
+                futures = {pool.submit(_run, fn, config, seed): (config, seed, key) for config, seed, key in todo}
+                try:
+                    # Results are stored in the order they come back; a task of a lost Dask worker is run again
+                    # elsewhere by the scheduler and simply comes back later (or raises KilledWorker: a failure).
+                    for future in cf.as_completed(futures):
+                        try:
+                            outcome = future.result()
+                        except Exception as exc:  # noqa: BLE001
+                            fail(futures[future], exc)
+                        else:
+                            finish(futures[future], outcome)
+                finally:
+                    for future in futures:
+                        future.cancel()
             finally:
-                for future in futures:
-                    future.cancel()
                 if owned:
                     pool.shutdown(wait=True, cancel_futures=True)
+                if client is not None:
+                    client.close()
     finally:
         bar.close()
 
