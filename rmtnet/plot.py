@@ -26,7 +26,8 @@ def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
     ``floor`` > 0: the samples resolve only values ≥ floor (e.g. the float64 floor of a deep Jacobian product,
     :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs` with ``return_floor=True``): the sup is taken over
     x ≥ floor, which still compares the mass below the floor, F_n(floor⁻) against F(floor), but not where inside
-    [0, floor) the samples fell."""
+    [0, floor) the samples fell. F there is :meth:`Measure.cdf_above`, which needs the law's density above the
+    floor only."""
     s = _snap_to_atoms(law, np.sort(to_numpy(samples).ravel()), atom_rtol)
     v, counts = np.unique(s, return_counts=True)
     n = s.size
@@ -35,11 +36,13 @@ def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
     keep = v >= floor
     if floor > 0:
         v, Fn, Fn_left = v[keep], Fn[keep], Fn_left[keep]
-    F = law.cdf(v)
+        F = law.cdf_above(v, floor)
+    else:
+        F = law.cdf(v)
     F_left = F - law._atom_mass_at(v)
     d = max(np.max(np.abs(Fn - F), initial=0.0), np.max(np.abs(Fn_left - F_left), initial=0.0))
     if floor > 0:
-        d = max(d, abs(float(np.mean(s < floor)) - float(law.cdf(floor))))
+        d = max(d, abs(float(np.mean(s < floor)) - float(law.cdf_above(floor, floor))))
     return float(d)
 
 
