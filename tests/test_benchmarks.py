@@ -83,11 +83,16 @@ def test_slq_and_boxtimes_items_call_the_expected_interfaces(gpu_bench, monkeypa
         calls.append((operator.shape, n_probes, n_steps, seed, backend))
         return operator.matvec(np.ones(operator.shape[0]))
 
-    monkeypatch.setitem(sys.modules, "rmtnet.spectra.lanczos", types.SimpleNamespace(slq=slq))
+    import rmtnet.spectra
+    fake = types.SimpleNamespace(slq=slq)          # both routes of `from rmtnet.spectra import lanczos`
+    monkeypatch.setitem(sys.modules, "rmtnet.spectra.lanczos", fake)
+    monkeypatch.setattr(rmtnet.spectra, "lanczos", fake, raising=False)
     rows = gpu_bench.slq_item(side=6, depth=4, n_probes=3, n_steps=7, repeats=1, gpu=False)
     assert calls == [((36, 36), 3, 7, 0, "numpy")] and rows[0]["cpu_s"] > 0
 
-    monkeypatch.setitem(sys.modules, "rmtnet.spectra.lanczos", types.SimpleNamespace(slq=lambda op: None))
+    bad = types.SimpleNamespace(slq=lambda op: None)
+    monkeypatch.setitem(sys.modules, "rmtnet.spectra.lanczos", bad)
+    monkeypatch.setattr(rmtnet.spectra, "lanczos", bad, raising=False)
     with pytest.raises(gpu_bench.NotAvailable, match="does not take"):
         gpu_bench.slq_item(side=6, depth=4, n_probes=3, n_steps=7, repeats=1, gpu=False)
 

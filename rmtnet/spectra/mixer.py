@@ -17,16 +17,26 @@ Singular values (squared singular values = eigenvalues of W Wᵀ, n_out of them 
 * Kronecker layer kron(W, I_C) or kron(I_S, W), and the RP layer P₁ (I ⊗ W) P₂: exactly the singular values of W,
   each repeated C (or S) times — so at finite S their law is the empirical law of one S-sized Gaussian matrix, and only
   as S → ∞ the same MP law. :func:`kronecker_singular_values` computes them from W's without building kron.
+
+Products of layers. kron(A, B) kron(A, B)ᵀ = kron(AAᵀ, BBᵀ) has the products a_i b_j of the two sides' eigenvalues,
+so the token and channel sides of a linear Mixer are *classically* (tensor-)independent, not free: the law of its
+JJᵀ is that of X·Y for independent X, Y (:func:`kronecker_gram_law`, :class:`ClassicalProduct`), e.g. for L linear
+Gaussian layers X, Y ~ FussCatalan(L), whereas a dense (or sparse, or randomly permuted) net of the same 2L factors
+has the free product MP^{⊠2L} = FussCatalan(2L): second moments (L + 1)² against 2L + 1 (m₂(FussCatalan(s)) = s + 1).
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
-from ._checks import real_scalar
+from ._checks import finite_array, integer_at_least, real_scalar
 from .laws import MarchenkoPastur
+from .measures import Measure, _order
 
 __all__ = ["effective_width", "connections", "tokens_for_channels", "optimal_tokens_channels", "max_effective_width",
-           "sparse_weight_law", "c_gamma", "kronecker_singular_values", "mp_regime"]
+           "sparse_weight_law", "c_gamma", "kronecker_singular_values", "mp_regime", "ClassicalProduct",
+           "kronecker_gram_law"]
 
 
 def _positive(name, v):
@@ -97,3 +107,139 @@ def mp_regime(density, n):
     if n <= 1:
         raise ValueError(f"n must be > 1, got {n!r}")
     return p * n / np.log(n)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+class ClassicalProduct(Measure):
+    """The law of X·Y for *independent* X ~ ``a`` and Y ~ ``b`` on [0, ∞): the limit spectrum of kron(P, Q) for
+    positive semi-definite P, Q whose spectra tend to a and b (the eigenvalues of a Kronecker product are the
+    products of the factors' eigenvalues). ``b`` may carry an atom at 0 and no other atom; ``a`` is arbitrary.
+
+    With β₀ = b({0}) and Q_b the quantile function of b (the continuous part lives on u ∈ (β₀, 1)):
+
+        F(t) = β₀ + ∫_{β₀}^1 F_a(t / Q_b(u)) du,             t ≥ 0,
+        ρ(t) = ∫_{β₀}^1 ρ_a(t / Q_b(u)) / Q_b(u) du,          (continuous part; a's atoms at x contribute x·b)
+        G(z) = β₀/z + ∫_{β₀}^1 G_a(z / Q_b(u)) / Q_b(u) du,
+        m_k = m_k(a) m_k(b)                                   (exact).
+
+    The u-integrals use composite Gauss–Legendre rules (``n_panels`` panels of 8 nodes) after the substitution
+    u = β₀ + (1 − β₀)(1 − cos πs)/2, which crowds the nodes at both ends of (β₀, 1) where the quantile function is
+    singular (Q_b(u) ≈ edge − c(1 − u)^{2/3} at a square-root edge); Q_b is evaluated once. Measured accuracy of the
+    cdf with the default 400 panels (against 6400): 4e-8 for MP·MP, 1e-8 for FussCatalan(2)², 6e-9 for
+    FussCatalan(4)² (uniform panels in u: 2e-5 for MP·MP). Against Monte Carlo: KS 0.0009 to 10⁶ products of
+    independent FussCatalan(4) draws (the sampling noise). ``quantile`` inverts a 4096-point table of the cdf
+    (linear interpolation). ``cauchy`` evaluates a's Cauchy transform at n_panels·8 points per z: exact but slow for
+    laws computed by the ⊠ engine."""
+
+    def __init__(self, a, b, n_panels=400):
+        for name, mu in (("a", a), ("b", b)):
+            if not isinstance(mu, Measure):
+                raise ValueError(f"{name} must be a Measure, got {type(mu).__name__}")
+            if mu.hull()[0] < 0:
+                raise ValueError(f"{name} must live on [0, inf), its support starts at {mu.hull()[0]!r}")
+        locs, masses = b.atoms()
+        if np.any((locs != 0) & (masses > 0)):
+            raise ValueError("b may carry an atom at 0 only (put the law with atoms elsewhere as a)")
+        self.a, self.b = a, b
+        self._b0 = float(masses[locs == 0].sum())
+        n_panels = integer_at_least("n_panels", n_panels, 1)
+        # u = β₀ + (1 − β₀)(1 − cos πs)/2, composite Gauss–Legendre in s: the panels crowd at both ends of (β₀, 1),
+        # where Q_b is singular (Q_b(u) ≈ edge − c(1 − u)^{2/3} at a square-root edge)
+        x, w = np.polynomial.legendre.leggauss(8)
+        edges = np.linspace(0.0, 1.0, n_panels + 1)
+        lo, hi = edges[:-1, None], edges[1:, None]
+        sn = (0.5 * (lo + hi) + 0.5 * (hi - lo) * x).ravel()
+        ws = (0.5 * (hi - lo) * w).ravel()
+        span = 1.0 - self._b0
+        self._u = self._b0 + span * 0.5 * (1.0 - np.cos(np.pi * sn))
+        self._wu = ws * span * 0.5 * np.pi * np.sin(np.pi * sn)
+        self._y = np.maximum(b.quantile(self._u), 0.0)           # Q_b(u) > 0 on (β₀, 1) for b without other atoms
+        self._chunk = max(1, 2 ** 21 // self._u.size)            # points per block: ~16 MB of intermediates
+
+    def atoms(self):
+        la, ma = self.a.atoms()
+        zero = self._b0 + (1 - self._b0) * float(ma[la == 0].sum())
+        return (np.array([0.0]), np.array([zero])) if zero > 0 else (np.empty(0), np.empty(0))
+
+    def support(self):
+        sb = self.b.support()
+        if sb is None:                                   # b = δ₀: the product is δ₀
+            return None
+        sa = self.a.support()
+        la, ma = self.a.atoms()
+        nonzero = [float(x) for x, w in zip(la, ma) if x > 0 and w > 0]
+        lo = ([sa[0]] if sa else []) + nonzero
+        hi = ([sa[1]] if sa else []) + nonzero
+        if not lo:                                       # a = δ₀
+            return None
+        return float(min(lo) * sb[0]), float(max(hi) * sb[1])
+
+    def cdf(self, x):
+        t = finite_array("x", x)
+        flat = t.ravel()
+        out = np.zeros(flat.shape)
+        idx = np.nonzero(flat >= 0)[0]
+        y, wu = self._y[self._y > 0], self._wu[self._y > 0]
+        zero = float(self._wu[self._y <= 0].sum())        # Q_b(u) = 0 on a null set of nodes: X·0 = 0 ≤ t
+        for s in range(0, idx.size, self._chunk):
+            i = idx[s:s + self._chunk]
+            out[i] = self._b0 + zero + self.a.cdf(flat[i, None] / y[None, :]) @ wu
+        return np.clip(out, 0.0, 1.0).reshape(t.shape)
+
+    def pdf(self, x):
+        t = finite_array("x", x)
+        flat = t.ravel()
+        out = np.zeros(flat.shape)
+        idx = np.nonzero(flat > 0)[0]
+        y, wu = self._y[self._y > 0], self._wu[self._y > 0]
+        for s in range(0, idx.size, self._chunk):
+            i = idx[s:s + self._chunk]
+            out[i] = (self.a.pdf(flat[i, None] / y[None, :]) / y[None, :]) @ wu
+        la, ma = self.a.atoms()
+        for x, w in zip(la, ma):                          # an atom x > 0 of a carries a copy of b scaled by x
+            if x > 0 and w > 0:
+                out[idx] += w * self.b.pdf(flat[idx] / x) / x
+        return out.reshape(t.shape)
+
+    def _g(self, z):
+        z = np.asarray(z, dtype=complex)
+        y = self._y[self._y > 0]
+        wu = self._wu[self._y > 0]
+        zz = z[..., None] / y
+        g, dg = self.a._g(zz)
+        return self._b0 / z + (g / y) @ wu, -self._b0 / z ** 2 + (dg / y ** 2) @ wu
+
+    def moment(self, k):
+        k = _order(k)
+        return float(self.a.moment(k) * self.b.moment(k))
+
+    @cached_property
+    def _table(self):
+        lo, hi = self.hull()
+        top = max(hi, 1e-300)
+        x = np.unique(np.concatenate([[lo], np.geomspace(top * 1e-12, top, 2048), np.linspace(lo, top, 2048)]))
+        return x, np.maximum.accumulate(self.cdf(x))
+
+    def quantile(self, q):
+        q = finite_array("q", q)
+        if np.any((q < 0) | (q > 1)):
+            raise ValueError("q must lie in [0, 1]")
+        x, F = self._table
+        keep = np.concatenate([[True], np.diff(F) > 0])
+        return np.interp(q, F[keep], x[keep])
+
+    def __repr__(self):
+        return f"ClassicalProduct({self.a!r}, {self.b!r})"
+
+
+def kronecker_gram_law(a, b=None, n_panels=400):
+    """The limit spectral law of kron(P, Q) for PSD P, Q with limit laws ``a`` and ``b`` (default b = a): the law of
+    X·Y, X ~ a, Y ~ b independent (:class:`ClassicalProduct`).
+
+    For a linear Mixer of depth L, J = kron(W_L⋯W_1, V_L⋯V_1) and JJᵀ = kron(AAᵀ, BBᵀ); with Gaussian W, V of entry
+    variances σ/S, σ/C the two sides tend to σ^L·FussCatalan(L) each, so JJᵀ → ``kronecker_gram_law(FussCatalan(L,
+    σ^L))``: m₂ = σ^{4L}(L + 1)² — 25σ^16 at L = 4 — against σ^{4L}(2L + 1) = 9σ^16 for the free product
+    FussCatalan(2L) of a dense or sparse net of the same 2L factors (m₂(FussCatalan(s)) = s + 1). Tensor
+    independence, not freeness, is what the Kronecker structure leaves between the two sides
+    (:mod:`rmtnet.spectra.operators`)."""
+    return ClassicalProduct(a, a if b is None else b, n_panels=n_panels)

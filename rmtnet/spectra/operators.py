@@ -1,0 +1,515 @@
+"""Matrix-free Jacobians of random Mixer-structured networks: JJᵀ and the Fisher dual as operators for
+:mod:`rmtnet.spectra.lanczos`, at effective widths m = S·C far beyond dense eigensolvers (10⁶ on 2 CPU cores).
+
+Convention (REFERENCE §3; seeds 002, 004; :mod:`rmtnet.nets.layers`). Features are S×C matrices X (S tokens, C
+channels) flattened **row-major**, x[s·C + c] = X[s, c], so that flatten(A X B) = kron(A, Bᵀ) flatten(X). A network of
+depth L is, as in :mod:`rmtnet.arch`,
+
+    h_ℓ = K_ℓ x_{ℓ−1} + b_ℓ,    x_ℓ = φ(h_ℓ),    J = D_L K_L D_{L−1} ⋯ D_1 K_1,   D_ℓ = diag φ′(h_ℓ)
+
+(without D_L when ``net.last_activation`` is False), where the effective m×m weight K_ℓ is a product of structured
+factors, never formed:
+
+=============  =====================================================================  ==============================
+structure      K_ℓ (one Mixer layer: token mixing W_ℓ ∈ ℝ^{S×S} and channel mixing    one matvec (k columns)
+               V_ℓ ∈ ℝ^{C×C}, no activation in between)
+=============  =====================================================================  ==============================
+kronecker      X ↦ W_ℓ X V_ℓᵀ, i.e. K_ℓ = kron(W_ℓ, V_ℓ) (MLP-Mixer, seed 004)         2 GEMMs, k(S²C + SC²)
+permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations around the token       the same + 2 gathers
+               mixing replaced by independent uniform permutations (RP-Mixer, seed
+               004); ``permutations="commutation"`` puts them back (= kronecker)
+sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, first of density 1/C   2 CSR products, k·nnz
+               then 1/S (the Mixer's, seed 004's SW-MLP) or any ``density``; CSR
+dense          one m×m matrix (for checks against :mod:`rmtnet.spectra.montecarlo`)   1 GEMM, k·m²
+=============  =====================================================================  ==============================
+
+Weights: each factor has gain √σ_w, so every K_ℓ has gain σ_w and entries of variance σ_w²/m and the mean-field
+recursion of the dense network holds: W, V ~ N(0, σ_w/S), N(0, σ_w/C) (``"gaussian"``) or √σ_w times Haar
+orthogonal (``"orthogonal"``, :func:`~rmtnet.spectra.montecarlo.haar_orthogonal`); sparse factors keep entries
+N(0, σ_w/(p·m)) (:class:`rmtnet.nets.MaskedLinear`'s scaling). Biases b_ℓ ~ N(0, σ_b²). D_ℓ comes from pushing one
+random input (‖x₀‖²/m = net.q0) through the drawn network, as :func:`~rmtnet.spectra.montecarlo.propagate` does.
+
+Predictions (checked in tests/test_lanczos.py and benchmarks/large_width.py):
+
+* linear, Gaussian, kronecker: J = kron(W_L⋯W_1, V_L⋯V_1), so JJᵀ = kron(AAᵀ, BBᵀ) has the products of the two
+  sides' eigenvalues: its law is that of X·Y with X, Y *independent* (classically, not freely) of law
+  σ_w^L·FussCatalan(L) each (:func:`rmtnet.spectra.mixer.kronecker_gram_law`) — not the free product
+  MP^{⊠2L} = FussCatalan(2L) a dense or sparse net of 2L layers has: m₂ = 25 against 9 at L = 4.
+* permuted and sparse (p·m ≫ log m): the factors are asymptotically free and JJᵀ → ⊠ of the factors' laws
+  (FussCatalan(2L) for linear Gaussian nets).
+* tanh with orthogonal weights (kronecker or permuted): K_ℓ = σ_w(O_ℓ ⊗ O′_ℓ) is orthogonal up to σ_w, and the D_ℓ
+  and K_ℓ behave as asymptotically free, as Collins & Hayase (2023) prove for dense Haar weights: the law is that of
+  the dense network, :func:`rmtnet.spectra.jacobian_law` (no theorem we know of covers Kronecker products of Haar
+  matrices; measured at depth 4, σ_w = 1.05, the input at q*: the dense eigenvalues at m = 4096 are within KS
+  0.0022 of it for kronecker, 0.0072 for permuted (0.0023 with another seed), 0.0039 for a dense 4096-wide orthogonal
+  MLP; SLQ at m ≈ 10⁵ within 0.0026 (kronecker) and 0.0007–0.0026 (permuted); at m = 10⁶, kronecker, 0.0012).
+
+Every operator acts on (m,) vectors or (m, k) blocks (columns), on NumPy or CuPy arrays (sparse factors through
+``scipy.sparse`` / ``cupyx.scipy.sparse`` CSR). Masks are drawn on the host from a sub-seed of the network's stream
+(the sparse factor is the only one not drawn on the device).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from .. import _backend as B
+from ._checks import integer_at_least, one_of, real_scalar
+from .montecarlo import _input, layer_weights
+
+__all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "Permutation",
+           "SparseFactor", "StructuredNetwork", "mixer_network", "sparse_network", "mlp_network", "commutation",
+           "bernoulli_csr"]
+
+STRUCTURES = ("kronecker", "permuted")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Factors: linear maps on row blocks. Internally an operand is (k, n): k vectors of length n, features last.
+
+class _Factor:
+    """A linear map ℝ^{n_in} → ℝ^{n_out} acting on row blocks (k, n_in) → (k, n_out), with its transpose."""
+    n_in: int
+    n_out: int
+
+    def rows(self, X):
+        raise NotImplementedError
+
+    def rows_t(self, Y):
+        raise NotImplementedError
+
+    def to_dense(self):
+        """The n_out × n_in matrix (small sizes; for tests)."""
+        xp = self._xp
+        return self.rows(xp.eye(self.n_in)).T
+
+    @property
+    def _xp(self):
+        return B.native(self.backend)
+
+
+class DenseFactor(_Factor):
+    """x ↦ W x for a dense W (n_out × n_in)."""
+
+    def __init__(self, w, backend="numpy"):
+        self.w, self.backend = w, backend
+        self.n_out, self.n_in = w.shape
+
+    def rows(self, X):
+        return X @ self.w.T
+
+    def rows_t(self, Y):
+        return Y @ self.w
+
+
+class TokenMixing(_Factor):
+    """flatten(X) ↦ flatten(W X) for X ∈ ℝ^{S×C} (row-major): the layer kron(W, I_C), density 1/C."""
+
+    def __init__(self, w, channels, backend="numpy"):
+        self.w, self.channels, self.backend = w, int(channels), backend
+        s_out, s_in = w.shape
+        self.n_in, self.n_out = s_in * self.channels, s_out * self.channels
+
+    def rows(self, X):
+        return self._left(self.w, X)
+
+    def rows_t(self, Y):
+        return self._left(self.w.T, Y)
+
+    def _left(self, w, X):
+        """w applied to the token axis of every row, as one GEMM w @ (S_in, k·C): k small batched GEMMs would each be
+        split across OpenBLAS threads, which on a loaded 2-core machine made SLQ with 16 probes 20× slower."""
+        k, C = X.shape[0], self.channels
+        if k == 1:
+            return (w @ X.reshape(w.shape[1], C)).reshape(1, -1)
+        Xs = X.reshape(k, w.shape[1], C).transpose(1, 0, 2).reshape(w.shape[1], k * C)
+        return (w @ Xs).reshape(w.shape[0], k, C).transpose(1, 0, 2).reshape(k, -1)
+
+
+class ChannelMixing(_Factor):
+    """flatten(X) ↦ flatten(X Vᵀ) for X ∈ ℝ^{S×C} (row-major): the layer kron(I_S, V), density 1/S. Also the block
+    mixing (I_n ⊗ V) of the RP-Mixer on any row-major layout with blocks of length C."""
+
+    def __init__(self, v, tokens, backend="numpy"):
+        self.v, self.tokens, self.backend = v, int(tokens), backend
+        c_out, c_in = v.shape
+        self.n_in, self.n_out = self.tokens * c_in, self.tokens * c_out
+
+    def rows(self, X):
+        k = X.shape[0]
+        return (X.reshape(k * self.tokens, self.v.shape[1]) @ self.v.T).reshape(k, self.n_out)      # one GEMM
+
+    def rows_t(self, Y):
+        k = Y.shape[0]
+        return (Y.reshape(k * self.tokens, self.v.shape[0]) @ self.v).reshape(k, self.n_in)
+
+
+def BlockMixing(w, n_blocks, backend="numpy"):
+    """I_{n_blocks} ⊗ W on contiguous blocks of length W.shape[1] (the RP-Mixer's token mixing between its
+    permutations): the same map as :class:`ChannelMixing`."""
+    return ChannelMixing(w, n_blocks, backend)
+
+
+class Permutation(_Factor):
+    """(P x)[i] = x[perm[i]] (the convention of :class:`rmtnet.nets.PermutedMixing`); Pᵀ gathers by the inverse."""
+
+    def __init__(self, perm, backend="numpy"):
+        xp = B.native(backend)
+        self.perm, self.backend = xp.asarray(perm), backend
+        self.inv = xp.argsort(self.perm)
+        self.n_in = self.n_out = int(self.perm.shape[0])
+
+    def rows(self, X):
+        return X[:, self.perm]
+
+    def rows_t(self, Y):
+        return Y[:, self.inv]
+
+
+class SparseFactor(_Factor):
+    """x ↦ A x for a CSR matrix A (``scipy.sparse`` or ``cupyx.scipy.sparse``)."""
+
+    def __init__(self, a, backend="numpy"):
+        self.a, self.backend = a, backend
+        self.n_out, self.n_in = a.shape
+        self.nnz = int(a.nnz)
+
+    def rows(self, X):
+        return (self.a @ X.T).T
+
+    def rows_t(self, Y):
+        return (self.a.T @ Y.T).T
+
+    def to_dense(self):
+        return self.a.toarray()
+
+
+def commutation(rows, cols, backend="numpy"):
+    """The commutation permutation of a rows×cols matrix in row-major order: flatten(Xᵀ) = flatten(X)[perm]
+    (:func:`rmtnet.nets.layers.commutation`, without torch)."""
+    xp = B.native(backend)
+    return xp.arange(rows * cols).reshape(rows, cols).T.reshape(-1)
+
+
+def bernoulli_csr(n_out, n_in, density, std, seed):
+    """An n_out × n_in CSR matrix M ⊙ A: iid Bernoulli(``density``) mask, kept entries N(0, std²), drawn on the host.
+
+    The positions of the kept entries in row-major order are the partial sums of iid Geometric(p) gaps: exactly a
+    Bernoulli(p) mask, in O(nnz) time and memory and already sorted — never an n_out × n_in array."""
+    p = real_scalar("density", density, lo=0.0, hi=1.0, lo_open=True)
+    rng = np.random.default_rng(seed)
+    total = int(n_out) * int(n_in)
+    chunks, last = [], -1
+    while True:
+        need = max(int((total - 1 - last) * p * 1.05) + 64, 64)
+        pos = last + np.cumsum(rng.geometric(p, size=need))
+        done = pos[-1] >= total
+        pos = pos[pos < total]
+        chunks.append(pos)
+        if done:
+            break
+        last = int(pos[-1])
+    pos = np.concatenate(chunks)
+    rows = pos // n_in
+    cols = (pos - rows * n_in).astype(np.int32 if n_in < 2 ** 31 else np.int64)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_out))])
+    data = std * rng.standard_normal(pos.size)
+    return sparse.csr_matrix((data, cols, indptr), shape=(int(n_out), int(n_in)))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+class MatrixFreeOperator:
+    """A symmetric m×m operator given by its action on row blocks. ``A @ x``, ``A(x)``, ``matvec`` take (m,),
+    ``matmat`` (m, k) (columns, SciPy's convention); :meth:`aslinearoperator` gives a SciPy (or cupyx)
+    LinearOperator; :meth:`to_dense` the matrix (small m, for checks)."""
+
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, rows, m, backend, name="operator"):
+        self._rows, self.shape, self.backend, self.name = rows, (int(m), int(m)), backend, name
+
+    def matmat(self, X):
+        if X.ndim != 2 or X.shape[0] != self.shape[0]:
+            raise ValueError(f"X must have shape ({self.shape[0]}, k), got {X.shape}")
+        return self._rows(X.T).T
+
+    def matvec(self, x):
+        if x.shape != (self.shape[0],):
+            raise ValueError(f"x must have shape ({self.shape[0]},), got {x.shape}")
+        return self._rows(x[None, :])[0]
+
+    def __call__(self, x):
+        return self.matvec(x) if x.ndim == 1 else self.matmat(x)
+
+    __matmul__ = __call__
+
+    def aslinearoperator(self):
+        if self.backend == "cupy":
+            from cupyx.scipy.sparse.linalg import LinearOperator
+        else:
+            from scipy.sparse.linalg import LinearOperator
+        return LinearOperator(self.shape, matvec=self.matvec, matmat=self.matmat, rmatvec=self.matvec,
+                              rmatmat=self.matmat, dtype=self.dtype)
+
+    def to_dense(self):
+        return self._rows(B.native(self.backend).eye(self.shape[0]))
+
+    def __repr__(self):
+        return f"MatrixFreeOperator({self.name}, m={self.shape[0]}, backend={self.backend!r})"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+class StructuredNetwork:
+    """A drawn network: layers (lists of factors, applied in order without activation between them), the
+    activation, and the D_ℓ and q̂_ℓ of one propagated input (module docstring).
+
+    ``jvp`` / ``vjp`` apply J and Jᵀ to row blocks (k, m); :meth:`jacobian_gram` and :meth:`fisher_dual` return
+    :class:`MatrixFreeOperator` s; :meth:`jacobian` the dense J (small m)."""
+
+    def __init__(self, layers, activation, x0, *, biases=None, last_activation=True, backend="numpy", net=None):
+        self.layers = [list(layer) for layer in layers]
+        if not self.layers or any(not layer for layer in self.layers):
+            raise ValueError("layers must be a non-empty list of non-empty factor lists")
+        self.m = self.layers[0][0].n_in
+        for ell, layer in enumerate(self.layers, start=1):
+            for f in layer:
+                if f.n_in != self.m or f.n_out != self.m:
+                    raise ValueError(f"layer {ell}: factors must be square m×m with m = {self.m}, got "
+                                     f"{f.n_out}×{f.n_in}")
+        self.activation, self.backend, self.net = activation, backend, net
+        self.last_activation = bool(last_activation)
+        xp = B.native(backend)
+        if biases is not None and len(biases) != len(self.layers):
+            raise ValueError(f"biases must have one entry (or None) per layer, got {len(biases)}")
+        self.biases = list(biases) if biases is not None else [None] * len(self.layers)
+        x = x0[None, :]
+        self.d, self.qhat = [], []
+        for layer, b in zip(self.layers, self.biases):
+            self.qhat.append(float(xp.mean(x * x)))
+            h = self._apply(layer, x)
+            if b is not None:
+                h = h + b
+            self.d.append(activation.dphi(h)[0])
+            x = activation.phi(h)
+        self._linear = activation.name == "linear"
+
+    @staticmethod
+    def _apply(layer, X):
+        for f in layer:
+            X = f.rows(X)
+        return X
+
+    @staticmethod
+    def _apply_t(layer, Y):
+        for f in reversed(layer):
+            Y = f.rows_t(Y)
+        return Y
+
+    @property
+    def depth(self):
+        return len(self.layers)
+
+    def _d(self, ell):
+        """D_ℓ (1-based) as a row vector, or None where it is the identity (linear, or the last layer without)."""
+        if self._linear or (ell == self.depth and not self.last_activation):
+            return None
+        return self.d[ell - 1]
+
+    def jvp(self, U):
+        """J applied to the rows of U (k, m)."""
+        for ell, layer in enumerate(self.layers, start=1):
+            U = self._apply(layer, U)
+            d = self._d(ell)
+            if d is not None:
+                U = U * d
+        return U
+
+    def vjp(self, Y):
+        """Jᵀ applied to the rows of Y (k, m)."""
+        for ell in range(self.depth, 0, -1):
+            d = self._d(ell)
+            if d is not None:
+                Y = Y * d
+            Y = self._apply_t(self.layers[ell - 1], Y)
+        return Y
+
+    def jacobian_gram(self, side="output"):
+        """JJᵀ (``side="output"``) or JᵀJ (``"input"``) as a :class:`MatrixFreeOperator` (one J and one Jᵀ per
+        matvec)."""
+        one_of("side", side, ("output", "input"))
+        if side == "output":
+            return MatrixFreeOperator(lambda U: self.jvp(self.vjp(U)), self.m, self.backend, "J Jᵀ")
+        return MatrixFreeOperator(lambda U: self.vjp(self.jvp(U)), self.m, self.backend, "Jᵀ J")
+
+    def factor_gram(self, layer=1, index=0):
+        """F Fᵀ for one factor F (the ``index``-th of layer ``layer``, 1-based) alone: the spectrum of a single mixing
+        or masked weight (seed 004's "singular values of J(I ⊗ W)J"), as a :class:`MatrixFreeOperator`."""
+        ell = integer_at_least("layer", layer, 1)
+        if ell > self.depth:
+            raise ValueError(f"layer must lie in [1, {self.depth}], got {layer}")
+        factors = self.layers[ell - 1]
+        i = integer_at_least("index", index, 0)
+        if i >= len(factors):
+            raise ValueError(f"index must lie in [0, {len(factors) - 1}], got {index}")
+        f = factors[i]
+        return MatrixFreeOperator(lambda U: f.rows(f.rows_t(U)), self.m, self.backend, f"F Fᵀ ({type(f).__name__})")
+
+    def fisher_dual(self, qhat="empirical"):
+        """The one-sample Fisher dual / NTK of the effective width-m network with respect to its effective weights,
+        Θ = Σ_ℓ q̂_{ℓ−1} B_ℓB_ℓᵀ with B_ℓ = ∂x_L/∂h_ℓ (Hayase & Karakida 2021, eq. (9); the convention of
+        :func:`~rmtnet.spectra.montecarlo.sample_fisher_eigs`): Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + K_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
+        K_{ℓ+1}ᵀ, Θ = D_L Θ_L D_L (Θ_L without a last activation).
+
+        Matrix-free by unrolling the recursion: g_L = D_L u, g_ℓ = D_ℓ K_{ℓ+1}ᵀ g_{ℓ+1} (one backward pass), then
+        t₁ = q̂₀ g₁, t_{ℓ+1} = q̂_ℓ g_{ℓ+1} + K_{ℓ+1} D_ℓ t_ℓ (one forward pass), Θu = D_L t_L.
+        ``qhat``: ``"empirical"`` (q̂_ℓ = ‖x_ℓ‖²/m of the propagated input) or ``"mean_field"`` (the limits
+        E φ(h_ℓ)², from the ``net`` description the network was built from)."""
+        one_of("qhat", qhat, ("empirical", "mean_field"))
+        if qhat == "mean_field":
+            if self.net is None:
+                raise ValueError("qhat='mean_field' needs the network description (build with mixer_network & co.)")
+            q = [float(v) for v in self.net.post_activation_moments()]
+        else:
+            q = self.qhat
+        L = self.depth
+
+        def rows(U):
+            g = [None] * (L + 1)
+            d = self._d(L)
+            g[L] = U if d is None else U * d
+            for ell in range(L - 1, 0, -1):
+                y = self._apply_t(self.layers[ell], g[ell + 1])
+                d = self._d(ell)
+                g[ell] = y if d is None else y * d
+            t = q[0] * g[1]
+            for ell in range(1, L):
+                d = self._d(ell)
+                t = q[ell] * g[ell + 1] + self._apply(self.layers[ell], t if d is None else t * d)
+            d = self._d(L)
+            return t if d is None else t * d
+
+        return MatrixFreeOperator(rows, self.m, self.backend, "Fisher dual Θ")
+
+    def jacobian(self):
+        """The dense m×m Jacobian J (for checks at small m)."""
+        return self.jvp(B.native(self.backend).eye(self.m)).T
+
+    @property
+    def nnz(self):
+        """Stored nonzeros of the effective weights, per layer (a Kronecker factor counts its own S² or C²)."""
+        out = []
+        for layer in self.layers:
+            n = 0
+            for f in layer:
+                if isinstance(f, SparseFactor):
+                    n += f.nnz
+                elif isinstance(f, (TokenMixing, ChannelMixing)):
+                    n += int(np.prod((f.w if isinstance(f, TokenMixing) else f.v).shape))
+                elif isinstance(f, DenseFactor):
+                    n += int(np.prod(f.w.shape))
+            out.append(n)
+        return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Builders from an rmtnet.arch description (duck-typed: spectra does not import arch)
+
+def _bias(net, m, rng):
+    """b ~ N(0, σ_b² I) as a (1, m) row, drawn right after the layer's weights (montecarlo.propagate's order)."""
+    return net.sigma_b * rng.standard_normal((1, m), dtype="float64") if net.sigma_b > 0 else None
+
+
+def _check_net(net, what):
+    for attr in ("depth", "weights", "sigma_w", "sigma_b", "activation", "last_activation", "q0"):
+        if not hasattr(net, attr):
+            raise ValueError(f"{what} needs a network description (rmtnet.arch.mlp), missing {attr!r}")
+
+
+def mixer_network(net, tokens, channels, *, structure="kronecker", permutations="random", seed=None, backend=None):
+    """Draw the Mixer-structured version of ``net`` (an :func:`rmtnet.arch.mlp`: depth, weights, σ_w, σ_b,
+    activation, last_activation, q0; its widths are not used) at S = ``tokens``, C = ``channels``: one Mixer layer
+    (W_ℓ, V_ℓ) per layer of ``net``, ``structure`` ``"kronecker"`` (MLP-Mixer) or ``"permuted"`` (RP-Mixer) — module
+    docstring. ``permutations="commutation"`` (permuted only) uses the commutations, giving the kronecker network
+    from the same seed exactly. Draw order: x₀, then per layer W, V, the permutations (random only), the bias."""
+    _check_net(net, "mixer_network")
+    S, C = integer_at_least("tokens", tokens, 1), integer_at_least("channels", channels, 1)
+    one_of("structure", structure, STRUCTURES)
+    one_of("permutations", permutations, ("random", "commutation"))
+    be = B.get_backend() if backend is None else backend
+    xp = B.native(be)
+    rng = B.rng(seed, be)
+    m = S * C
+    g = net.sigma_w ** 0.5
+    x0 = _input(m, net.q0, rng, xp, 1)[0]
+    layers, biases = [], []
+    for _ in range(net.depth):
+        w = layer_weights(net.weights, S, S, g, rng, be)
+        v = layer_weights(net.weights, C, C, g, rng, be)
+        if structure == "kronecker":
+            layers.append([TokenMixing(w, C, be), ChannelMixing(v, S, be)])
+        else:
+            if permutations == "random":
+                q = xp.argsort(rng.random(m))
+                p = xp.argsort(rng.random(m))
+            else:
+                q, p = commutation(S, C, be), commutation(C, S, be)
+            layers.append([ChannelMixing(v, S, be), Permutation(q, be), BlockMixing(w, C, be), Permutation(p, be)])
+        biases.append(_bias(net, m, rng))
+    return StructuredNetwork(layers, net.activation, x0, biases=biases, last_activation=net.last_activation,
+                             backend=be, net=net)
+
+
+def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=None):
+    """Draw the SW-MLP version of ``net`` at m = S·C: per layer two static-mask factors, K = (M′ ⊙ A′)(M ⊙ A), iid
+    Bernoulli masks of density 1/C for the first applied and 1/S for the second — the Mixer's, so that each factor
+    has m·S or m·C connections on average (seed 004) — or ``density`` for both, kept entries N(0, σ_w/(p·m)).
+    Gaussian weights only. The regime of the MP law is p·m ≫ log m (:func:`rmtnet.spectra.mixer.mp_regime`); memory
+    is 12 bytes per kept entry. Draw order: x₀, then per layer a host sub-seed for each mask, the bias."""
+    _check_net(net, "sparse_network")
+    if net.weights != "gaussian":
+        raise ValueError(f"sparse_network draws Gaussian kept entries; got weights={net.weights!r}")
+    S, C = integer_at_least("tokens", tokens, 1), integer_at_least("channels", channels, 1)
+    m = S * C
+    p1, p2 = (1.0 / C, 1.0 / S) if density is None else (density, density)
+    p1 = real_scalar("density", p1, lo=0.0, hi=1.0, lo_open=True)
+    p2 = real_scalar("density", p2, lo=0.0, hi=1.0, lo_open=True)
+    be = B.get_backend() if backend is None else backend
+    xp = B.native(be)
+    rng = B.rng(seed, be)
+    x0 = _input(m, net.q0, rng, xp, 1)[0]
+    layers, biases = [], []
+    for _ in range(net.depth):
+        layer = []
+        for p in (p1, p2):
+            sub = int(B.to_numpy(rng.integers(0, 2 ** 62, size=1))[0])
+            a = bernoulli_csr(m, m, p, (net.sigma_w ** 0.5) / np.sqrt(p * m), sub)
+            if be == "cupy":
+                from cupyx.scipy import sparse as cusparse
+                a = cusparse.csr_matrix(a)
+            layer.append(SparseFactor(a, be))
+        layers.append(layer)
+        biases.append(_bias(net, m, rng))
+    return StructuredNetwork(layers, net.activation, x0, biases=biases, last_activation=net.last_activation,
+                             backend=be, net=net)
+
+
+def mlp_network(net, width=None, *, seed=None, backend=None):
+    """The dense square network of ``net`` (width ``width`` or net.width) drawn exactly as
+    :func:`~rmtnet.spectra.montecarlo.propagate` draws one sample from the same seed, so that its JJᵀ and Fisher dual
+    have the eigenvalues :func:`~rmtnet.spectra.montecarlo.sample_jacobian_eigs` and ``sample_fisher_eigs`` return."""
+    _check_net(net, "mlp_network")
+    widths = net.scaled_widths(width)
+    if len(set(widths)) != 1:
+        raise ValueError(f"mlp_network needs equal widths (a square network), got {widths}")
+    be = B.get_backend() if backend is None else backend
+    xp = B.native(be)
+    rng = B.rng(seed, be)
+    n = widths[0]
+    x0 = _input(n, net.q0, rng, xp, 1)
+    layers, biases = [], []
+    for _ in range(net.depth):
+        w = layer_weights(net.weights, n, n, net.sigma_w, rng, be, batch=1)[0]
+        layers.append([DenseFactor(w, be)])
+        biases.append(_bias(net, n, rng))
+    return StructuredNetwork(layers, net.activation, x0[0], biases=biases, last_activation=net.last_activation,
+                             backend=be, net=net)
