@@ -137,13 +137,20 @@ def test_smooth_activation_matches_monte_carlo(act, sw, sb, weights, L):
 @pytest.mark.parametrize("act, sw, sb", SMOOTH)
 @pytest.mark.parametrize("weights", ["gaussian", "orthogonal"])
 def test_depth_32_converges_with_width(act, sw, sb, weights):
-    """L = 32: KS < 0.03 at N = 4000, and the KS distance shrinks from N = 1000 to N = 4000."""
+    """L = 32: KS < 0.03 at N = 4000, and the KS distance shrinks from N = 1000 to N = 4000.
+
+    Two networks pooled at each width, compared on the range float64 resolves, x ≥ the larger of their floors (see
+    the Fuss–Catalan test below). One network alone is a noisy witness: for tanh–Gaussian at N = 1000 its KS was
+    0.0069, 0.0035, 0.0081, 0.0132 over seeds 5–8, and 0.0033 (two) and 0.0017 (four) pooled — the distance is
+    mostly network-to-network fluctuation, which shrinks with N as the bias does."""
     net = arch.mlp(32, 4000, weights=weights, sigma_w=sw, sigma_b=sb, activation=act, q0=1.0)
     law = jacobian_law(net)                       # the limit law does not depend on N: one cdf table for both
     ks = {}
-    for N in (1000, 4000):                        # on the range float64 resolves (see the Fuss–Catalan test below)
-        eigs, floor = sample_jacobian_eigs(net, width=N, n_samples=1, seed=5, return_floor=True)
+    for N in (1000, 4000):
+        eigs, floor = sample_jacobian_eigs(net, width=N, n_samples=2, seed=5, return_floor=True)
         ks[N] = plot.ks_distance(law, eigs, floor=floor)
+        print(f"N = {N}: floor {floor:.2g}, mass below: law {float(law.cdf_above(floor, floor)):.4f}, "
+              f"samples {np.mean(eigs < floor):.4f}; KS {ks[N]:.4f}")
     assert ks[4000] < 0.03 and ks[4000] < ks[1000], ks
 
 
