@@ -12,14 +12,13 @@ runs after a warm-up, device synchronised before the clock stops) and ``gpu/cpu`
 3. **train** — training throughput, samples/s of one AdamW step (forward, backward, update) of MLP-Mixer, RP-Mixer
    and SW-MLP (rmtnet.nets.models, built as in benchmarks/mixing.py) with S = C tokens and channels, on ``cuda``
    against ``cpu`` (``--train-sides``, ``--batch``). Needs a CUDA build of torch for the GPU side.
-4. **slq** — stochastic Lanczos quadrature at m = S·C = 10⁶ (``--slq-side 1000``) on the Jacobian of a depth-4
-   Mixer-structured linear network, J = Π_ℓ (token mixing W_ℓ ⊗ I_C, then channel mixing I_S ⊗ V_ℓ), given as a
-   matrix-free operator v ↦ JJᵀv (two S×S or C×C matmuls per layer on the (S, C) reshape; nothing m×m is built).
-   Calls ``rmtnet.spectra.lanczos.slq(operator, n_probes=, n_steps=, seed=, backend=)`` with a SciPy / CuPy
-   ``LinearOperator``; reported as not available until that module and function exist with that signature.
-5. **⊠ engine** — the density of ν = (Bernoulli(½) ⊠ MP(1, scale 2))^{⊠10} (benchmarks/free_mult.py's law) on
-   10⁶ grid points in one call, ``law.pdf(x, backend=...)``; reported as not available until the engine's ``pdf``
-   takes ``backend=``.
+4. **slq** — stochastic Lanczos quadrature (``rmtnet.spectra.lanczos.slq``) at m = S·C = 10⁶ (``--slq-side 1000``)
+   on JJᵀ of a depth-4 linear Gaussian Mixer-structured network (``rmtnet.spectra.operators.mixer_network``:
+   per layer a token mixing W_ℓ ⊗ I_C and a channel mixing I_S ⊗ V_ℓ, applied as S×S and C×C matmuls on the (S, C)
+   reshape; nothing m×m is built), drawn on the GPU with CuPy and on the CPU with NumPy.
+5. **⊠ engine** — the density of ν = Bernoulli(½)^{⊠10} ⊠ MP(1, scale 2)^{⊠10} (benchmarks/free_mult.py's law)
+   on 10⁶ grid points in one batch, ``law.pdf(x, backend="cupy")`` against ``backend="numpy"``: the same Newton
+   continuation, all points side by side on the device.
 
 CPU runs that would take too long are capped and said so: eigvalsh and jacobian above ``--cpu-max`` (default 8192)
 are skipped and the CPU time is estimated from the largest measured N by N³ scaling (marked ``est``); the ⊠ engine
@@ -33,7 +32,6 @@ Run: ``python benchmarks/gpu.py [--items eig jacobian train slq boxtimes] [--rep
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import os
 import platform
@@ -46,13 +44,11 @@ import pandas as pd
 from rmtnet import _backend as B
 from rmtnet import arch
 from rmtnet.spectra import Bernoulli, MarchenkoPastur, free_mult, free_mult_power, sample_jacobian_eigs
+from rmtnet.spectra import lanczos as lz
+from rmtnet.spectra import operators as ops
 
 ITEMS = ("eig", "jacobian", "train", "slq", "boxtimes")
 SQRT2 = math.sqrt(2.0)
-
-
-class NotAvailable(Exception):
-    """An item that cannot run here; the message says why."""
 
 
 # -- timing -----------------------------------------------------------------------------------------------------------
@@ -197,64 +193,23 @@ def train_item(sides, batch, repeats, gpu):
 
 # -- 4. stochastic Lanczos quadrature ---------------------------------------------------------------------------------
 
-def _slq_function():
-    """``rmtnet.spectra.lanczos.slq`` if it exists and takes (operator, n_probes=, n_steps=, seed=, backend=)."""
-    try:
-        from rmtnet.spectra import lanczos
-    except ImportError as exc:
-        raise NotAvailable(f"no rmtnet.spectra.lanczos module in this checkout ({exc})") from None
-    slq = getattr(lanczos, "slq", None)
-    if slq is None:
-        raise NotAvailable("rmtnet.spectra.lanczos has no slq()")
-    try:
-        inspect.signature(slq).bind(None, n_probes=1, n_steps=1, seed=0, backend="numpy")
-    except TypeError as exc:
-        raise NotAvailable(f"rmtnet.spectra.lanczos.slq{inspect.signature(slq)} does not take (operator, n_probes=, "
-                           f"n_steps=, seed=, backend=): {exc}") from None
-    return slq
-
-
-def mixer_jacobian_operator(side, depth, backend, seed=0):
-    """v ↦ JJᵀv for J = Π_ℓ (I_S ⊗ V_ℓ)(W_ℓ ⊗ I_C) acting on vec(X), X of shape (S, C) = (side, side), row-major:
-    token mixing X ↦ W X, channel mixing X ↦ X Vᵀ, with W, V ~ N(0, 1/side) entries (a linear Mixer at
-    criticality). Returned as a ``LinearOperator`` of the backend (scipy.sparse.linalg or cupyx.scipy.sparse.linalg),
-    float64, shape (m, m) with m = side²."""
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
-    mats = [(rng.standard_normal((side, side), dtype="float64") / math.sqrt(side),
-             rng.standard_normal((side, side), dtype="float64") / math.sqrt(side)) for _ in range(depth)]
-
-    def j(v):
-        x = v.reshape(side, side)
-        for w, u in mats:
-            x = (w @ x) @ u.T
-        return x.reshape(-1)
-
-    def jt(v):
-        x = v.reshape(side, side)
-        for w, u in reversed(mats):
-            x = w.T @ (x @ u)
-        return x.reshape(-1)
-
-    if backend == "cupy":
-        from cupyx.scipy.sparse.linalg import LinearOperator
-    else:
-        from scipy.sparse.linalg import LinearOperator
-    m = side * side
-    return LinearOperator((m, m), matvec=lambda v: j(jt(xp.ravel(v))), rmatvec=lambda v: jt(j(xp.ravel(v))),
-                          dtype=np.float64)
+def mixer_network(side, depth, backend, seed=0):
+    """The benchmark's Mixer-structured network: ``depth`` linear layers with Gaussian token and channel mixing
+    (σ_w = 1) at S = C = ``side`` (rmtnet.spectra.operators.mixer_network, Kronecker structure: per layer the
+    token mixing X ↦ W X and the channel mixing X ↦ X Vᵀ on the (S, C) reshape; nothing m×m is built)."""
+    net = arch.mlp(depth, 10, weights="gaussian", activation="linear", sigma_w=1.0)
+    return ops.mixer_network(net, side, side, seed=seed, backend=backend)
 
 
 def slq_item(side, depth, n_probes, n_steps, repeats, gpu):
-    slq = _slq_function()
     m = side * side
-    run = lambda be, op: slq(op, n_probes=n_probes, n_steps=n_steps, seed=0, backend=be)      # noqa: E731
-    op_cpu = mixer_jacobian_operator(side, depth, "numpy")
-    cpu_s = median_time(lambda: run("numpy", op_cpu), "numpy", max(1, repeats // 2), warmup=0)
+    run = lambda op: lz.slq(op, n_steps=n_steps, n_probes=n_probes, seed=0)      # noqa: E731
+    op_cpu = mixer_network(side, depth, "numpy").jacobian_gram()
+    cpu_s = median_time(lambda: run(op_cpu), "numpy", max(1, repeats // 2), warmup=0)
     gpu_s = math.nan
     if gpu:
-        op_gpu = mixer_jacobian_operator(side, depth, "cupy")
-        gpu_s = median_time(lambda: run("cupy", op_gpu), "cupy", repeats)
+        op_gpu = mixer_network(side, depth, "cupy").jacobian_gram()
+        gpu_s = median_time(lambda: run(op_gpu), "cupy", repeats)
         _free_gpu_memory()
     return [_row(f"SLQ Mixer JJᵀ depth {depth}", f"m={m} probes={n_probes} steps={n_steps}", cpu_s, gpu_s)]
 
@@ -267,9 +222,6 @@ def boxtimes_law(depth=10):
 
 def boxtimes_item(points, cpu_points, repeats, gpu):
     law = boxtimes_law()
-    if "backend" not in inspect.signature(law.pdf).parameters:
-        raise NotAvailable(f"{type(law).__name__}.pdf{inspect.signature(law.pdf)} takes no backend= "
-                           f"(the backend-generic ⊠ engine is not in this checkout)")
     edge = law.support()[1]
     grid = lambda n, be: B.native(be).asarray(edge * (np.arange(n) + 0.5) / n)      # noqa: E731
     n_cpu = min(points, cpu_points)
@@ -361,12 +313,7 @@ def main(argv=None):
     for item in a.items:
         print(f"[{item}]")
         t0 = time.perf_counter()
-        try:
-            rows = runners[item]()
-        except NotAvailable as exc:
-            print(f"  not available: {exc}\n")
-            results[item] = None
-            continue
+        rows = runners[item]()
         _print(rows, a.cpu_only)
         print(f"  ({time.perf_counter() - t0:.1f} s)\n")
         results[item] = pd.DataFrame(rows)

@@ -72,6 +72,21 @@ def native(backend: str | None = None):
     return np if name == "numpy" else _cupy()
 
 
+def module_of(x):
+    """The library that holds array ``x``: ``cupy`` for a CuPy array, else ``numpy`` (Python scalars and lists are
+    host data). Code that must keep a computation on the device its input lives on creates its arrays with this
+    module; NumPy's ufuncs and functions applied to CuPy arrays dispatch to CuPy by themselves (NEP 13/18)."""
+    if array_api_compat.is_cupy_array(x):
+        return _cupy()
+    return np
+
+
+def as_array(x, dtype=None, like=None):
+    """``x`` as an array of the library that holds ``like`` (by default, of ``x`` itself): host constants meet a
+    device computation on the device (a copy), and device data is never brought to the host implicitly."""
+    return module_of(x if like is None else like).asarray(x, dtype=dtype)
+
+
 def to_numpy(x):
     """Bring an array from any backend to host NumPy."""
     if hasattr(x, "get"):  # cupy

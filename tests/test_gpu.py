@@ -48,3 +48,17 @@ def test_cupy_nngp_kernel_equals_numpy():
     host = kernels.sample_nngp_kernel(net, X, n_samples=2, seed=0, backend="numpy")
     dev = kernels.sample_nngp_kernel(net, X, n_samples=2, seed=B.HostStream(0, "cupy"), backend="cupy")
     assert np.allclose(B.to_numpy(dev), host, rtol=1e-10, atol=0)
+
+
+def test_cupy_engine_density_equals_numpy():
+    """The ⊠ engine on the GPU (one batch of grid points, ``pdf(x, backend="cupy")``) gives the host's density: the
+    same Newton continuation, so agreement to rounding. The benchmark's law and a tanh Jacobian law."""
+    from rmtnet.spectra import Bernoulli, MarchenkoPastur, free_mult, free_mult_power, jacobian_law
+    laws = [free_mult(free_mult_power(Bernoulli(0.5), 4), free_mult_power(MarchenkoPastur(1.0, 2.0), 4)),
+            jacobian_law(arch.mlp(4, 300, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0))]
+    for law in laws:
+        x = np.linspace(0.0, law.support()[1] * 1.02, 2001)
+        host = law.pdf(x)
+        dev = law.pdf(x, backend="cupy")
+        assert type(dev).__module__.startswith("cupy")
+        np.testing.assert_allclose(B.to_numpy(dev), host, rtol=1e-9, atol=1e-9 * host.max())

@@ -5,6 +5,8 @@ import numbers
 
 import numpy as np
 
+from .. import _backend as B
+
 
 class ConvergenceError(RuntimeError):
     """A numerical solve did not converge. Carries where (``z``), how far (``iteration``) and how badly (``residual``)."""
@@ -58,9 +60,10 @@ def probability_vector(name, masses, *, total=1.0, tol=1e-10):
 
 
 def finite_array(name, x, dtype=float):
-    """``x`` as an array of ``dtype`` with every entry finite, or ValueError naming ``name``."""
-    arr = np.asarray(x, dtype=dtype)
-    if not np.all(np.isfinite(arr)):
+    """``x`` as an array of ``dtype`` with every entry finite, or ValueError naming ``name``. The array stays where
+    it is: a CuPy array comes back a CuPy array (host data, lists and scalars as NumPy)."""
+    arr = B.as_array(x, dtype)
+    if not bool(np.all(np.isfinite(arr))):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return arr
 

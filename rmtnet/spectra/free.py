@@ -45,6 +45,7 @@ from functools import cached_property
 import numpy as np
 from scipy import optimize
 
+from .. import _backend as B
 from . import series
 from ._checks import ConvergenceError, finite_array, log_upper, real_scalar
 from .measures import Affine, Measure, PointMasses, _order
@@ -104,11 +105,12 @@ class _Convolution(Measure):
     def _newton(self, z, u, om, iters, tol=None):
         """Up to ``iters`` Newton steps at fixed z. Returns (u, ω, converged mask, residual, iterations used)."""
         tol = self.tol if tol is None else tol
+        xp = B.module_of(z)
         zeta, _ = self._zeta(z)
-        conv = np.zeros(z.shape, bool)
-        res = np.full(z.shape, np.inf)
-        used = np.zeros(z.shape, int)
-        prev = np.full(z.shape, np.inf)
+        conv = xp.zeros(z.shape, bool)
+        res = xp.full(z.shape, np.inf)
+        used = xp.zeros(z.shape, int)
+        prev = xp.full(z.shape, np.inf)
         for _ in range(iters):
             act = ~conv
             if not act.any():
@@ -164,7 +166,8 @@ class _Convolution(Measure):
 
         Returns (u, ω, ẑ): ẑ = z except at points that were stopped just above the real axis (see below), where
         ẑ = x + iy is the height actually reached; every transform must then be evaluated at ẑ."""
-        z = np.asarray(z, dtype=complex).ravel()
+        z = B.as_array(z, complex).ravel()
+        xp = B.module_of(z)
         x, ytar = z.real, z.imag
         scale = self._scale()
         y0 = np.maximum(10.0 * (np.abs(x) + scale), ytar)
@@ -172,14 +175,14 @@ class _Convolution(Measure):
         y = y0.copy()
         zc = x + 1j * y
         u, om = self._start(zc)
-        iters = np.zeros(z.shape, int)
+        iters = xp.zeros(z.shape, int)
         u, om, conv, res, used = self._newton(zc, u, om, 50)
         iters += used
         if not conv.all():
             k = np.argmax(~conv)
             raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation",
                                    z=complex(zc[k]), iteration=int(iters[k]), residual=float(res[k]))
-        logstep = np.full(z.shape, np.log(2.0))      # each step divides Im z by exp(logstep)
+        logstep = xp.full(z.shape, np.log(2.0))      # each step divides Im z by exp(logstep)
         done = y <= ytar
         while not done.all():
             act = np.nonzero(~done)[0]
@@ -221,8 +224,8 @@ class _Convolution(Measure):
             if close.any():
                 coarse = close & (y > 1e-10 * np.abs(x)) & (y > 1e-13 * scale)
                 if coarse.any():
-                    warnings.warn(f"{self.kind}: {int(coarse.sum())} point(s) near x = {x[coarse][0]:.3g} "
-                                  f"evaluated at height Im z ≤ {y[coarse].max():.2g} (Newton could not reach "
+                    warnings.warn(f"{self.kind}: {int(coarse.sum())} point(s) near x = {float(x[coarse][0]):.3g} "
+                                  f"evaluated at height Im z ≤ {float(y[coarse].max()):.2g} (Newton could not reach "
                                   "the axis there); their density is Cauchy-regularised at that width",
                                   RuntimeWarning, stacklevel=3)
                 self.regularised_points = getattr(self, "regularised_points", 0) + int(close.sum())
@@ -232,7 +235,7 @@ class _Convolution(Measure):
                 k = np.nonzero(stuck)[0][0]
                 j = np.nonzero(act == k)[0]
                 r = float(res[j[0]]) if j.size else float("nan")
-                raise ConvergenceError(f"{self.kind}: continuation from Im z = {y0[k]:.3g} stalled at Im z = {y[k]:.3g}",
+                raise ConvergenceError(f"{self.kind}: continuation from Im z = {float(y0[k]):.3g} stalled at Im z = {float(y[k]):.3g}",
                                        z=complex(z[k]), iteration=int(iters[k]), residual=r)
         zhat = x + 1j * y
         if return_state:
@@ -241,27 +244,33 @@ class _Convolution(Measure):
 
     # --- Measure interface ----------------------------------------------------------------------------------
     def _g(self, z):
-        z = np.asarray(z, dtype=complex)
+        z = B.as_array(z, complex)
         u, om, zhat = self._solve(z.ravel())
         g, dg = self._g_from(zhat, u, om)
         return g.reshape(z.shape), dg.reshape(z.shape)
 
-    def pdf(self, x):
-        """Density of the continuous part: -Im G(x + i0)/π, solved on the real axis itself."""
+    def pdf(self, x, backend=None):
+        """Density of the continuous part: -Im G(x + i0)/π, solved on the real axis itself.
+
+        ``backend="cupy"`` (or x a CuPy array) solves all points in one batch on the GPU and returns a CuPy array;
+        the support and atoms, a few scalars, are located on the host first (they are cached)."""
+        if backend is not None:
+            x = B.native(backend).asarray(x, dtype=float)
         x = finite_array("x", x)
-        out = np.zeros(x.shape)
+        xp = B.module_of(x)
+        out = xp.zeros(x.shape)
         sup = self.support()
         if sup is None:
             return out
         locs, _ = self.atoms()
-        inside = (x > sup[0]) & (x < sup[1]) & ~np.isin(x, locs)
+        inside = (x > sup[0]) & (x < sup[1]) & ~xp.isin(x, xp.asarray(locs))
         if inside.any():
             out[inside] = self._solve_density(x[inside])[2]
         return out
 
     def _solve_density(self, x):
         """(u, ω, ρ) at real points x: the solution and the continuous part's density -Im G/π (≥ 0) there."""
-        u, om, zhat = self._solve(np.asarray(x, dtype=float) + 0j)
+        u, om, zhat = self._solve(B.as_array(x, float) + 0j)
         return u, om, np.maximum(-self._continuous_g(zhat, u, om).imag / np.pi, 0.0)
 
     def _continuous_g(self, zhat, u, om):
@@ -270,6 +279,7 @@ class _Convolution(Measure):
         g, _ = self._g_from(zhat, u, om)
         locs, masses = self.atoms()
         if locs.size:
+            locs, masses = B.as_array(locs, like=zhat), B.as_array(masses, like=zhat)
             with np.errstate(all="ignore"):
                 poles = (masses[None, :] / (zhat[:, None] - locs[None, :])).sum(axis=1)
             g = g - np.where(zhat.imag > 0, poles, 0.0)
@@ -549,7 +559,7 @@ class FreeProduct(_Convolution):
     def _outer(self, p, om):
         # unknown p = (1 + m)/m: log z = (1 - T) log p + Σ t_i log ω_i, with P_i(ω_i) = p
         T = self.T
-        t = np.array([t for _, t in self.factors])[:, None]
+        t = B.as_array([t for _, t in self.factors], float, like=om)[:, None]
         psi = (t * log_upper(om)).sum(0)
         b = np.zeros_like(p)
         if T != 1:
@@ -567,7 +577,7 @@ class FreeProduct(_Convolution):
         for mu, _ in self.factors:
             a1, a2 = mu.moment(1), mu.moment(2)
             om.append(a1 / u + a2 / a1)
-        return 1.0 + 1.0 / u, np.array(om, dtype=complex)
+        return 1.0 + 1.0 / u, B.module_of(u).stack(om).astype(complex)
 
     def _physical(self, p, om, y):
         tol = 1e-10
@@ -576,7 +586,7 @@ class FreeProduct(_Convolution):
     def _m_and_derivative(self, z, p, om):
         """m = 1/(p - 1), 1 + m = p/(p - 1) and dm/dz from the solution (p, ω) at z."""
         _, b, a = self._outer(p, om)
-        dR = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
+        dR = B.module_of(om).stack([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
         with np.errstate(all="ignore"):
             dpdz = 1.0 / (z * (b + (a / dR).sum(0)))
             v = p - 1.0
@@ -590,7 +600,7 @@ class FreeProduct(_Convolution):
     def _mt(self, z):
         # M(z̄) = conj M(z) (Schwarz reflection): the continuation runs in the upper half-plane only; a point just
         # below the axis (a transient Newton iterate of an enclosing product) is reflected.
-        z = np.asarray(z, dtype=complex)
+        z = B.as_array(z, complex)
         lower = z.imag < 0
         zu = np.where(lower, np.conj(z), z)
         p, om, zhat = self._solve(zu.ravel())
@@ -670,9 +680,9 @@ class FreeSum(_Convolution):
     def _outer(self, v, om):
         # unknown v = 1/G(z) (the F-transform): z = Σ t_i ω_i - (T - 1) v, with 1/G_i(ω_i) = v
         T = self.T
-        t = np.array([t for _, t in self.factors])[:, None]
+        t = B.as_array([t for _, t in self.factors], float, like=om)[:, None]
         psi = (t * om).sum(0) - (T - 1) * v
-        b = np.full(v.shape, -(T - 1), dtype=complex)
+        b = np.full_like(v, -(T - 1), dtype=complex)
         return psi, b, np.broadcast_to(t, om.shape).astype(complex)
 
     def _zeta(self, z):
@@ -681,8 +691,8 @@ class FreeSum(_Convolution):
     def _start(self, z):
         means = np.array([mu.moment(1) for mu, _ in self.factors])
         t = np.array([t for _, t in self.factors])
-        v = z - np.sum(t * means)
-        om = np.array([v + m for m in means], dtype=complex)
+        v = z - float(np.sum(t * means))
+        om = B.module_of(v).stack([v + float(m) for m in means]).astype(complex)
         return v, om
 
     def _physical(self, v, om, y):
@@ -691,7 +701,7 @@ class FreeSum(_Convolution):
 
     def _g_from(self, z, v, om):
         _, b, a = self._outer(v, om)
-        dR = np.array([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
+        dR = B.module_of(om).stack([self._inner(mu, om[i])[1] for i, (mu, _) in enumerate(self.factors)])
         with np.errstate(all="ignore"):
             dvdz = 1.0 / (b + (a / dR).sum(0))
             return 1.0 / v, -dvdz / (v * v)

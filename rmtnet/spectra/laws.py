@@ -6,6 +6,7 @@ from functools import cached_property
 import numpy as np
 from scipy import special
 
+from .. import _backend as B
 from ._checks import finite_array, real_scalar
 from .measures import Measure, PointMasses, _order
 
@@ -41,7 +42,7 @@ class MarchenkoPastur(Measure):
     def _g(self, z):
         # G = (z - c - R)/(2λσ²z) with c = σ²(1 - λ), R = √((z - λ₋)(z - λ₊)); written as 2/(z - c + R), which
         # has no cancellation for large |z|.
-        z = np.asarray(z, dtype=complex)
+        z = B.as_array(z, complex)
         a, b = self.edges
         c = self.scale_ * (1 - self.ratio)
         R = _sqrt_cut(z, a, b)
@@ -51,7 +52,7 @@ class MarchenkoPastur(Measure):
 
     def _mt(self, z):
         # M = zG - 1 = (z + c - R)/(z - c + R), with z - R = ((a + b)z - ab)/(z + R) to avoid cancellation
-        z = np.asarray(z, dtype=complex)
+        z = B.as_array(z, complex)
         a, b = self.edges
         c = self.scale_ * (1 - self.ratio)
         R = _sqrt_cut(z, a, b)
@@ -107,7 +108,7 @@ class Semicircle(Measure):
 
     def _g(self, z):
         # (z - loc - R)/(2 var) = 2/(z - loc + R): no cancellation for large |z|
-        z = np.asarray(z, dtype=complex)
+        z = B.as_array(z, complex)
         a, b = self.edges
         R = _sqrt_cut(z, a, b)
         dR = (z - self.loc) / R
@@ -236,7 +237,7 @@ class Arcsine(Measure):
         return self.lo, self.hi
 
     def _g(self, z):
-        z = np.asarray(z, dtype=complex)
+        z = B.as_array(z, complex)
         R = _sqrt_cut(z, self.lo, self.hi)
         g = 1.0 / R
         dR = (2 * z - self.lo - self.hi) / (2 * R)

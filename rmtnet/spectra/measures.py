@@ -30,6 +30,7 @@ import numpy as np
 from scipy import integrate, interpolate, special
 from scipy.optimize import elementwise
 
+from .. import _backend as B
 from ._checks import finite_array, probability_vector, real_scalar
 
 __all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "OtherGram", "GaussianPushforward",
@@ -108,6 +109,37 @@ def adaptive_tanh_sinh(f, lo, hi, rtol=1e-11, n0=400, min_level=0, max_level=5, 
         if (converged or stalled) and level >= min_level:
             break
     return x, w, fx, h
+
+
+def _cumulative(pieces):
+    """(v, C(v), ρ(v)) from tanh-sinh pieces (v, dv/dt, ρ(v), h) laid end to end (:func:`adaptive_tanh_sinh`):
+    C by cumulative Simpson in t, each piece continuing the previous one's total; repeated abscissae (nodes that
+    merge at a piece's end) dropped, and C made non-decreasing against rounding."""
+    vs, cs, rs, offset = [], [], [], 0.0
+    for v, w, r, h in pieces:
+        c = offset + integrate.cumulative_simpson(r * w, dx=h, initial=0.0)
+        vs.append(v)
+        cs.append(c)
+        rs.append(r)
+        offset = c[-1]
+    v, c, r = np.concatenate(vs), np.concatenate(cs), np.concatenate(rs)
+    keep = np.concatenate([[True], np.diff(v) > 0])
+    return v[keep], np.maximum.accumulate(c[keep]), r[keep]
+
+
+def _hermite(v, c, r):
+    """C between the nodes: the cubic Hermite interpolant of (C, C' = ρ) — fourth order in the node spacing, and
+    exact for a piecewise-linear density on its own grid."""
+    with np.errstate(all="ignore"):      # cells of width ~1e-300 at a singular end at 0 overflow; see _hermite_at
+        return interpolate.CubicHermiteSpline(v, c, r, extrapolate=False)
+
+
+def _hermite_at(spline, v, nodes, values):
+    """``spline`` at v, clamped to [0, values[-1]]; linear interpolation of the table where the cubic is not finite
+    (outside the outermost nodes, or a cell of width ~1e-300 next to a singular end that overflowed)."""
+    with np.errstate(all="ignore"):
+        c = spline(v)
+    return np.clip(np.where(np.isfinite(c), c, np.interp(v, nodes, values)), 0.0, values[-1])
 
 
 def _interleave(a, b):
@@ -240,24 +272,12 @@ class Measure:
     def _cdf_table(self):
         """(x, C(x), ρ(x)) on the quadrature nodes: C is the continuous part's cumulative integral (cumulative
         Simpson in t, panel by panel); repeated abscissae (nodes that merge at a panel's end) are dropped."""
-        xs, cs, rs, offset = [], [], [], 0.0
-        for x, w, fx, h in self._quad:
-            c = offset + integrate.cumulative_simpson(fx * w, dx=h, initial=0.0)
-            xs.append(x)
-            cs.append(c)
-            rs.append(fx)
-            offset = c[-1]
-        x, c, r = np.concatenate(xs), np.concatenate(cs), np.concatenate(rs)
-        keep = np.concatenate([[True], np.diff(x) > 0])
-        return x[keep], np.maximum.accumulate(c[keep]), r[keep]
+        return _cumulative(self._quad)
 
     @cached_property
     def _cdf_spline(self):
-        """C(x) between the nodes: the cubic Hermite interpolant of (C, C' = ρ) — fourth order in the node spacing,
-        and exact for a piecewise-linear density on its own grid."""
-        x, c, r = self._cdf_table
-        with np.errstate(all="ignore"):      # cells of width ~1e-300 at a singular end at 0 overflow; see below
-            return interpolate.CubicHermiteSpline(x, c, r, extrapolate=False)
+        """C(x) between the nodes (:func:`_hermite`)."""
+        return _hermite(*self._cdf_table)
 
     def _continuous_cdf(self, x):
         """C(x) = ∫_{-∞}^x ρ for an array x (0 left of the support, the continuous mass right of it)."""
@@ -268,12 +288,7 @@ class Measure:
         out = np.where(x >= xs[-1], cs[-1], 0.0)
         inside = (x > xs[0]) & (x < xs[-1])
         if inside.any():
-            xi = x[inside]
-            with np.errstate(all="ignore"):
-                c = self._cdf_spline(xi)
-            # where the cubic overflowed (a cell of width ~1e-300 next to a singular end), interpolate linearly
-            c = np.where(np.isfinite(c), c, np.interp(xi, xs, cs))
-            out[inside] = np.clip(c, 0.0, cs[-1])
+            out[inside] = _hermite_at(self._cdf_spline, x[inside], xs, cs)
         return out
 
     def cdf(self, x):
@@ -309,12 +324,7 @@ class Measure:
             inside = (x > a) & (x < b)
             above = np.where(x <= a, mass, 0.0)            # the whole band lies right of x
             if inside.any():
-                v = np.log(x[inside]) if log else x[inside]
-                with np.errstate(all="ignore"):
-                    c = spline(v)
-                # outside the outermost nodes (or where a cell of width ~1e-300 overflowed): linear, clamped
-                c = np.where(np.isfinite(c), c, np.interp(v, vs, cs))
-                above[inside] = mass - np.clip(c, 0.0, mass)
+                above[inside] = mass - _hermite_at(spline, np.log(x[inside]) if log else x[inside], vs, cs)
             out = out - above
         return np.clip(out, 0.0, 1.0)
 
@@ -334,17 +344,12 @@ class Measure:
                 a = max(a, lo)
                 log = a > 0 and a == lo
                 if log:
-                    s, w, fs, h = adaptive_tanh_sinh(lambda s: self.pdf(np.exp(s)) * np.exp(s), np.log(a), np.log(b),
-                                                     rtol=1e-10, n0=120, min_level=2)
-                    v, r = s, fs
+                    piece = adaptive_tanh_sinh(lambda s: self.pdf(np.exp(s)) * np.exp(s), np.log(a), np.log(b),
+                                               rtol=1e-10, n0=120, min_level=2)
                 else:
-                    v, w, r, h = adaptive_tanh_sinh(self.pdf, a, b, min_level=2)
-                c = integrate.cumulative_simpson(r * w, dx=h, initial=0.0)
-                keep = np.concatenate([[True], np.diff(v) > 0])
-                v, c, r = v[keep], np.maximum.accumulate(c[keep]), r[keep]
-                with np.errstate(all="ignore"):
-                    spline = interpolate.CubicHermiteSpline(v, c, r, extrapolate=False)
-                tables.append((a, b, log, v, c, spline))
+                    piece = adaptive_tanh_sinh(self.pdf, a, b, min_level=2)
+                v, c, r = _cumulative([piece])
+                tables.append((a, b, log, v, c, _hermite(v, c, r)))
             cache[lo] = tables
         return cache[lo]
 
@@ -445,15 +450,17 @@ class PointMasses(Measure):
         return 0.0
 
     def _g(self, z):
-        z = np.asarray(z, dtype=complex)[..., None]
-        d = 1.0 / (z - self._locs)
-        return (self._masses * d).sum(-1), -(self._masses * d * d).sum(-1)
+        z = B.as_array(z, complex)[..., None]
+        locs, masses = B.as_array(self._locs, like=z), B.as_array(self._masses, like=z)
+        d = 1.0 / (z - locs)
+        return (masses * d).sum(-1), -(masses * d * d).sum(-1)
 
     def _mt(self, z):
-        z = np.asarray(z, dtype=complex)[..., None]
-        d = 1.0 / (z - self._locs)
-        a = self._masses * self._locs
-        return (a * d).sum(-1), (self._masses * z * d).sum(-1), -(a * d * d).sum(-1)
+        z = B.as_array(z, complex)[..., None]
+        locs, masses = B.as_array(self._locs, like=z), B.as_array(self._masses, like=z)
+        d = 1.0 / (z - locs)
+        a = masses * locs
+        return (a * d).sum(-1), (masses * z * d).sum(-1), -(a * d * d).sum(-1)
 
     def moment(self, k):
         k = _order(k)
@@ -524,24 +531,29 @@ def _bin_cauchy(z, c, w, mu):
     return g, dg
 
 
-def _binned_cauchy(z, centres, widths, means, masses, atom_locs, atom_masses, chunk=8):
+def _binned_cauchy(z, centres, widths, means, masses, atom_locs, atom_masses, chunk=None):
     """(G, G′) of Σ_i masses_i · (linear density on bin i with the given mean) + Σ atoms, for complex z.
 
-    Points go through in chunks of 8, so that the (chunk × bins) temporaries of :func:`_bin_cauchy` stay in cache,
-    and the sum over bins is einsum's own loop rather than a BLAS gemv: on a loaded 2-core machine OpenBLAS's
-    threads made the (8 × 1186) gemv 10× slower than the whole elementwise part (measured: 300 µs per point and
-    1186-bin factor with einsum, 1200–5000 µs with ``@`` for chunks of 8–64)."""
-    z = np.asarray(z, dtype=complex)
+    On the host, points go through in chunks of 8, so that the (chunk × bins) temporaries of :func:`_bin_cauchy`
+    stay in cache, and the sum over bins is einsum's own loop rather than a BLAS gemv: on a loaded 2-core machine
+    OpenBLAS's threads made the (8 × 1186) gemv 10× slower than the whole elementwise part (measured: 300 µs per
+    point and 1186-bin factor with einsum, 1200–5000 µs with ``@`` for chunks of 8–64). On a GPU (z a CuPy array)
+    the chunks are as large as 2²⁴ (point, bin) pairs allow, so that a 10⁶-point grid is a few kernel launches."""
+    z = B.as_array(z, complex)
     flat = z.reshape(-1)
     g = np.empty_like(flat)
     dg = np.empty_like(flat)
-    masses = np.asarray(masses, dtype=complex)
+    centres, widths, means = (B.as_array(a, float, like=z) for a in (centres, widths, means))
+    masses = B.as_array(masses, complex, like=z)
+    if chunk is None:
+        chunk = 8 if B.module_of(z) is np else max(1, 2 ** 24 // max(masses.size, 1))
     for s in range(0, flat.size, chunk):
         gb, dgb = _bin_cauchy(flat[s:s + chunk, None], centres, widths, means)
         g[s:s + chunk] = np.einsum("ij,j->i", gb, masses)
         dg[s:s + chunk] = np.einsum("ij,j->i", dgb, masses)
     g, dg = g.reshape(z.shape), dg.reshape(z.shape)
     if atom_locs.size:
+        atom_locs, atom_masses = B.as_array(atom_locs, float, like=z), B.as_array(atom_masses, float, like=z)
         d = 1.0 / (z[..., None] - atom_locs)
         g = g + (atom_masses * d).sum(-1)
         dg = dg - (atom_masses * d * d).sum(-1)
