@@ -16,7 +16,7 @@ from rmtnet import _backend as B
 from rmtnet import arch
 from rmtnet.spectra import (Bernoulli, FussCatalan, MarchenkoPastur, Semicircle, free_add, free_mult, free_mult_power,
                             jacobian_law)
-from rmtnet.spectra.measures import GridDensity
+from rmtnet.spectra.measures import GridDensity, OtherGram
 
 
 class HostArrayOnDevice(TypeError):
@@ -113,8 +113,8 @@ LAWS = {
                                                                              np.ones(41), normalize=True)),
     "tanh Jacobian, L = 2 (Gaussian push-forward)": lambda: jacobian_law(
         arch.mlp(2, 100, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0)),
-    "erf Jacobian, orthogonal, non-square": lambda: jacobian_law(
-        arch.mlp(2, widths=[100, 150, 100], weights="orthogonal", sigma_w=1.1, activation="erf", q0=1.0)),
+    "non-square layer (other Gram) ⊠ Bernoulli": lambda: free_mult(OtherGram(MarchenkoPastur(2.0), 0.5),
+                                                                     Bernoulli(0.5)),
     "semicircle ⊞ MP": lambda: free_add(Semicircle(1.0), MarchenkoPastur(0.5)),
 }
 
