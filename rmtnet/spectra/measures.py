@@ -34,7 +34,8 @@ from .. import _backend as B
 from ._checks import finite_array, probability_vector, real_scalar
 
 __all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "OtherGram", "GaussianPushforward",
-           "gaussian_pushforward", "Tabulated", "tabulate", "adaptive_tanh_sinh"]
+           "gaussian_pushforward", "Tabulated", "tabulate", "adaptive_tanh_sinh",
+           "resolved_tanh_sinh"]
 
 
 def _tanh_sinh_map(t, lo, hi):
@@ -109,6 +110,45 @@ def adaptive_tanh_sinh(f, lo, hi, rtol=1e-11, n0=400, min_level=0, max_level=5, 
         if (converged or stalled) and level >= min_level:
             break
     return x, w, fx, h
+
+
+def resolved_tanh_sinh(f, lo, hi, split_rtol=1e-9, max_depth=3, **kwargs):
+    """:func:`adaptive_tanh_sinh` of f on [lo, hi], split where f is not resolved: a list of pieces laid end to end.
+
+    The tanh-sinh sum is spectrally accurate for an integrand analytic inside the interval, and so is its own error
+    estimate — as long as the nodes resolve f. A cumulative table (:func:`_cumulative`) integrates between the
+    nodes by local quadratics instead, and where f turns on the scale of the node spacing the two totals part:
+    the free product of two 3-atom laws has a density that rises from 0.29 to 0.53 within 0.006 of a support of
+    width 2.3, and its Simpson and tanh-sinh masses differed by 7.6e-6 on 1601 nodes. Where they differ by more than
+    ``split_rtol`` of the whole interval's integral, the interval is split at the node where the two cumulative
+    integrals' increments differ most — the feature — and each half is integrated anew (tanh-sinh crowds its nodes
+    at the new end), down to ``max_depth`` levels. A split is kept only if it at least halves the discrepancy (a
+    slowly decaying end singularity is not mended by cutting next to it). ``kwargs`` go to
+    :func:`adaptive_tanh_sinh`."""
+    return _resolved(f, lo, hi, split_rtol, max_depth, None, kwargs)[0]
+
+
+def _resolved(f, lo, hi, split_rtol, depth, tol, kwargs):
+    """(pieces, |Simpson − tanh-sinh| summed over them) for :func:`resolved_tanh_sinh`."""
+    piece = adaptive_tanh_sinh(f, lo, hi, **kwargs)
+    x, w, fx, h = piece
+    g = fx * w
+    simpson = integrate.cumulative_simpson(g, dx=h, initial=0.0)
+    trapezoid = integrate.cumulative_trapezoid(g, dx=h, initial=0.0)
+    total = h * float(np.sum(g))
+    gap = abs(float(simpson[-1]) - total)
+    tol = split_rtol * abs(total) if tol is None else tol
+    if depth <= 0 or gap <= tol:
+        return [piece], gap
+    j = int(np.argmax(np.abs(np.diff(simpson - trapezoid))))
+    cut = 0.5 * (x[j] + x[j + 1])
+    if not lo < cut < hi:
+        return [piece], gap
+    left, gap_left = _resolved(f, lo, cut, split_rtol, depth - 1, tol, kwargs)
+    right, gap_right = _resolved(f, cut, hi, split_rtol, depth - 1, tol, kwargs)
+    if gap_left + gap_right > 0.5 * gap:
+        return [piece], gap
+    return left + right, gap_left + gap_right
 
 
 def _cumulative(pieces):
@@ -264,9 +304,10 @@ class Measure:
 
     @cached_property
     def _quad(self):
-        """Per panel: (x, dx/dt, ρ(x), h) on nested tanh-sinh nodes, refined until the panel's mass converges and
-        to at least 1600 nodes, so that the Hermite cdf between the nodes is accurate to ~1e-10."""
-        return [adaptive_tanh_sinh(self.pdf, a, b, min_level=2) for a, b in self._panels()]
+        """Pieces (x, dx/dt, ρ(x), h) on nested tanh-sinh nodes, laid end to end over the panels: each refined until
+        its mass converges and to at least 1600 nodes, and split where the density is not resolved
+        (:func:`resolved_tanh_sinh`), so that the Hermite cdf between the nodes is accurate to ~1e-10."""
+        return [piece for a, b in self._panels() for piece in resolved_tanh_sinh(self.pdf, a, b, min_level=2)]
 
     @cached_property
     def _cdf_table(self):
@@ -344,11 +385,11 @@ class Measure:
                 a = max(a, lo)
                 log = a > 0 and a == lo
                 if log:
-                    piece = adaptive_tanh_sinh(lambda s: self.pdf(np.exp(s)) * np.exp(s), np.log(a), np.log(b),
-                                               rtol=1e-10, n0=120, min_level=2)
+                    pieces = resolved_tanh_sinh(lambda s: self.pdf(np.exp(s)) * np.exp(s), np.log(a), np.log(b),
+                                                rtol=1e-10, n0=120, min_level=2)
                 else:
-                    piece = adaptive_tanh_sinh(self.pdf, a, b, min_level=2)
-                v, c, r = _cumulative([piece])
+                    pieces = resolved_tanh_sinh(self.pdf, a, b, min_level=2)
+                v, c, r = _cumulative(pieces)
                 tables.append((a, b, log, v, c, _hermite(v, c, r)))
             cache[lo] = tables
         return cache[lo]
