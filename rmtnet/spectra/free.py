@@ -48,7 +48,7 @@ from scipy import optimize
 from .. import _backend as B
 from . import series
 from ._checks import ConvergenceError, finite_array, log_upper, real_scalar
-from .measures import Affine, Measure, PointMasses, _order
+from .measures import Affine, Measure, PointMasses, _order, _poles
 
 __all__ = ["free_mult", "free_mult_scaled", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
 
@@ -278,24 +278,23 @@ class _Convolution(Measure):
         so dropped is below the floor times the width where it happens (~1e-12 for that case), while the noise,
         integrated, put 5e-5 of spurious mass next to the atom."""
         u, om, zhat = self._solve(B.as_array(x, float) + 0j)
-        g = self._continuous_g(zhat, u, om)
+        g_all, _ = self._g_from(zhat, u, om)
+        g = self._without_atoms(zhat, g_all)
         rho = np.maximum(-g.imag / np.pi, 0.0)
         if self.atoms()[0].size:
             with np.errstate(all="ignore"):
                 g_moved, _ = self._g_from(zhat, u * (1.0 + 4.0 * self.tol), om)
-                floor = np.abs(g_moved - self._g_from(zhat, u, om)[0])
+                floor = np.abs(g_moved - g_all)
             rho = np.where(np.abs(g.imag) > floor, rho, 0.0)
         return u, om, rho
 
-    def _continuous_g(self, zhat, u, om):
-        """G of the continuous part alone at ẑ: the atoms' poles Σ a_k/(ẑ - x_k) are removed, so that a point
-        evaluated at a small height next to an atom does not pick up the atom's Cauchy tail."""
-        g, _ = self._g_from(zhat, u, om)
+    def _without_atoms(self, zhat, g):
+        """G of the continuous part alone at ẑ, from the whole G: the atoms' poles Σ a_k/(ẑ - x_k) are removed, so
+        that a point evaluated at a small height next to an atom does not pick up the atom's Cauchy tail."""
         locs, masses = self.atoms()
         if locs.size:
-            locs, masses = B.as_array(locs, like=zhat), B.as_array(masses, like=zhat)
             with np.errstate(all="ignore"):
-                poles = (masses[None, :] / (zhat[:, None] - locs[None, :])).sum(axis=1)
+                poles, _ = _poles(zhat, locs, masses)
             g = g - np.where(zhat.imag > 0, poles, 0.0)
         return g
 

@@ -491,10 +491,7 @@ class PointMasses(Measure):
         return 0.0
 
     def _g(self, z):
-        z = B.as_array(z, complex)[..., None]
-        locs, masses = B.as_array(self._locs, like=z), B.as_array(self._masses, like=z)
-        d = 1.0 / (z - locs)
-        return (masses * d).sum(-1), -(masses * d * d).sum(-1)
+        return _poles(B.as_array(z, complex), self._locs, self._masses)
 
     def _mt(self, z):
         z = B.as_array(z, complex)[..., None]
@@ -594,11 +591,17 @@ def _binned_cauchy(z, centres, widths, means, masses, atom_locs, atom_masses, ch
         dg[s:s + chunk] = np.einsum("ij,j->i", dgb, masses)
     g, dg = g.reshape(z.shape), dg.reshape(z.shape)
     if atom_locs.size:
-        atom_locs, atom_masses = B.as_array(atom_locs, float, like=z), B.as_array(atom_masses, float, like=z)
-        d = 1.0 / (z[..., None] - atom_locs)
-        g = g + (atom_masses * d).sum(-1)
-        dg = dg - (atom_masses * d * d).sum(-1)
+        ga, dga = _poles(z, atom_locs, atom_masses)
+        g, dg = g + ga, dg + dga
     return g, dg
+
+
+def _poles(z, locs, masses):
+    """(G, G′) of the atoms Σ_k masses_k δ_{locs_k} at complex z (an array of any backend; locs and masses are
+    host arrays, brought to z's device): Σ m_k/(z − a_k) and −Σ m_k/(z − a_k)²."""
+    locs, masses = B.as_array(locs, float, like=z), B.as_array(masses, float, like=z)
+    d = 1.0 / (z[..., None] - locs)
+    return (masses * d).sum(-1), -(masses * d * d).sum(-1)
 
 
 class GridDensity(Measure):
