@@ -2,7 +2,9 @@
 
 Each item runs one piece of code twice, once per device, and prints the median wall time of each (``--repeats``
 runs after a warm-up, device synchronised before the clock stops) and ``gpu/cpu``, the GPU time over the CPU time
-(below 1: the GPU is faster; ``cpu/gpu`` is the speed-up):
+(below 1: the GPU is faster; ``cpu/gpu`` is the speed-up), and ``agree``, the largest CPU–GPU difference of the
+results relative to their scale where both ran on the same input (eigvalsh: the same matrix; ⊠ engine: the CPU's
+grid; SLQ: the first two moments, different probes, so Hutchinson noise rather than rounding):
 
 1. **eigvalsh** — a dense symmetric float64 eigensolve, ``cupy.linalg.eigvalsh`` against ``numpy.linalg.eigvalsh``,
    at N = 4096, 8192, 16384, 32768 (``--eig-sizes``; 32768² float64 is 8.6 GB).
@@ -12,7 +14,8 @@ runs after a warm-up, device synchronised before the clock stops) and ``gpu/cpu`
 3. **train** — training throughput, samples/s of one AdamW step (forward, backward, update) of MLP-Mixer, RP-Mixer
    and SW-MLP (rmtnet.nets.models, built as in benchmarks/mixing.py) with S = C tokens and channels, on ``cuda``
    against ``cpu`` (``--train-sides``, ``--batch``). Needs a CUDA build of torch for the GPU side.
-4. **slq** — stochastic Lanczos quadrature (``rmtnet.spectra.lanczos.slq``) at m = S·C = 10⁶ (``--slq-side 1000``)
+4. **slq** — stochastic Lanczos quadrature (``rmtnet.spectra.lanczos.slq``) at m = S·C = 10⁶ and 10⁷
+   (``--slq-sides 1000 3163``; the CPU runs up to ``--slq-cpu-max-side`` and is estimated by side³ beyond)
    on JJᵀ of a depth-4 linear Gaussian Mixer-structured network (``rmtnet.spectra.operators.mixer_network``:
    per layer a token mixing W_ℓ ⊗ I_C and a channel mixing I_S ⊗ V_ℓ, applied as S×S and C×C matmuls on the (S, C)
    reshape; nothing m×m is built), drawn on the GPU with CuPy and on the CPU with NumPy.
@@ -89,9 +92,16 @@ def _free_gpu_memory():
         B.native("cupy").get_default_memory_pool().free_all_blocks()
 
 
-def _row(item, size, cpu_s, gpu_s, note=""):
+def _row(item, size, cpu_s, gpu_s, note="", agree=math.nan):
+    """One table row; ``agree`` is the largest difference between the CPU and the GPU result, relative to the
+    result's scale (NaN where the two runs draw different random inputs and no such comparison is made)."""
     return dict(item=item, size=size, cpu_s=cpu_s, gpu_s=gpu_s, gpu_over_cpu=gpu_s / cpu_s, cpu_over_gpu=cpu_s / gpu_s,
-                note=note)
+                agree=agree, note=note)
+
+
+def _max_rel(a, b):
+    a, b = B.to_numpy(a), B.to_numpy(b)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
 
 
 def _cpu_or_estimate(n, cpu_max, measure, measured, power=3.0):
@@ -116,18 +126,23 @@ def _symmetric(n, backend, seed=0):
 def eigvalsh_item(sizes, repeats, cpu_max, gpu):
     rows, measured = [], {}
     for n in sizes:
+        host = {}
+
         def cpu():
             a = _symmetric(n, "numpy")
+            host["a"], host["eig"] = a, np.linalg.eigvalsh(a)
             return median_time(lambda: np.linalg.eigvalsh(a), "numpy", max(1, repeats // 2), warmup=0)
         cpu_s, note = _cpu_or_estimate(n, cpu_max, cpu, measured)
-        gpu_s = math.nan
+        gpu_s, agree = math.nan, math.nan
         if gpu:
             cp = B.native("cupy")
-            a = _symmetric(n, "cupy")
+            a = cp.asarray(host["a"]) if host else _symmetric(n, "cupy")   # the same matrix where the CPU ran
             gpu_s = median_time(lambda: cp.linalg.eigvalsh(a), "cupy", repeats)
+            if host:
+                agree = _max_rel(host["eig"], cp.linalg.eigvalsh(a))
             del a
             _free_gpu_memory()
-        rows.append(_row("eigvalsh float64", f"N={n}", cpu_s, gpu_s, note))
+        rows.append(_row("eigvalsh float64", f"N={n}", cpu_s, gpu_s, note, agree))
     return rows
 
 
@@ -201,17 +216,34 @@ def mixer_network(side, depth, backend, seed=0):
     return ops.mixer_network(net, side, side, seed=seed, backend=backend)
 
 
-def slq_item(side, depth, n_probes, n_steps, repeats, gpu):
-    m = side * side
+def slq_item(sides, depth, n_probes, n_steps, repeats, cpu_max_side, gpu):
+    """SLQ at each S = C in ``sides``; the CPU runs up to ``cpu_max_side`` and is estimated beyond it by the
+    matvec's cost, side³ (an S×S by S×C product per mixing). ``agree``: the largest relative difference of the
+    first two moments of the CPU and GPU estimates (different probes and weights: Hutchinson noise, not rounding)."""
+    rows, measured = [], {}
     run = lambda op: lz.slq(op, n_steps=n_steps, n_probes=n_probes, seed=0)      # noqa: E731
-    op_cpu = mixer_network(side, depth, "numpy").jacobian_gram()
-    cpu_s = median_time(lambda: run(op_cpu), "numpy", max(1, repeats // 2), warmup=0)
-    gpu_s = math.nan
-    if gpu:
-        op_gpu = mixer_network(side, depth, "cupy").jacobian_gram()
-        gpu_s = median_time(lambda: run(op_gpu), "cupy", repeats)
-        _free_gpu_memory()
-    return [_row(f"SLQ Mixer JJᵀ depth {depth}", f"m={m} probes={n_probes} steps={n_steps}", cpu_s, gpu_s)]
+    for side in sides:
+        m = side * side
+        out = {}
+
+        def cpu():                          # one run (minutes at m = 10⁶ on 16 cores), kept for the comparison
+            op = mixer_network(side, depth, "numpy").jacobian_gram()
+            t = time.perf_counter()
+            out["cpu"] = run(op)
+            return time.perf_counter() - t
+        cpu_s, note = _cpu_or_estimate(side, cpu_max_side, cpu, measured)
+        gpu_s, agree = math.nan, math.nan
+        if gpu:
+            op_gpu = mixer_network(side, depth, "cupy").jacobian_gram()
+            gpu_s = median_time(lambda: run(op_gpu), "cupy", repeats)
+            if "cpu" in out:
+                q = run(op_gpu)
+                agree = max(abs(q.moment(k) / out["cpu"].moment(k) - 1) for k in (1, 2))
+            del op_gpu
+            _free_gpu_memory()
+        rows.append(_row(f"SLQ Mixer JJᵀ depth {depth}", f"m={m} probes={n_probes} steps={n_steps}", cpu_s, gpu_s,
+                         note.replace("N", "S"), agree))
+    return rows
 
 
 # -- 5. the ⊠ engine on a large grid ----------------------------------------------------------------------------------
@@ -229,16 +261,17 @@ def boxtimes_item(points, cpu_points, repeats, gpu):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         cpu_s = median_time(lambda: law.pdf(x_cpu, backend="numpy"), "numpy", max(1, repeats // 2), warmup=0)
-        gpu_s = math.nan
+        gpu_s, agree = math.nan, math.nan
         if gpu:
             x_gpu = grid(points, "cupy")
             gpu_s = median_time(lambda: law.pdf(x_gpu, backend="cupy"), "cupy", repeats)
+            agree = _max_rel(law.pdf(x_cpu, backend="numpy"), law.pdf(grid(n_cpu, "cupy"), backend="cupy"))
             _free_gpu_memory()
     note = ""
     if n_cpu < points:
         cpu_s *= points / n_cpu
         note = f"CPU est: timed on {n_cpu} points, scaled linearly to {points}"
-    return [_row("⊠ engine pdf, (Bern ⊠ MP)^⊠10", f"{points} points", cpu_s, gpu_s, note)]
+    return [_row("⊠ engine pdf, (Bern ⊠ MP)^⊠10", f"{points} points", cpu_s, gpu_s, note, agree)]
 
 
 # -- driver -----------------------------------------------------------------------------------------------------------
@@ -251,14 +284,19 @@ def device_description():
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    try:
+        import torch
+        torch_version = f"torch {torch.__version__} (CUDA {torch.version.cuda})"
+    except ImportError:  # pragma: no cover
+        torch_version = "no torch"
     return (f"{name} (device {dev.id}, {props['totalGlobalMem'] / 2 ** 30:.0f} GiB, compute capability "
             f"{props['major']}.{props['minor']}; CuPy {cp.__version__}, CUDA runtime "
-            f"{cp.cuda.runtime.runtimeGetVersion()})")
+            f"{cp.cuda.runtime.runtimeGetVersion()}, driver API {cp.cuda.runtime.driverGetVersion()}; {torch_version})")
 
 
 def _print(rows, cpu_only):
     table = pd.DataFrame(rows)
-    cols = ["item", "size", "cpu_s"] + ([] if cpu_only else ["gpu_s", "gpu_over_cpu", "cpu_over_gpu"])
+    cols = ["item", "size", "cpu_s"] + ([] if cpu_only else ["gpu_s", "gpu_over_cpu", "cpu_over_gpu", "agree"])
     if "cpu_samples_per_s" in table:
         cols += ["cpu_samples_per_s"] + ([] if cpu_only else ["gpu_samples_per_s"])
     cols += ["note"] if table["note"].astype(bool).any() else []
@@ -274,7 +312,10 @@ def main(argv=None):
     ap.add_argument("--jac-sizes", type=int, nargs="+", default=[4096, 8192, 16384])
     ap.add_argument("--train-sides", type=int, nargs="+", default=[32, 64], help="S = C of the trained models")
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--slq-side", type=int, default=1000, help="S = C of the SLQ operator (m = side²)")
+    ap.add_argument("--slq-sides", type=int, nargs="+", default=[1000, 3163],
+                    help="S = C of the SLQ operator (m = side²: 10⁶ and 10⁷)")
+    ap.add_argument("--slq-cpu-max-side", type=int, default=1000,
+                    help="largest S timed on the CPU for SLQ (beyond: estimated by side³ scaling)")
     ap.add_argument("--slq-probes", type=int, default=8)
     ap.add_argument("--slq-steps", type=int, default=80)
     ap.add_argument("--points", type=int, default=10 ** 6, help="grid points of the ⊠ engine item")
@@ -282,7 +323,7 @@ def main(argv=None):
     ap.add_argument("--cpu-only", action="store_true",
                     help="no GPU needed: the CPU halves at small sizes (a smoke test of the script)")
     a = ap.parse_args(argv)
-    for name in ("repeats", "cpu_max", "batch", "slq_side", "slq_probes", "slq_steps", "points", "cpu_points"):
+    for name in ("repeats", "cpu_max", "batch", "slq_cpu_max_side", "slq_probes", "slq_steps", "points", "cpu_points"):
         if getattr(a, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(a, name)}")
 
@@ -293,7 +334,7 @@ def main(argv=None):
         return None
     if a.cpu_only:
         a.eig_sizes, a.jac_sizes, a.train_sides, a.batch = [128, 256], [128], [8], 16
-        a.slq_side, a.slq_probes, a.slq_steps, a.points, a.repeats = 32, 2, 10, 1000, 1
+        a.slq_sides, a.slq_probes, a.slq_steps, a.points, a.repeats = [32], 2, 10, 1000, 1
     gpu = not a.cpu_only
     pd.set_option("display.width", 200)
     print(f"GPU: {device if gpu else 'none used (--cpu-only)'}")
@@ -306,7 +347,7 @@ def main(argv=None):
         "eig": lambda: eigvalsh_item(a.eig_sizes, a.repeats, a.cpu_max, gpu),
         "jacobian": lambda: jacobian_item(a.jac_sizes, a.repeats, a.cpu_max, gpu),
         "train": lambda: train_item(a.train_sides, a.batch, a.repeats, gpu),
-        "slq": lambda: slq_item(a.slq_side, 4, a.slq_probes, a.slq_steps, a.repeats, gpu),
+        "slq": lambda: slq_item(a.slq_sides, 4, a.slq_probes, a.slq_steps, a.repeats, a.slq_cpu_max_side, gpu),
         "boxtimes": lambda: boxtimes_item(a.points, a.cpu_points, a.repeats, gpu),
     }
     results = {}
