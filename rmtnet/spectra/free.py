@@ -28,10 +28,18 @@ exceeding it raises :class:`ConvergenceError` with z, the iteration count and th
 
 **Atoms** follow Belinschi (2003) / Bercovici–Voiculescu (1998): (μ⊠ν)({0}) = max(μ({0}), ν({0})); a product of
 nonzero atoms a_i carries mass Σ t_i μ_i({a_i}) - (T - 1) when positive (similarly for ⊞ at Σ t_i a_i).
-**Bands and edges.** The continuous part's bands are read off the density on a 200-point grid of the hull, with every
-interior local minimum of the grid density minimised (bounded Brent) so that gaps narrower than the grid are found.
+**Bands and edges.** The continuous part's bands are read off the density on a grid that follows the law's scales:
+the hull on 200 points, for ⊠ the same range logarithmically (4 points a decade), and fine grids at every scale around
+the *seeds* — the points each choice of one feature per factor (an atom, a band's edge or middle) maps to, Σ t_i f_i
+for ⊞ and Π f_i^{t_i} for ⊠ — so that bands 10²⁴ apart, or a thousandth of the hull wide, are found. A grid cell
+counts as density only where it holds mass (ρ·Δx > 1e-10), and every interior local minimum of the grid density is
+minimised (bounded Brent) so that gaps narrower than the grid are found. **Mass accounting**: the bands' masses
+(the integral of the density) and the atoms must add to 1 within 1e-6 (a missed band loses its whole mass); the
+cdf, quantiles and everything built on them raise :class:`ConvergenceError` otherwise (``law.mass_accounting()``
+shows the books).
 Each edge is a real critical point of z(m) (λ_max = min_{m>0} M^{-1}(m) and its mirror at a left edge), located by a
-secant search on dz/dm = 0 along the real branch (bisection on the density if that branch leaves the bracket).
+secant search on dz/dm = 0 along the real branch (16-point sections on the density if that branch leaves the
+bracket).
 The density is -Im G/π of the continuous part: the atoms' poles are removed, so that a point evaluated slightly above
 the axis next to an atom does not pick up the atom's Cauchy tail.
 **Moments** are exact through the S-transform / free-cumulant series (:mod:`rmtnet.spectra.series`).
@@ -304,6 +312,12 @@ class _Convolution(Measure):
             return 1.0
         return float(self._moments(k)[k - 1])
 
+    def var(self):
+        """The variance from the factors' own variances, without the cancellation of m₂ − m₁² (a law far from 0
+        relative to its width): for ⊞ free cumulants add, κ₂ = Σ t_i Var μ_i; for ⊠ the normalised variances
+        add, Var/m₁² = Σ t_i Var μ_i/m₁(μ_i)² (from m₂ = m₁² (1 + Σ t_i (m₂ᵢ/m₁ᵢ² − 1)), Nica & Speicher 2006)."""
+        return self._variance([(mu.var(), mu.moment(1), t) for mu, t in self.factors])
+
     def _scale(self):
         m1 = abs(self._moments(2)[0])
         m2 = self._moments(2)[1]
@@ -327,24 +341,117 @@ class _Convolution(Measure):
         return out
 
     # --- support --------------------------------------------------------------------------------------------
+    _SIGNIFICANT = 1e-10          # mass ρ·Δx of a grid cell below which it counts as no density (_significant)
+    _MAX_SEEDS = 4096             # candidate band locations taken from the factors' features (beyond: none)
+
+    @classmethod
+    def _significant(cls, x, rho):
+        """Where the density carries mass: ρ(x_j)·Δx_j > 1e-10, Δx_j the width of grid point j's cell (x sorted).
+        A fraction of max ρ would discard a band whose density is 10¹² times lower than another's only because it
+        sits 10¹² times further out; and a positive ρ alone takes the engine's rounding-level values (1e-52 next to
+        a band of ⊞, erratic 1e-13 … 10 in the far tail of a push-forward product, holding ~1e-10 in all) for bands.
+        The mass so ignored is far below the 1e-8 of the mass accounting."""
+        x = np.asarray(x, float)
+        if x.size == 1:
+            return rho > 0
+        cell = np.gradient(x)
+        return rho * np.abs(cell) > cls._SIGNIFICANT
+
+    def _seeds(self):
+        """Where bands may sit, from the factors' own features: for every choice of one feature per factor (an atom,
+        a band's edges or middle) the point that choice maps to (Σ t_i f_i for ⊞, Π f_i^{t_i} for ⊠). Empty when
+        there are more than ``_MAX_SEEDS`` choices (many factors: the scale grid alone is used)."""
+        feats = []
+        for mu, _ in self.factors:
+            f = list(mu.atoms()[0])
+            for a, b in mu.intervals():
+                f += [a, b, 0.5 * (a + b)]
+            feats.append(np.unique(np.asarray(f, float)))
+        if int(np.prod([max(f.size, 1) for f in feats], dtype=float)) > self._MAX_SEEDS:
+            return np.empty(0)
+        t = np.array([t for _, t in self.factors])
+        return np.unique(self._combine_seeds(feats, t))
+
+    def _combine_seeds(self, feats, t):
+        raise NotImplementedError
+
+    def _around(self, seeds):
+        raise NotImplementedError
+
+    def _scale_grid(self, lo, hi, seeds):
+        raise NotImplementedError
+
+    def _search_grid(self, lo, hi):
+        """The second search: the hull's 200 points, a grid over the law's scales (logarithmic for ⊠) and fine
+        grids around every seed (:meth:`_seeds`): bands are found whatever their scale relative to the hull."""
+        seeds = self._seeds()
+        seeds = seeds[(seeds > lo) & (seeds < hi)]
+        parts = [self._hull_grid(lo, hi), self._scale_grid(lo, hi, seeds)]
+        if seeds.size:
+            parts.append(self._around(seeds))
+        x = np.unique(np.concatenate(parts))
+        return x[(x > lo) & (x < hi)]
+
+    def _missed(self, bands, lo, hi):
+        """Whether the first search left a band out: density with mass next to a seed, outside every band found.
+        (Cheap: only the seeds' neighbourhoods that lie outside the bands are solved.)"""
+        seeds = self._seeds()
+        seeds = seeds[(seeds > lo) & (seeds < hi)]
+        if not seeds.size:
+            return False
+        x = np.unique(self._around(seeds))
+        x = x[(x > lo) & (x < hi)]
+        for a, b in bands:
+            margin = 1e-9 * max(abs(a), abs(b), hi - lo)
+            x = x[(x < a - margin) | (x > b + margin)]
+        x = self._off_atoms(x, lo, hi)
+        if not x.size:
+            return False
+        return bool(self._significant(x, self._solve_density(x)[2]).any())
+
+    def _off_atoms(self, x, lo, hi):
+        """x without the points next to an atom (whose pole would swamp the density)."""
+        locs = self.atoms()[0]
+        if locs.size:
+            gap = np.maximum(1e-9 * np.abs(locs)[None, :], 1e-12 * (hi - lo))
+            x = x[np.all(np.abs(x[:, None] - locs[None, :]) > gap, axis=1)]
+        return x
+
+    @staticmethod
+    def _hull_grid(lo, hi):
+        """The first search: 200 evenly spaced points of the hull (irrationally offset, so no point lands on a
+        rational atom). Enough for every law whose bands are not far narrower than, or far apart within, the hull;
+        the mass accounting sends the others to :meth:`_search_grid`."""
+        return lo + (hi - lo) * (np.arange(200) + 0.3819660112501051) / 200
+
     @cached_property
     def _support(self):
         """(bands, splits): the bands of the continuous part and, inside them, the sharp local minima of the
-        density (where quadrature panels are split)."""
+        density (where quadrature panels are split). First on the hull's 200-point grid; where that finds nothing,
+        or density is left next to a seed (:meth:`_missed`), or the mass accounting fails later, on the
+        multi-scale grid (:meth:`_search_grid`)."""
         if self.continuous_mass <= 1e-14:
             return None
         lo, hi = self._bracket_hull()
-        # an irrationally offset grid, kept off the atoms (whose poles would swamp the density)
-        x = lo + (hi - lo) * (np.arange(200) + 0.3819660112501051) / 200
-        locs = self.atoms()[0]
-        if locs.size:
-            x = x[np.min(np.abs(x[:, None] - locs[None, :]), axis=1) > 1e-9 * (hi - lo)]
-        u, om, rho = self._solve_density(x)
-        thr = 1e-8 * rho.max()
-        pos = np.nonzero(rho > thr)[0]
-        if pos.size == 0:
+        if not self.__dict__.get("_multiscale"):
+            found = self._bands_on(self._hull_grid(lo, hi), lo, hi)
+            if found is not None and not self._missed(found[0], lo, hi):
+                return found
+            self._multiscale = True
+        found = self._bands_on(self._search_grid(lo, hi), lo, hi)
+        if found is None:
             raise ConvergenceError(f"{self.kind}: no continuous density found on the bracket [{lo}, {hi}]",
-                                   z=complex(lo), iteration=0, residual=float(rho.max()))
+                                   z=complex(lo), iteration=0, residual=0.0)
+        return found
+
+    def _bands_on(self, x, lo, hi):
+        """(bands, splits) read off the density on the grid x (None where no cell of it holds density)."""
+        x = self._off_atoms(x, lo, hi)
+        u, om, rho = self._solve_density(x)
+        sig = self._significant
+        pos = np.nonzero(sig(x, rho))[0]
+        if pos.size == 0:
+            return None
         if pos[0] == 0:
             # density already at the first grid point: look closer to the bracket's end for a gap (a soft edge
             # just above lo) before concluding that the continuous part reaches lo (a hard edge)
@@ -352,8 +459,8 @@ class _Convolution(Measure):
             uc, oc, rc = self._solve_density(xc)
             x, u = np.concatenate([xc, x]), np.concatenate([uc, u])
             om, rho = np.concatenate([oc, om], axis=1), np.concatenate([rc, rho])
-            pos = np.nonzero(rho > thr)[0]
-            zero = np.nonzero(rho[:xc.size] <= thr)[0]
+            pos = np.nonzero(sig(x, rho))[0]
+            zero = np.nonzero(~sig(xc, rc))[0]
             if zero.size:
                 pos = pos[pos > zero[-1]]
         if pos[-1] == x.size - 1:
@@ -363,8 +470,8 @@ class _Convolution(Measure):
             n0 = x.size
             x, u = np.concatenate([x, xc]), np.concatenate([u, uc])
             om, rho = np.concatenate([om, oc], axis=1), np.concatenate([rho, rc])
-            zero = np.nonzero(rho[n0:] <= thr)[0]
-            keep = rho > thr
+            keep = sig(x, rho)
+            zero = np.nonzero(~keep[n0:])[0]
             if zero.size:
                 keep[n0 + zero[0]:] = False
             first = pos[0]
@@ -373,13 +480,12 @@ class _Convolution(Measure):
         # narrow gaps: every interior local minimum of ρ on the grid is minimised locally; a minimum at zero
         # density joins the grid as an outside point, and splits the band there
         first, last = x[pos[0]], x[pos[-1]]
-        x, u, om, rho, splits = self._probe_local_minima(x, u, om, rho, pos, thr, hi - lo)
-        pos = np.nonzero((rho > thr) & (x >= first) & (x <= last))[0]
+        x, u, om, rho, splits = self._probe_local_minima(x, u, om, rho, pos, sig)
+        inside = sig(x, rho) & (x >= first) & (x <= last)
+        pos = np.nonzero(inside)[0]
         # bands: runs of positive density on the grid; every edge is refined on the real branch
-        inside = np.zeros(x.size, bool)
-        inside[pos[0]:pos[-1] + 1] = rho[pos[0]:pos[-1] + 1] > thr
-        starts = [j for j in range(pos[0], pos[-1] + 1) if inside[j] and (j == pos[0] or not inside[j - 1])]
-        ends = [j for j in range(pos[0], pos[-1] + 1) if inside[j] and (j == pos[-1] or not inside[j + 1])]
+        starts = [j for j in pos if j == pos[0] or not inside[j - 1]]
+        ends = [j for j in pos if j == pos[-1] or not inside[j + 1]]
         bands = []
         for j0, j1 in zip(starts, ends):
             a = lo if j0 == 0 else self._refine_edge(x[j0 - 1], u[j0 - 1], om[:, j0 - 1], x[j0], u[j0], om[:, j0])
@@ -388,7 +494,7 @@ class _Convolution(Measure):
             bands.append((float(a), float(b)))
         return bands, [t for t in splits if any(a < t < b for a, b in bands)]
 
-    def _probe_local_minima(self, x, u, om, rho, pos, thr, width):
+    def _probe_local_minima(self, x, u, om, rho, pos, sig):
         """Look for gaps narrower than the grid spacing: at each interior local minimum of the grid density,
         minimise ρ on the neighbouring cells (bounded Brent); where it reaches zero, add that point and its
         (real-branch) solution to the grid, sorted. Minima with positive density are returned as split points."""
@@ -396,11 +502,13 @@ class _Convolution(Measure):
             return float(self._solve_density(np.array([t]))[2][0])
 
         found, splits = [], []
+        ok = sig(x, rho)
         for j in range(pos[0] + 1, pos[-1]):
-            if thr < rho[j] < rho[j - 1] and rho[j] <= rho[j + 1]:
+            if ok[j] and ok[j - 1] and ok[j + 1] and rho[j] < rho[j - 1] and rho[j] <= rho[j + 1]:
+                width = x[j + 1] - x[j - 1]
                 r = optimize.minimize_scalar(density, bounds=(x[j - 1], x[j + 1]), method="bounded",
-                                             options={"xatol": 1e-12 * width})
-                (found if r.fun <= thr else splits).append(float(r.x))
+                                             options={"xatol": 1e-10 * width})
+                (splits if r.fun * 0.5 * width > self._SIGNIFICANT else found).append(float(r.x))
         if not found:
             return x, u, om, rho, splits
         xf = np.array(found)
@@ -410,10 +518,70 @@ class _Convolution(Measure):
         order = np.argsort(x)
         return x[order], u[order], om[:, order], rho[order], splits
 
+    # The books must balance to 1e-6: a missed band loses its whole mass, far more. (Not yet 1e-8: at an edge where
+    # the density is more singular than an inverse square root — a product of atoms meeting a band's end — the
+    # quadrature's nodes reach the edge's float64 neighbourhood and the tail below it is lost: 2.2e-7 for
+    # (½δ_0.96 + ½δ_1.08)^{⊠2}. Adding that tail from the edge's power law is the missing piece.)
+    _MASS_TOL = 1e-6
+
+    @cached_property
+    def _cdf_table(self):
+        """The cdf table of :class:`Measure`, accepted only once the mass is accounted for
+        (:meth:`mass_accounting`): a band the search missed would otherwise make a law that is quietly short. The
+        bands are first searched on the hull's 200-point grid (fast, and enough for most laws); where the books do
+        not balance, again on the multi-scale grid (:meth:`_search_grid`), and a second failure raises."""
+        table = Measure._cdf_table.func(self)
+        if self.__dict__.get("_multiscale") or self._accounted(table):
+            self._account(table)
+            return table
+        # bands missing from the first search (200 points of the hull): search again on the multi-scale grid
+        self._multiscale = True
+        for name in ("_support", "_quad"):
+            self.__dict__.pop(name, None)
+        table = Measure._cdf_table.func(self)
+        self._account(table)
+        return table
+
+    def _accounted(self, table):
+        xs, cs, _ = table
+        return abs(1.0 - self._accounting(xs, cs)["total"]) <= self._MASS_TOL
+
+    def mass_accounting(self):
+        """{"bands": [(a, b, mass), …], "atoms": Σ atom masses, "total": the two together}: the mass of every band
+        (the integral of the density) and of the atoms. A law whose bands were all found has total 1 (to the
+        quadrature's ~1e-10 for most laws); the cdf and everything built on it raise :class:`ConvergenceError` when the
+        total is off by more than 1e-6 (see ``_MASS_TOL``)."""
+        xs, cs, _ = self._cdf_table
+        return self._accounting(xs, cs)
+
+    def _accounting(self, xs, cs):
+        bands = []
+        for a, b in self.intervals():
+            inside = (xs >= a) & (xs <= b)
+            mass = float(cs[inside][-1] - cs[inside][0]) if inside.any() else 0.0
+            bands.append((a, b, mass))
+        atoms = float(np.sum(self.atoms()[1]))
+        return {"bands": bands, "atoms": atoms, "total": atoms + (float(cs[-1]) if cs.size else 0.0)}
+
+    def _account(self, table):
+        xs, cs, _ = table
+        acc = self._accounting(xs, cs)
+        missing = 1.0 - acc["total"]
+        if abs(missing) > self._MASS_TOL:
+            where = ", ".join(f"[{a:.4g}, {b:.4g}]: {m:.6g}" for a, b, m in acc["bands"][:8])
+            raise ConvergenceError(
+                f"{self.kind}: mass accounting failed for {self!r}: the bands found ({where}"
+                f"{', …' if len(acc['bands']) > 8 else ''}) and the atoms ({acc['atoms']:.6g}) hold "
+                f"{acc['total']:.10g}, not 1 ({missing:+.3g} {'missing' if missing > 0 else 'too much'}); a band "
+                f"was not found or its density not resolved",
+                z=None, iteration=0, residual=float(missing))
+
     def intervals(self):
-        """Bands of the continuous part: located on an offset 200-point grid, with every local minimum of the grid
-        density searched for a gap, and each edge refined to a real critical point of z(m). A gap whose
-        neighbourhood shows no local minimum on the grid is not resolved."""
+        """Bands of the continuous part: located on a grid that follows the law's scales (:meth:`_search_grid`:
+        the hull, a logarithmic grid for ⊠, and fine grids at every scale around the points the factors' atoms and
+        band edges map to), with every local minimum of the grid density searched for a gap, and each edge refined
+        to a real critical point of z(m). A gap whose neighbourhood shows no local minimum on the grid is not
+        resolved; a band missed altogether shows in the mass accounting of the cdf (:meth:`mass_accounting`)."""
         return [] if self._support is None else list(self._support[0])
 
     def _panels(self):
@@ -443,17 +611,22 @@ class _Convolution(Measure):
             return edge
         return self._edge_by_bisection(x_out, x_in)
 
-    def _edge_by_bisection(self, x_out, x_in, iters=60):
+    def _edge_by_bisection(self, x_out, x_in, rounds=14, k=16):
+        """The edge between x_out (no density) and x_in (density) by k-section on the sign of the density: each
+        round solves k points side by side and keeps the cell where the density starts (k = 16, 14 rounds: the
+        bracket shrinks by 17¹⁴ ≈ 10¹⁷, to rounding), or until the mass the bracket can hold, its width times the
+        density inside, is below 10⁻¹⁵ (an edge in a far tail of negligible mass, costly to solve near)."""
         ref = float(self._solve_density(np.array([x_in]))[2][0])
         a, b = x_out, x_in
-        for _ in range(iters):
-            c = 0.5 * (a + b)
-            if c in (a, b):
+        for _ in range(rounds):
+            if abs(b - a) * ref <= 1e-3 * self._SIGNIFICANT:       # the mass still in doubt is negligible
                 break
-            if self._solve_density(np.array([c]))[2][0] > 1e-10 * ref:
-                b = c
-            else:
-                a = c
+            t = a + (b - a) * np.arange(1, k + 1) / (k + 1)
+            if np.all((t == a) | (t == b)):
+                break
+            inside = self._solve_density(t)[2] > 1e-10 * ref
+            j = int(np.argmax(inside)) if inside.any() else k      # first point from a's side with density
+            a, b = (a if j == 0 else t[j - 1]), (t[j] if j < k else b)
         return 0.5 * (a + b)
 
     def _edge_on_real_branch(self, u_out, om_out, u_in):
@@ -596,6 +769,29 @@ class FreeProduct(_Convolution):
         tol = 1e-10
         return (p.imag >= -tol * np.abs(p)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
 
+    def _variance(self, parts):
+        return self.moment(1) ** 2 * sum(t * v / m ** 2 for v, m, t in parts)
+
+    def _combine_seeds(self, feats, t):
+        # Π f_i^{t_i} in log space; a zero feature maps to 0, which the grid's geometric bottom covers
+        logs = [np.log(f[f > 0]) for f in feats]
+        if any(v.size == 0 for v in logs):
+            return np.empty(0)
+        total = sum(ti * g.ravel() for ti, g in zip(t, np.meshgrid(*logs, indexing="ij")))
+        return np.exp(total[(total > -745.0) & (total < 709.0)])
+
+    def _around(self, seeds):
+        """Points at relative distances 10⁻⁶ … 1 on either side of every seed."""
+        r = np.geomspace(1e-6, 1.0, 14)
+        return (seeds[:, None] * np.exp(np.concatenate([-r, r]))[None, :]).ravel()
+
+    def _scale_grid(self, lo, hi, seeds):
+        """The hull's range on 4 points per decade (down to 10⁻⁸ of the lowest seed when the hull reaches 0)."""
+        bottom = lo if lo > 0 else 1e-8 * min(seeds.min() if seeds.size else hi, hi)
+        decades = np.log10(hi) - np.log10(bottom)                 # not log10(hi/bottom): a subnormal bottom
+        n = int(np.ceil(4 * decades)) + 1
+        return np.power(10.0, np.log10(bottom) + decades * (np.arange(n) + 0.3819660112501051) / n)
+
     def _m_and_derivative(self, z, p, om):
         """m = 1/(p - 1), 1 + m = p/(p - 1) and dm/dz from the solution (p, ω) at z."""
         _, b, a = self._outer(p, om)
@@ -642,16 +838,20 @@ class FreeProduct(_Convolution):
     def _bracket_hull(self):
         """[lo, hi] containing the continuous part: hi from λ_max ≤ min over moment ratios is not a bound, so use
         the operator-norm bound Π hi_i^{t_i} capped by a moment estimate, and lo = Π lo_i^{t_i}."""
-        lo = 1.0
-        hi_bound = 1.0
-        for mu, t in self.factors:
-            a, b = mu.hull()
-            lo *= max(a, 0.0) ** t
-            hi_bound *= b ** t
+        # in log space: the norm bound Π b_i^{t_i} of a deep power overflows long before λ_max does
+        with np.errstate(divide="ignore"):
+            log_lo = sum(t * np.log(max(mu.hull()[0], 0.0)) for mu, t in self.factors)
+            log_hi = sum(t * np.log(mu.hull()[1]) for mu, t in self.factors)
         # λ_max ≤ (m_k)^{1/k} · (k-dependent factor) is not a bound either; use a right edge located on the
         # real branch from m → 0⁺ when it is far below the norm bound
-        hi = min(hi_bound, self._right_edge_estimate() * 1.05)
-        return lo, hi
+        edge = self._right_edge_estimate() * 1.05
+        hi = min(np.exp(min(log_hi, 709.0)), edge) if log_hi < 709.0 or np.isfinite(edge) else np.inf
+        if not np.isfinite(hi):
+            raise ConvergenceError(f"{self.kind}: the largest point of the support of {self!r} is not representable "
+                                   f"in float64 (log of the norm bound {log_hi:.4g}; the real-branch edge search "
+                                   f"gave {edge!r})", z=None, iteration=0, residual=float(log_hi))
+        lo = float(np.exp(log_lo)) if log_lo > -745.0 else 0.0
+        return lo, float(hi)
 
     def _right_edge_estimate(self):
         """λ_max = min_{m>0} z(m) along the real branch started at m → 0⁺ (REFERENCE §1)."""
@@ -711,6 +911,21 @@ class FreeSum(_Convolution):
     def _physical(self, v, om, y):
         tol = 1e-10
         return (v.imag >= -tol * np.abs(v)) & np.all(om.imag >= -tol * np.abs(om), axis=0)
+
+    def _variance(self, parts):
+        return sum(t * v for v, _, t in parts)
+
+    def _combine_seeds(self, feats, t):
+        return sum(ti * g.ravel() for ti, g in zip(t, np.meshgrid(*feats, indexing="ij")))
+
+    def _around(self, seeds):
+        """Points at distances 10⁻⁹ … ½ of the hull's width on either side of every seed."""
+        lo, hi = self._bracket_hull()
+        r = (hi - lo) * np.geomspace(1e-9, 0.5, 16)
+        return (seeds[:, None] + np.concatenate([-r, r])[None, :]).ravel()
+
+    def _scale_grid(self, lo, hi, seeds):
+        return np.empty(0)
 
     def _g_from(self, z, v, om):
         _, b, a = self._outer(v, om)

@@ -103,6 +103,9 @@ class Semicircle(Measure):
         r = 2 * np.sqrt(self.var_)
         self.edges = (self.loc - r, self.loc + r)
 
+    def var(self):
+        return self.var_
+
     def support(self):
         return self.edges
 

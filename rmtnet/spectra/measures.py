@@ -504,6 +504,11 @@ class PointMasses(Measure):
         k = _order(k)
         return float(np.sum(self._masses * self._locs ** k))
 
+    def var(self):
+        """Σ p (x − mean)², centred first (no cancellation for atoms far from 0)."""
+        m = float(np.sum(self._masses * self._locs))
+        return float(np.sum(self._masses * (self._locs - m) ** 2))
+
     def pdf(self, x):
         return np.zeros_like(finite_array("x", x))
 
@@ -864,6 +869,9 @@ class Affine(Measure):
         k = _order(k)
         return float(sum(special.comb(k, j) * self.a ** j * self.b ** (k - j) * self.base.moment(j)
                          for j in range(k + 1)))
+
+    def var(self):
+        return self.a ** 2 * self.base.var()
 
     def quantile(self, q):
         q = finite_array("q", q)
