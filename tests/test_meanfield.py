@@ -76,3 +76,25 @@ def test_custom_activation_and_errors():
         mf.activation(np.sin)
     with pytest.raises(ValueError, match="sigma_w"):
         mf.length_map("tanh", 1.0, -1.0)
+
+
+@pytest.mark.parametrize("q", [1e2, 1e6, 1e12])
+def test_narrow_tanh_peak_resolved_at_large_q(q):
+    """E[sech⁴(h)] and E[sech⁸(h)], h ~ N(0, q): at large q the Gaussian is flat across the peak, so they approach
+    (4/3)/√(2πq) and (32/35)/√(2πq) with relative corrections O(1/q); at q = 100 against SciPy's adaptive quad.
+    (Uniform panels capped in number gave χ = 9.9e-4 instead of 5.3e5 at σ_w = 10⁶.)"""
+    for k, c in ((1, 4 / 3), (2, 32 / 35)):
+        got = mf.d2_moments("tanh", q, k)
+        if q >= 1e6:
+            ref = c / np.sqrt(2 * np.pi * q)
+        else:
+            ref = integrate.quad(lambda h: np.cosh(h) ** (-4 * k) * np.exp(-h * h / (2 * q)) / np.sqrt(2 * np.pi * q),
+                                 -60, 60, points=[0], epsabs=0, epsrel=1e-13, limit=500)[0]
+        assert got == pytest.approx(ref, rel=1e-6 if q == 1e6 else 1e-10)
+
+
+def test_chi_of_tanh_at_sigma_w_one_million():
+    """χ = σ_w² E[sech⁴(√q* ξ)] ≈ σ_w² (4/3)/√(2π q*) to O(1/q*) = 1e-12, with q* ≈ σ_w²."""
+    q = mf.q_star("tanh", 1e6)
+    assert q == pytest.approx(1e12, rel=1e-5)
+    assert mf.chi("tanh", 1e6) == pytest.approx(1e12 * (4 / 3) / np.sqrt(2 * np.pi * q), rel=1e-6)

@@ -100,18 +100,30 @@ def activation(spec, dphi=None):
     raise ValueError(f"activation must be a name, an Activation or a callable, got {type(spec).__name__}")
 
 
-def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10):
+def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10, core=50.0):
     """E[f(h)], h ~ N(0, q), by composite Gauss–Legendre quadrature on [-width·√q, width·√q] (Gaussian mass
-    outside < 2e-23) with panels of at most ``panel`` in h and panel ends at ``breakpoints`` (kinks of f).
+    outside < 2e-23): panels of at most ``panel`` in |h| ≤ ``core`` (where the activations' features live: tanh′'s
+    poles at ±iπ/2, erf's Gaussian, hard_tanh's kinks at ±1), graded beyond it — each at most 5 % of |h| and a
+    quarter of √q — and panel ends at ``breakpoints`` (kinks of f). The grading keeps a narrow feature resolved at
+    any q: at σ_w = 10⁶ (q ≈ 10¹²) the sech⁴ peak of tanh′² is a millionth of √q wide, and uniform panels capped in
+    number stepped over it (χ came out 9.9e-4 instead of 5.3e5).
 
     Chosen over Gauss–Hermite because activations such as tanh have poles near the real axis (tanh′ at ±iπ/2),
-    where Hermite rules converge slowly once √q is large; panels resolve them at any q."""
+    where Hermite rules converge slowly once √q is large; panels resolve them at any q. A user activation whose φ
+    or φ′ has features beyond |h| = ``core`` should raise ``core`` past them."""
     q = real_scalar("q", q, lo=0.0)
     if q == 0:
         return float(np.asarray(f(np.zeros(1)), dtype=float)[0])
     H = width * np.sqrt(q)
-    n = int(min(max(np.ceil(2 * H / panel), 16), 40000))
-    edges = np.union1d(np.linspace(-H, H, n + 1), [b for b in breakpoints if -H < b < H])
+    R = min(H, core)
+    inner = np.linspace(-R, R, int(max(np.ceil(2 * R / panel), 16)) + 1)
+    outer = []
+    h = R
+    while h < H:
+        h = min(H, h + max(panel, min(0.05 * h, 0.25 * np.sqrt(q))))
+        outer.append(h)
+    outer = np.array(outer)
+    edges = np.union1d(np.concatenate([-outer[::-1], inner, outer]), [b for b in breakpoints if -H < b < H])
     x, w = np.polynomial.legendre.leggauss(n_gauss)
     a, b = edges[:-1, None], edges[1:, None]
     h = (0.5 * (a + b) + 0.5 * (b - a) * x).ravel()
