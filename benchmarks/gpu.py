@@ -104,16 +104,18 @@ def _max_rel(a, b):
     return float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
 
 
-def _cpu_or_estimate(n, cpu_max, measure, measured, power=3.0):
+def _cpu_or_estimate(n, cpu_max, measure, measured, power=3.0, size="N", option="--cpu-max"):
     """The CPU time at size ``n``: measured if n ≤ cpu_max, else estimated as t(n₀)·(n/n₀)^power from the largest
-    measured size n₀ (``measured``: {n: seconds}). Returns (seconds, note)."""
+    measured size n₀ (``measured``: {n: seconds}). Returns (seconds, note); the note names the size ``size`` and
+    the command-line ``option`` that capped it."""
     if n <= cpu_max:
         measured[n] = measure()
         return measured[n], ""
     if not measured:
-        return math.nan, f"CPU skipped (N > --cpu-max {cpu_max})"
+        return math.nan, f"CPU skipped ({size} > {option} {cpu_max})"
     n0 = max(measured)
-    return measured[n0] * (n / n0) ** power, f"CPU est: skipped (N > --cpu-max {cpu_max}), N^{power:g} from N={n0}"
+    return (measured[n0] * (n / n0) ** power,
+            f"CPU est: skipped ({size} > {option} {cpu_max}), {size}^{power:g} from {size}={n0}")
 
 
 # -- 1. dense eigensolves ---------------------------------------------------------------------------------------------
@@ -137,9 +139,10 @@ def eigvalsh_item(sizes, repeats, cpu_max, gpu):
         if gpu:
             cp = B.native("cupy")
             a = cp.asarray(host["a"]) if host else _symmetric(n, "cupy")   # the same matrix where the CPU ran
-            gpu_s = median_time(lambda: cp.linalg.eigvalsh(a), "cupy", repeats)
+            dev = {}
+            gpu_s = median_time(lambda: dev.__setitem__("eig", cp.linalg.eigvalsh(a)), "cupy", repeats)
             if host:
-                agree = _max_rel(host["eig"], cp.linalg.eigvalsh(a))
+                agree = _max_rel(host["eig"], dev["eig"])
             del a
             _free_gpu_memory()
         rows.append(_row("eigvalsh float64", f"N={n}", cpu_s, gpu_s, note, agree))
@@ -231,18 +234,17 @@ def slq_item(sides, depth, n_probes, n_steps, repeats, cpu_max_side, gpu):
             t = time.perf_counter()
             out["cpu"] = run(op)
             return time.perf_counter() - t
-        cpu_s, note = _cpu_or_estimate(side, cpu_max_side, cpu, measured)
+        cpu_s, note = _cpu_or_estimate(side, cpu_max_side, cpu, measured, size="S", option="--slq-cpu-max-side")
         gpu_s, agree = math.nan, math.nan
         if gpu:
             op_gpu = mixer_network(side, depth, "cupy").jacobian_gram()
-            gpu_s = median_time(lambda: run(op_gpu), "cupy", repeats)
+            gpu_s = median_time(lambda: out.__setitem__("gpu", run(op_gpu)), "cupy", repeats)
             if "cpu" in out:
-                q = run(op_gpu)
-                agree = max(abs(q.moment(k) / out["cpu"].moment(k) - 1) for k in (1, 2))
+                agree = max(abs(out["gpu"].moment(k) / out["cpu"].moment(k) - 1) for k in (1, 2))
             del op_gpu
             _free_gpu_memory()
         rows.append(_row(f"SLQ Mixer JJᵀ depth {depth}", f"m={m} probes={n_probes} steps={n_steps}", cpu_s, gpu_s,
-                         note.replace("N", "S"), agree))
+                         note, agree))
     return rows
 
 
