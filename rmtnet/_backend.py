@@ -94,6 +94,15 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+def torch_device(backend: str | None = None) -> str:
+    """The torch device that goes with an array backend: ``"cuda"`` for CuPy, ``"cpu"`` for NumPy (``None``: the
+    default backend). The figure scripts' ``--backend cupy`` thus puts both the spectral Monte Carlo and the
+    training of torch models on the GPU."""
+    name = get_backend() if backend is None else backend
+    _check_name(name)
+    return "cuda" if name == "cupy" else "cpu"
+
+
 def rng(seed, backend: str | None = None):
     """A seeded generator of the backend (``numpy.random.Generator`` or ``cupy.random.Generator``). A generator
     passed as ``seed`` (e.g. a :class:`HostStream`) is returned as it is, so samplers accept either."""

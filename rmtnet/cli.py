@@ -5,7 +5,8 @@
     rmtnet run --all [options]           run every one (`rmtnet run-all` is the same)
 
 options: --full (the larger sizes of each script), --seed N (default 0), --backend numpy|cupy (the array library of
-the spectral Monte Carlo; simulations without one, such as the trained networks, ignore it), --outdir DIR (default
+the spectral Monte Carlo; with cupy, effective_width also trains its models on CUDA; the other trained-network
+simulations, whose small models gain little on a GPU, ignore it), --outdir DIR (default
 ./figures), --scheduler ADDRESS (send the simulations' parameter sweeps, rmtnet.experiments.sweep, to the Dask
 scheduler at ADDRESS, e.g. tcp://head:8786; a simulation without a sweep runs locally and says so).
 
@@ -139,7 +140,8 @@ def _parser():
     common.add_argument("--full", action="store_true", help="the larger sizes of each simulation (slower)")
     common.add_argument("--seed", type=int, default=0, help="the first seed of every simulation (default 0)")
     common.add_argument("--backend", choices=BACKENDS, default=None,
-                        help="array library of the spectral Monte Carlo (default: rmtnet's default, numpy)")
+                        help="array library of the spectral Monte Carlo (default: rmtnet's default, numpy); "
+                             "cupy also trains effective_width's models on CUDA")
     common.add_argument("--scheduler", metavar="ADDRESS", default=None,
                         help="run the simulations' parameter sweeps on the Dask scheduler at ADDRESS "
                              "(e.g. tcp://head:8786); simulations without a sweep run locally")

@@ -15,6 +15,7 @@ where it stopped.
 Quick mode (default): Ω/γ = 16³ (S* = C* = 16), S ∈ {4, 9, 16, 25, 36}, 10 epochs, 3 seeds (45 runs, a few minutes on
 2 cores). ``--full``: Ω/γ = 25³ (S* = C* = 25), S ∈ {4, 9, 16, 25, 36, 49, 100}, 20 epochs, 5 seeds (roughly an hour
 on 2 cores).
+``--backend cupy`` trains on the GPU (torch's CUDA device).
 Writes figures/effective_width.png and figures/effective_width.csv (per-configuration mean ± std and the runs).
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from rmtnet import cli, experiments, plot
+from rmtnet._backend import torch_device
 from rmtnet.nets.studies import width_run
 from rmtnet.spectra import mixer
 
@@ -40,13 +42,16 @@ def settings(full, **overrides):
     return {**s, **overrides}
 
 
-def grid(s):
+def grid(s, device="cpu"):
+    """Ω and the sweep's configurations; ``device`` (the torch device) enters the configurations only when it is not
+    the CPU, so a GPU run has its own rows in the store."""
     omega = GAMMA * s["side"] ** 3
     configs = []
     for S in s["tokens"]:
         C = max(1, int(round(mixer.tokens_for_channels(S, omega, GAMMA))))     # the budget is symmetric in S, C
         for model in MODELS:
-            configs.append(dict(model=model, patch=PATCH_FOR_TOKENS[S], channels=C, epochs=s["epochs"], gamma=GAMMA))
+            configs.append(dict(model=model, patch=PATCH_FOR_TOKENS[S], channels=C, epochs=s["epochs"], gamma=GAMMA,
+                                **({} if device == "cpu" else {"device": device})))
     return omega, configs
 
 
@@ -63,7 +68,7 @@ def summarise(runs):
 
 def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=2, **overrides):
     s = settings(full, **overrides)
-    omega, configs = grid(s)
+    omega, configs = grid(s, torch_device(backend))
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     runs = experiments.sweep(width_run, configs, seeds=range(seed, seed + s["seeds"]),

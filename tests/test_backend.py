@@ -23,6 +23,13 @@ def test_unknown_backend_is_rejected_by_name():
     assert B.get_backend() == "numpy"
 
 
+def test_torch_device_follows_the_array_backend():
+    """``--backend cupy`` trains on CUDA, NumPy (and the default) on the CPU; a bad name is refused by name."""
+    assert B.torch_device("cupy") == "cuda" and B.torch_device("numpy") == "cpu" and B.torch_device() == "cpu"
+    with pytest.raises(ValueError, match="backend"):
+        B.torch_device("cuda")
+
+
 def test_cupy_without_a_device_is_a_clear_error():
     if B.gpu_available():
         pytest.skip("a GPU is present")

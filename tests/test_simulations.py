@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rmtnet import _backend as B
 from rmtnet import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +128,32 @@ def test_effective_width_small_sweep_resumes(tmp_path):
     assert ((runs.connections - 2 * 16 ** 3).abs() / (2 * 16 ** 3)).max() < 0.02
     again = ns["main"](full=False, outdir=tmp_path, n_jobs=1, **small)[1]["runs"]
     pd.testing.assert_series_equal(again.seconds, runs.seconds)       # read from the store, not re-run
+
+
+def test_effective_width_grid_names_the_device_only_off_the_cpu():
+    """A GPU run's configurations carry ``device="cuda"`` (so its runs have their own keys in the store); a CPU run's
+    configurations are those of earlier stores (no device key)."""
+    ns = cli.load_simulation("effective_width")
+    s = ns["settings"](False)
+    omega, cpu = ns["grid"](s)
+    omega2, gpu = ns["grid"](s, "cuda")
+    assert omega == omega2 and len(cpu) == len(gpu) == 3 * len(s["tokens"])
+    assert all("device" not in c for c in cpu) and all(c.pop("device") == "cuda" for c in gpu) and cpu == gpu
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not B.gpu_available(), reason="needs CuPy and a CUDA device")
+def test_effective_width_trains_on_cuda_in_worker_processes(tmp_path):
+    """``--backend cupy``: the sweep's worker processes train on the GPU, and the test errors are those of the CPU
+    protocol (the same initial weights; float32 rounding differs, so within 0.03 of the CPU run's error)."""
+    ns = cli.load_simulation("effective_width")
+    small = dict(side=16, tokens=(4, 16), epochs=2, seeds=1)
+    gpu = ns["main"](outdir=tmp_path / "gpu", backend="cupy", n_jobs=2, **small)[1]["runs"]
+    cpu = ns["main"](outdir=tmp_path / "cpu", n_jobs=2, **small)[1]["runs"]
+    assert len(gpu) == len(cpu) == 6 and gpu.device.eq("cuda").all()
+    merged = gpu.merge(cpu, on=["model", "tokens", "channels", "seed"], suffixes=("_gpu", "_cpu"))
+    assert len(merged) == 6
+    assert (merged.test_error_gpu - merged.test_error_cpu).abs().max() < 0.03, merged
 
 
 @pytest.mark.slow          # ~70 s: 60 dense eigensolves up to m = 2304

@@ -45,12 +45,13 @@ def trainable_weights(net):
 
 
 def fit(model, patch, channels, depth=2, gamma=2.0, epochs=10, lr=5e-3, weight_decay=0.05, batch_size=128,
-        pool="flatten", dataset="mnist5k", seed=0, threads=1, **model_kwargs):
+        pool="flatten", dataset="mnist5k", seed=0, threads=1, device="cpu", **model_kwargs):
     """Build ``model`` (see :data:`MODELS`) with S = (image side / patch)² tokens and ``channels`` channels, train it
     by AdamW with a one-cycle schedule, and return (the trained model, its metrics table, the data).
     ``pool="flatten"`` reads out all m = S·C features (no C-channel bottleneck at small C; see the models);
     ``model_kwargs`` go to the model (e.g. ``density`` for SW-MLP). ``threads``: torch's intra-op threads while
-    training (one is fastest for these small models; the previous setting is restored)."""
+    training (one is fastest for these small models; the previous setting is restored). ``device``: where the
+    model is trained (``"cuda"`` for a GPU; the weights are initialised on the CPU from ``seed`` either way)."""
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
@@ -60,7 +61,7 @@ def fit(model, patch, channels, depth=2, gamma=2.0, epochs=10, lr=5e-3, weight_d
                     n_classes=data.n_classes, gamma=float(gamma), pool=pool, seed=int(seed), **model_kwargs)
         table = train(net, data, epochs=int(epochs), batch_size=int(batch_size), optimizer="adamw", lr=float(lr),
                       weight_decay=float(weight_decay), schedule="onecycle", seed=int(seed), progress=False,
-                      eval_every=int(epochs))
+                      eval_every=int(epochs), device=device)
     finally:
         torch.set_num_threads(before)
     return net, table, data
