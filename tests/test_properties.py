@@ -65,7 +65,7 @@ def test_total_mass_one(a, b):
     if law.continuous_mass < 1e-12:
         assert abs(law.atoms()[1].sum() - 1) < 1e-12
         return
-    assert abs(total_mass(law) - 1) < 1e-6
+    assert abs(total_mass(law) - 1) < 1e-8
 
 
 def test_mass_of_a_product_with_a_steep_flank():
