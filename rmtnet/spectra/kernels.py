@@ -33,11 +33,12 @@ import numpy as np
 from scipy import linalg
 
 from .. import _backend as B
-from ._checks import finite_array, real_scalar
+from ._checks import finite_array, integer_at_least, real_scalar
 from .meanfield import Activation, activation
 
 __all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kernel", "kernel_map", "nngp_kernel",
-           "gp_posterior", "nngp_regression", "sample_nngp_kernel"]
+           "gp_posterior", "nngp_regression", "sample_nngp_kernel", "relu_derivative_kernel", "erf_derivative_kernel",
+           "derivative_pair_kernel", "ntk_kernel", "ntk_predict"]
 
 METHODS = ("auto", "closed_form", "quadrature")
 SAMPLERS = ("weights", "marginal")
@@ -380,6 +381,218 @@ def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", ful
                                                                                           method)
     return gp_posterior(Ktr, Kx, Ks, Y, noise)
 
+
+# ------------------------------------------------------------------------------------------------------------------
+# The neural tangent kernel (Jacot et al. 2018; Lee et al. 2019)
+
+PARAMETERIZATIONS = ("ntk", "standard")
+
+
+def relu_derivative_kernel(c11, c12, c22):
+    """E[relu′(z₁)relu′(z₂)] = (π − θ)/(2π), θ = arccos(c12/√(c11c22)): the degree-0 arc-cosine kernel (Cho & Saul
+    2009, eq. (6) with n = 0). Where a variance vanishes θ = π/2 (the value 1/4 of independent signs)."""
+    c11, c12, c22 = _covariances(c11, c12, c22)
+    rho, _ = _correlation(c11, c12, c22)
+    return (np.pi - np.arccos(rho)) / (2 * np.pi)
+
+
+def erf_derivative_kernel(c11, c12, c22):
+    """E[φ′(z₁)φ′(z₂)] for rmtnet's φ(h) = erf(ah), a = √π/2, φ′(h) = exp(−πh²/4):
+    (4a²/π)/√((1 + 2a²c11)(1 + 2a²c22) − 4a⁴c12²) = 1/√((1 + πc11/2)(1 + πc22/2) − π²c12²/4) (a Gaussian integral;
+    the derivative of :func:`erf_kernel` in c12, as the NTK needs: Σ̇ = ∂Σ/∂c12)."""
+    c11, c12, c22 = _covariances(c11, c12, c22)
+    k = np.pi / 2
+    return 1.0 / np.sqrt((1.0 + k * c11) * (1.0 + k * c22) - (k * c12) ** 2)
+
+
+def _linear_derivative_kernel(c11, c12, c22):
+    return np.ones_like(_covariances(c11, c12, c22)[1], dtype=float)
+
+
+_CLOSED_DERIVATIVE = {"relu": relu_derivative_kernel, "erf": erf_derivative_kernel,
+                      "linear": _linear_derivative_kernel}
+
+
+def _registered(act, table):
+    """The closed form in ``table`` for a registered activation (matched by identity, so a user callable named
+    "relu" is not mistaken for rmtnet's ReLU), else None."""
+    fn = table.get(act.name)
+    return fn if fn is not None and activation(act.name) is act else None
+
+
+def derivative_pair_kernel(act, c11, c12, c22, method="auto"):
+    """E[φ′(z₁)φ′(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]): with σ_w² the factor Σ̇ by which the NTK is
+    carried through a layer. Closed forms for relu, erf and linear; :func:`gaussian_pair_expectation` of φ′ (the
+    activation's kinks are φ′'s jumps) otherwise or with ``method="quadrature"``."""
+    act = activation(act)
+    method = _method(method)
+    closed = None if method == "quadrature" else _registered(act, _CLOSED_DERIVATIVE)
+    if closed is not None:
+        return closed(c11, c12, c22)
+    if method == "closed_form":
+        raise ValueError(f"method='closed_form': no closed form of E[φ′φ′] for activation {act.name!r} "
+                         f"(available: {sorted(_CLOSED_DERIVATIVE)})")
+    return gaussian_pair_expectation(act.dphi, act.dphi, c11, c12, c22, f_breakpoints=act.breakpoints,
+                                     g_breakpoints=act.breakpoints)
+
+
+def _on_pairs(fn, S, closed):
+    """fn(c11, c12, c22) on every entry of the symmetric kernel S, (c11, c22) from its diagonal. A closed form runs on
+    the whole matrix in S's library (NumPy or CuPy); quadrature on the host, on the upper triangle."""
+    if closed:
+        d = S.diagonal()
+        out = fn(d[:, None], S, d[None, :])
+        return 0.5 * (out + out.T)
+    Sh = B.to_numpy(S)
+    d = np.diag(Sh)
+    i, j = np.triu_indices(Sh.shape[0])
+    vals = fn(d[i], Sh[i, j], d[j])
+    out = np.empty_like(Sh)
+    out[i, j] = vals
+    out[j, i] = vals
+    return B.as_array(out, like=S)
+
+
+def _ntk_layers(net, X, method, parameterization):
+    """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L on the rows of X (see :func:`ntk_kernel`)."""
+    act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
+    S = _first_layer(net, X, X)
+    S = 0.5 * (S + S.T)
+    bias = 1.0 if net.sigma_b > 0 else 0.0
+    T = S if parameterization == "ntk" else X @ X.T + bias      # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
+    out = [(S, T)]
+    closed = method != "quadrature" and _registered(act, _CLOSED) is not None \
+        and _registered(act, _CLOSED_DERIVATIVE) is not None
+    if method == "closed_form" and not closed:
+        raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
+                         f"(available: {sorted(_CLOSED)})")
+    kind = "closed_form" if closed else "quadrature"
+    for width in net.widths[1:-1]:
+        K = _on_pairs(lambda a, c, b: pair_kernel(act, a, c, b, kind), S, closed)
+        D = _on_pairs(lambda a, c, b: derivative_pair_kernel(act, a, c, b, kind), S, closed)
+        S_next = sw2 * K + sb2
+        T = (S_next if parameterization == "ntk" else width * K + bias) + sw2 * D * T
+        S = S_next
+        out.append((S, T))
+    return out
+
+
+def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
+    """The infinite-width neural tangent kernel Θ_L (B × B) of ``net`` (an :class:`rmtnet.arch.MLP` with a linear
+    read-out h_L) on the rows of X (B × n₀): Θ(x, x′) = lim Σ_θ ∂h_L(x)/∂θ · ∂h_L(x′)/∂θ over every weight and bias,
+    for one output unit (Jacot, Gabriel & Hongler, NeurIPS 2018; Arora et al., NeurIPS 2019, "On exact computation
+    with an infinitely wide neural net"; Lee et al., NeurIPS 2019).
+
+    Recursion (REFERENCE §8), with Σ_ℓ the NNGP kernel of :func:`nngp_kernel` and, for each pair (x, x′),
+    (z, z′) ~ N(0, Σ_ℓ restricted to the pair):
+
+        Σ̇_{ℓ+1} = σ_w² E[φ′(z)φ′(z′)],      Θ_{ℓ+1} = P_{ℓ+1} + Σ̇_{ℓ+1} ⊙ Θ_ℓ,
+
+    where P is what the layer's own parameters add:
+
+    * ``parameterization="ntk"`` (the default, as neural-tangents' ``stax.Dense``): W_ℓ = σ_w ω_ℓ/√n_{ℓ−1},
+      b_ℓ = σ_b β_ℓ with ω, β ~ N(0, 1) the trained parameters. Then P_ℓ = Σ_ℓ and Θ₁ = Σ₁ = σ_w² XXᵀ/n₀ + σ_b²;
+      the widths drop out.
+    * ``"standard"``: W_ℓ (entries N(0, σ_w²/n_{ℓ−1})) and b_ℓ (N(0, σ_b²)) trained directly, as in a torch
+      ``nn.Linear`` (:class:`rmtnet.nets.MLP`). Then P_ℓ = n_{ℓ−1} K_{ℓ−1} + 1[bias], K_{ℓ−1} = E[φ(z)φ(z′)] the
+      post-activation kernel (K₀ = XXᵀ/n₀), so Θ₁ = XXᵀ + 1. The kernel grows linearly with the widths
+      n₀ = X.shape[1], n₁ … n_{L−1} = ``net.widths[1:-1]`` (taken as they are), so the largest stable learning rate
+      shrinks as 1/width (Sohl-Dickstein et al. 2020, arXiv 2001.07301); it is the limit of the empirical NTK over
+      the widths' growth, read at the net's widths. The bias term is there only if the net has biases (σ_b > 0,
+      as :meth:`rmtnet.nets.MLP.from_arch` builds them), and neural-tangents' ``parameterization="standard"`` with
+      its widths ``s`` = 1 gives the same numbers.
+
+    E[φφ] and E[φ′φ′] have closed forms for ReLU (arc-cosine kernels of degree 1 and 0), erf and linear; other
+    activations use quadrature (:func:`gaussian_pair_expectation`, ~1 ms a pair: for thousands of points use a
+    closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
+    (NumPy or CuPy: a CuPy X gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
+    [(Σ₁, Θ₁), …, (Σ_L, Θ_L)]."""
+    net = _net(net)
+    X = _inputs("X", X)
+    method = _method(method)
+    if parameterization not in PARAMETERIZATIONS:
+        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
+    layers = _ntk_layers(net, X, method, parameterization)
+    return layers if return_all else layers[-1][1]
+
+
+def _spectral_factor(lam, tau, steps, eta_n):
+    """(1 − e^{−λτ})/λ (gradient flow to time τ = ηt/N) or (1 − (1 − λη/N)^k)/λ (k steps of gradient descent), with
+    their limits τ and kη/N at λ = 0; λ = 0 without a time (t = ∞) gives 1/λ."""
+    if steps is not None:
+        r = 1.0 - lam * eta_n
+        small = np.abs(lam * eta_n) < 1e-8
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(small, steps * eta_n * (1 - 0.5 * (steps - 1) * lam * eta_n), (1.0 - r ** steps) / lam)
+        return f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(lam * tau) < 1e-12, tau * (1 - 0.5 * lam * tau), -np.expm1(-lam * tau) / lam)
+
+
+def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_reg=0.0, *, steps=None,
+                diag_reg_absolute_scale=False, parameterization="ntk", method="auto"):
+    """Mean and covariance, at the rows of X_test, of the infinite ensemble of infinitely wide networks ``net``
+    trained on (X_train, Y_train) by gradient descent on the mean squared error (Lee et al., "Wide neural networks
+    of any depth evolve as linear models under gradient descent", NeurIPS 2019, §2.3–2.4 and eq. (16)).
+
+    Loss and time, as neural-tangents' ``predict.gradient_descent_mse_ensemble``: L = (1/2N) Σ (f(x_i) − y_i)² with
+    N = Y_train.size, gradient flow dθ/dt = −η ∇L at ``learning_rate`` η, so the train outputs obey
+    df/dt = −(η/N) Θ (f − Y). With τ = ηt/N, Θ = Θ(X, X) (+ the ridge below), Θ* = Θ(X*, X), K the NNGP kernel:
+
+        mean = Θ* Θ⁻¹ (I − e^{−τΘ}) Y,
+        cov  = K(X*, X*) + Θ* Θ⁻¹(I − e^{−τΘ}) K (I − e^{−τΘ})Θ⁻¹ Θ*ᵀ − [Θ* Θ⁻¹(I − e^{−τΘ}) K(X, X*) + transpose].
+
+    ``t=None``: t = ∞, kernel regression, mean = Θ*Θ⁻¹Y (the NTK-GP of Lee et al. 2019; :func:`nngp_regression`
+    is its Bayesian counterpart). ``steps=k`` instead of t: k steps of full-batch gradient descent at learning rate
+    η, e^{−τΘ} → (I − ηΘ/N)^k (stable for η < 2N/λ_max(Θ)). The ensemble is over initialisations; its mean starts
+    at 0 and its covariance at K(X*, X*).
+
+    ``diag_reg`` ≥ 0 adds λI to Θ(X, X) before solving, λ = diag_reg·tr Θ/N_train (neural-tangents' default) or
+    λ = diag_reg with ``diag_reg_absolute_scale=True``. ``parameterization``, ``method``: as in :func:`ntk_kernel`.
+    Y_train (N_train,) or (N_train, k) (k outputs share the kernel). Returns (mean, cov): mean (T,) or (T, k), cov
+    T × T (the same for every output); host NumPy, float64. Solves by the eigendecomposition of Θ(X, X) + λI; a
+    matrix that is not numerically positive definite at t = ∞ raises ValueError (use diag_reg > 0)."""
+    net = _net(net)
+    Xa = B.to_numpy(_inputs("X_train", X_train))
+    Xt = B.to_numpy(_inputs("X_test", X_test))
+    if Xt.shape[1] != Xa.shape[1]:
+        raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
+    Y = B.to_numpy(finite_array("Y_train", Y_train))
+    if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
+        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k), got {Y.shape}")
+    eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
+    reg = real_scalar("diag_reg", diag_reg, lo=0.0)
+    if t is not None and steps is not None:
+        raise ValueError("give either t (gradient flow) or steps (gradient descent), not both")
+    if t is not None:
+        t = real_scalar("t", t, lo=0.0)
+    if steps is not None:
+        steps = integer_at_least("steps", steps, lo=0)
+    if parameterization not in PARAMETERIZATIONS:
+        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
+    method = _method(method)
+    n = Xa.shape[0]
+    Sig, Th = _ntk_layers(net, np.concatenate([Xa, Xt]), method, parameterization)[-1]
+    Th_tr, Th_x = Th[:n, :n], Th[n:, :n]
+    K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
+    lam_reg = reg if diag_reg_absolute_scale else reg * np.trace(Th_tr) / n
+    A = Th_tr + lam_reg * np.eye(n)
+    lam, V = linalg.eigh(A)
+    if t is None and steps is None:
+        if lam[0] <= 10 * n * np.finfo(float).eps * max(lam[-1], 1e-300):
+            raise ValueError(f"Θ(X_train, X_train) + diag_reg is not numerically positive definite (smallest "
+                             f"eigenvalue {lam[0]:.3g}); use distinct inputs or diag_reg > 0")
+        f = 1.0 / lam
+    else:
+        if lam[0] < -1e-10 * lam[-1]:
+            raise ValueError(f"Θ(X_train, X_train) + diag_reg has a negative eigenvalue {lam[0]:.3g}")
+        lam = np.maximum(lam, 0.0)
+        f = _spectral_factor(lam, None if t is None else eta * t / Y.size, steps, eta / Y.size)
+    M = (V * f) @ V.T                                                 # Θ⁻¹(I − e^{−τΘ}) or its discrete analogue
+    P = Th_x @ M                                                      # T × N
+    mean = P @ Y
+    cov = K_te + P @ K_tr @ P.T - P @ K_x.T - K_x @ P.T
+    return mean, 0.5 * (cov + cov.T)
 
 # ------------------------------------------------------------------------------------------------------------------
 # Wide-network Monte Carlo
