@@ -11,7 +11,8 @@ from .. import _backend as B
 from .ntk import normalised_activation
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "wishart_eigs",
-           "ginibre_product_eigs", "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs"]
+           "ginibre_product_eigs", "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs",
+           "ntk_gram", "sample_ntk", "sample_ntk_eigs"]
 
 
 def _check_dims(**dims):
@@ -221,3 +222,83 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     for n_in, n_out in zip(widths[:-1], widths[1:]):
         x = phi(ginibre(n_out, n_in, rng, backend, batch=n_samples) @ x)
     return _gram_eigs(xp.swapaxes(x, -1, -2) / widths[-1] ** 0.5, xp).ravel()
+
+
+READOUTS = ("gaussian", "sphere")
+
+
+def ntk_gram(X, weights, readout, activation, return_parts=False):
+    """The NTK Gram matrix K = Σ_θ ∇_θf ∇_θfᵀ of one Fan–Wang network with the given weights, from its features in
+    closed form (no autograd): X₀ = ``X`` (d₀ × n, inputs as columns; a leading batch axis is allowed throughout),
+    H_ℓ = W_ℓX_{ℓ−1}, X_ℓ = φ(H_ℓ)/√d_ℓ for ``weights`` = [W₁, …, W_L] (W_ℓ: d_ℓ × d_{ℓ−1}), f(x) = wᵀx_L with
+    w = ``readout`` (d_L × 1), gradients over every entry of W₁ … W_L and w. With S_L = diag(w)φ′(H_L)/√d_L and
+    S_{ℓ−1} = φ′(H_{ℓ−1}) ⊙ (W_ℓᵀS_ℓ)/√d_{ℓ−1},
+
+        K = X_LᵀX_L + Σ_{ℓ=1}^{L} (X_{ℓ−1}ᵀX_{ℓ−1}) ⊙ (S_ℓᵀS_ℓ)
+
+    (∂f/∂W_ℓ = S_ℓX_{ℓ−1}ᵀ per input). ``activation``: an :class:`~rmtnet.spectra.meanfield.Activation` (φ and φ′).
+    ``return_parts``: also the L + 1 Grams X_ℓᵀX_ℓ."""
+    xp = B.module_of(X)
+    feats, pre = [X], []
+    for w in weights:
+        h = w @ feats[-1]
+        pre.append(h)
+        feats.append(activation.phi(h) / w.shape[-2] ** 0.5)
+    grams = [xp.swapaxes(f, -1, -2) @ f for f in feats]
+    K = grams[-1].copy()
+    s = readout * activation.dphi(pre[-1]) / weights[-1].shape[-2] ** 0.5            # S_L (d_L × n)
+    for ell in range(len(pre), 0, -1):
+        K = K + grams[ell - 1] * (xp.swapaxes(s, -1, -2) @ s)
+        if ell > 1:
+            w = weights[ell - 1]
+            s = activation.dphi(pre[ell - 2]) * (xp.swapaxes(w, -1, -2) @ s) / w.shape[-1] ** 0.5
+    return (K, grams) if return_parts else K
+
+
+def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian",
+               return_parts=False):
+    """NTK Gram matrices (n_samples × n_data × n_data, on the backend) of random networks in Fan & Wang's setting
+    (:func:`rmtnet.spectra.ntk.ntk_law`): :func:`ntk_gram` with W_ℓ iid N(0, 1) of the net's widths
+    (``net.scaled_widths(width)``), its activation normalised (:func:`~rmtnet.spectra.ntk.normalised_activation`),
+    and w ∈ ℝ^{d_L}.
+
+    X: the inputs as columns (d₀ × n_data, of norm ≈ 1), default iid N(0, 1/d₀) entries drawn per network.
+    ``readout``: ``"gaussian"`` draws w iid N(0, 1) (the model); ``"sphere"`` draws w uniformly on the sphere
+    ‖w‖² = d_L. The Gaussian read-out's ‖w‖²/d_L fluctuates by O(d_L^{−1/2}) and scales every backpropagated factor,
+    moving each draw's whole spectrum; the sphere removes that part (the limit law is the same). A smaller
+    fluctuation of the same kind remains one layer down (‖W_Lᵀw‖²/(d_{L−1}‖w‖²), about √(2/d_{L−1}) from 1): compare
+    pooled draws with the law, and moments by their spread over draws."""
+    from .kernels import _net
+    net = _net(net)
+    if net.weights != "gaussian" or net.sigma_w != 1.0 or net.sigma_b != 0.0:
+        raise ValueError(f"sample_ntk draws Fan & Wang's network: net must have weights='gaussian', sigma_w=1, "
+                         f"sigma_b=0, got {net.weights!r}, {net.sigma_w}, {net.sigma_b}")
+    _check_dims(n_data=n_data, n_samples=n_samples)
+    if readout not in READOUTS:
+        raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    widths = net.scaled_widths(width)
+    if X is None:
+        x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64") / widths[0] ** 0.5
+    else:
+        X = B.as_array(X, "float64")
+        if X.ndim != 2 or tuple(X.shape) != (widths[0], n_data):
+            raise ValueError(f"X must have shape (d0, n_data) = ({widths[0]}, {n_data}) (inputs as columns), got "
+                             f"{tuple(X.shape)}")
+        if not bool(xp.all(xp.isfinite(X))):
+            raise ValueError("X must be finite (no NaN or inf)")
+        x = xp.broadcast_to(xp.asarray(X), (n_samples,) + tuple(X.shape))
+    weights = [rng.standard_normal((n_samples, n_out, n_in), dtype="float64")
+               for n_in, n_out in zip(widths[:-1], widths[1:])]
+    v = rng.standard_normal((n_samples, widths[-1], 1), dtype="float64")
+    if readout == "sphere":
+        v = v * (widths[-1] / xp.sum(v * v, axis=1, keepdims=True)) ** 0.5
+    return ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
+
+
+def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian"):
+    """Eigenvalues of :func:`sample_ntk` (all draws pooled, shape (n_samples·n_data,), on the backend)."""
+    K = sample_ntk(net, n_data, X, width, n_samples, seed, backend, readout)
+    xp = B.native(backend)
+    return xp.linalg.eigvalsh(K).ravel()

@@ -30,18 +30,19 @@ so m₂(μ₁) = 1 + γ₁ + b²γ₀.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cached_property
 
 import numpy as np
 
-from ._checks import real_scalar
+from ._checks import ConvergenceError, finite_array, real_scalar
 from .free import free_mult_scaled
 from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
-from .measures import Affine, Measure, PointMasses, tabulate
+from .measures import Affine, GridDensity, Measure, PointMasses, Tabulated, resolved_tanh_sinh, tabulate
 from .meanfield import Activation, activation, gaussian_expectation, second_moment, variance_profile
 
 __all__ = ["normalised_activation", "fisher_law", "fisher_moments", "critical_learning_rate", "ck_law",
-           "ck_moments"]
+           "ck_moments", "ntk_coefficients", "NTKLaw", "ntk_law", "ntk_moments"]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -163,11 +164,18 @@ def ck_law(net, n_data, input_law=None) -> Measure:
     """Limit spectral law of the conjugate kernel X_Lᵀ X_L/d_L over ``n_data`` inputs (Fan & Wang map, module
     docstring), for ``net`` with Gaussian weights, σ_w = 1, σ_b = 0 and its activation normalised
     (:func:`normalised_activation`); γ_ℓ = n_data/d_ℓ from the net's widths. ``input_law``: the law of X₀ᵀX₀/d₀,
-    default MP(γ₀) (iid Gaussian data)."""
+    default MP(γ₀) (iid Gaussian data); a purely atomic one (a data set's Gram spectrum) is solved by the
+    deterministic equivalents of :class:`NTKLaw` instead of the ⊠ engine."""
     b, gammas = _ck_setup(net, n_data)
     mu = MarchenkoPastur(gammas[0]) if input_law is None else input_law
     if not isinstance(mu, Measure):
         raise ValueError(f"input_law must be a Measure, got {type(mu).__name__}")
+    if mu.support() is None:
+        # a data set's Gram spectrum (n atoms): the ⊠ engine would track every atom's band; the same map solved by
+        # the deterministic equivalents of NTKLaw with r₊ = 0 and c = (0, …, 0, 1) (the two agree to 1e-7, tests)
+        if mu.hull()[0] < 0:
+            raise ValueError(f"input_law must live on [0, inf) (a Gram spectrum), got hull {mu.hull()}")
+        return _combination_law(0.0, [0.0] * (len(gammas) - 1) + [1.0], np.sqrt(b), gammas[1:], mu)
     for ell, g in enumerate(gammas[1:], start=1):
         mu = free_mult_scaled([MarchenkoPastur(g), Affine(mu, b, 1.0 - b)])
         if ell < len(gammas) - 1:                       # the next level's factor: a table, not a nested solve
@@ -185,3 +193,438 @@ def ck_moments(net, n_data, K=4):
         mp = np.array([MarchenkoPastur(g).moment(k) for k in range(1, K + 1)])
         m = series.product_moments([(mp, 1.0), (_affine_moments(m, b, 1.0 - b), 1.0)], K)
     return m
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The NTK over data
+
+def _fan_wang_constants(net, n_data, what):
+    """(a, b, γ₀ … γ_L) of Fan & Wang's setting for ``net``: a = E φ̃′(ξ)², b = E φ̃′(ξ) of the normalised
+    activation, γ_ℓ = n_data/d_ℓ."""
+    _ck_setup(net, n_data)                              # the same setting and its checks as ck_law
+    act = normalised_activation(net.activation)
+    b = gaussian_expectation(act.dphi, 1.0, act.breakpoints)
+    a = gaussian_expectation(lambda h: act.dphi(h) ** 2, 1.0, act.breakpoints)
+    return a, b, [int(n_data) / d for d in net.widths]
+
+
+def ntk_coefficients(net, n_data):
+    """(r₊, [c₀, …, c_L]) of Fan & Wang's linear-combination form of the NTK over data (REFERENCE §8):
+    K_NTK − (r₊I + Σ_ℓ c_ℓ X_ℓᵀX_ℓ) → 0 in operator norm, c_ℓ = b^{2(L−ℓ)}, r₊ = Σ_{ℓ<L} (a^{L−ℓ} − b^{2(L−ℓ)}),
+    a = E φ̃′(ξ)², b = E φ̃′(ξ) (Fan & Wang, NeurIPS 2020, arXiv 2005.11879, Theorem 3.4's NTK part)."""
+    a, b, _ = _fan_wang_constants(net, n_data, "ntk_coefficients")
+    L = net.depth
+    coef = [b ** (2 * (L - ell)) for ell in range(L + 1)]
+    r_plus = sum(a ** (L - ell) - b ** (2 * (L - ell)) for ell in range(L))
+    return float(r_plus), [float(c) for c in coef]
+
+
+class NTKLaw(Measure):
+    """Limit spectral law of the NTK over data, K = r₊I + Σ_{ℓ=0}^{L} c_ℓ K_ℓ with K_ℓ = X_ℓᵀX_ℓ the conjugate kernels
+    of Fan & Wang's network (:func:`ntk_law`), by deterministic equivalents peeled one layer at a time.
+
+    **The equations.** Given X_{ℓ−1}, K_ℓ has the law of T_ℓ^{1/2}(GᵀG/d_ℓ)T_ℓ^{1/2} with T_ℓ = (1 − b²)I + b²K_{ℓ−1}
+    (REFERENCE §8), and for B = C + T^{1/2}(GᵀG/d)T^{1/2} with C, T given, (B − z)⁻¹ ≈ (C − z + T/(1 + δ))⁻¹ with
+    δ = (1/d) tr[T(C − z + T/(1 + δ))⁻¹] (Couillet & Liao 2022, ch. 2). Write the resolvent at level j as
+    Q_j = (Σ_{k≤j} c_k^{(j)} K_k − e_j)⁻¹, starting from c_k^{(L)} = c_k and e_L = z − r₊. Peeling K_j with
+    δ_j turns c_j^{(j)}K_j into c_j^{(j)}T_j/(1 + δ_j), so
+
+        c_{j−1}^{(j−1)} = c_{j−1}^{(j)} + b² c_j^{(j)}/(1 + δ_j),      e_{j−1} = e_j − (1 − b²) c_j^{(j)}/(1 + δ_j),
+
+    down to Q₀ = (c₀^{(0)}K₀ − e₀)⁻¹, a function of K₀ alone. With α = (1/n)tr Q (the same at every level: the
+    Stieltjes transform m(z) of the law) and β_j = (1/n)tr K_jQ_j,
+
+        α = ∫ dμ₀(λ)/(c₀^{(0)}λ − e₀),   β₀ = (1 + e₀α)/c₀^{(0)},   τ_j = (1 − b²)α + b²β_{j−1},
+        δ_j = γ_j c_j^{(j)} τ_j,          β_j = τ_j/(1 + δ_j)      (j = 1 … L),
+
+    the last from (B − z)Q = I: tr[T^{1/2}WT^{1/2}Q] ≈ tr[T Q̄]/(1 + δ). These are L coupled scalar equations for
+    δ₁ … δ_L (Fan & Wang's recursive fixed-point equations in our own variables); μ₀ enters only through its Cauchy
+    transform at one point. For L = 1 and c₀ = 0 they are the Marchenko–Pastur equation of T^{1/2}WT^{1/2}
+    (Silverstein & Bai 1995), the conjugate kernel of :func:`ck_law`.
+
+    **Solving.** Newton on (δ₁ … δ_L) (a finite-difference Jacobian: the equations are holomorphic in δ), continued
+    in z = x + iy from y far above the spectrum (where δ_j → 0) down to y = 10⁻¹²·scale, then polished on the axis;
+    the step in y shrinks where Newton fails or leaves the physical sheet (Im m < 0 or |m| > 1/y, impossible for a
+    probability law), and a point that cannot be continued raises :class:`ConvergenceError`. All points of a grid
+    move together. The bands are found on an 801-point grid of the hull [r₊, upper bound] (8× finer if the mass
+    does not balance) and their edges k-sected; the law's mass (bands, plus an atom at r₊ of mass
+    max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to 1e-6.
+    :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`."""
+
+    _Y_FLOOR = 1e-12
+    _STALL_HEIGHT = 1e-6
+    _NEWTON_ITERS = 12
+    _POLISH_ITERS = 80
+    regularised_points = 0
+
+    def __init__(self, r_plus, coef, b, gammas, input_law, moments=None, tol=1e-12, max_steps=400):
+        self.r_plus, self.coef, self.b2 = float(r_plus), np.asarray(coef, float), float(b) ** 2
+        self.gammas, self.mu0, self.tol, self.max_steps = np.asarray(gammas, float), input_law, tol, max_steps
+        self._moments_fn = moments
+        self._cache = {}
+        locs, masses = input_law.atoms()
+        if input_law.support() is None:             # a purely atomic input law (a data set's Gram spectrum): its
+            locs, inv = np.unique(locs, return_inverse=True)        # Cauchy transform as one matrix–vector product
+            self._atoms0 = (locs, np.bincount(inv, weights=masses))
+        else:
+            self._atoms0 = None
+
+    def _cauchy0(self, w):
+        """G_{μ₀}(w) = ∫ dμ₀(λ)/(w − λ)."""
+        if self._atoms0 is None:
+            return self.mu0.cauchy(w)
+        locs, masses = self._atoms0
+        a = w.real[:, None] - locs[None, :]                 # 1/(w − λ) = (a − ib)/(a² + b²), in real arithmetic
+        b = w.imag[:, None]
+        inv = 1.0 / (a * a + b * b)
+        return (a * inv) @ masses - 1j * ((b * inv) @ masses)
+
+    @property
+    def depth(self):
+        return len(self.gammas)
+
+    def __repr__(self):
+        return (f"NTKLaw(r_plus={self.r_plus:.6g}, coef={np.round(self.coef, 6).tolist()}, "
+                f"gammas={self.gammas.tolist()}, input={self.mu0!r})")
+
+    # ----- the equations ---------------------------------------------------------------------------------------
+    def _residual(self, z, delta):
+        """F(δ; z) = δ_j − γ_j c_j^{(j)} τ_j for every point (rows) and layer (columns), and α = m(z)."""
+        L, b2 = self.depth, self.b2
+        c = np.broadcast_to(self.coef.astype(complex), (z.size, L + 1)).copy()
+        e = z - self.r_plus
+        top = np.empty((z.size, L), complex)
+        for j in range(L, 0, -1):
+            top[:, j - 1] = c[:, j]
+            s = c[:, j] / (1.0 + delta[:, j - 1])
+            c[:, j - 1] += b2 * s
+            e = e - (1.0 - b2) * s
+        c0 = c[:, 0]
+        if np.any(c0 == 0):
+            alpha = -1.0 / e
+            beta = -self.mu0.mean() / e
+        else:
+            w = e / c0
+            alpha = -self._cauchy0(w) / c0
+            beta = (1.0 + e * alpha) / c0
+        F = np.empty_like(delta)
+        for j in range(1, L + 1):
+            tau = (1.0 - b2) * alpha + b2 * beta
+            F[:, j - 1] = delta[:, j - 1] - self.gammas[j - 1] * top[:, j - 1] * tau
+            beta = tau / (1.0 + delta[:, j - 1])
+        return F, alpha
+
+    def _newton(self, z, delta, iters=None):
+        """Newton from ``delta`` at z: (δ, α, converged mask). A point stops once its step is below ``tol``: next to
+        an edge the Jacobian is nearly singular, and further steps on a converged point would only stir rounding."""
+        delta = delta.copy()
+        ok = np.zeros(z.size, bool)
+        for _ in range(iters or self._NEWTON_ITERS):
+            act = np.flatnonzero(~ok)
+            if act.size == 0:
+                break
+            za, da = z[act], delta[act]
+            F, _ = self._residual(za, da)
+            h = 1e-7 * (1.0 + np.abs(da))
+            J = np.empty(da.shape + (self.depth,), complex)
+            for j in range(self.depth):
+                d = da.copy()
+                d[:, j] += h[:, j]
+                J[:, :, j] = (self._residual(za, d)[0] - F) / h[:, j, None]
+            # a singular Jacobian (a point exactly at an edge) fails that point alone, not the batch
+            singular = ~np.isfinite(J).all(axis=(1, 2)) | (np.abs(np.linalg.det(J)) < 1e-300)
+            J[singular] = np.eye(self.depth)
+            step = np.linalg.solve(J, F[..., None])[..., 0]
+            step[singular] = 0.0
+            delta[act] = da - step
+            ok[act] = np.all(np.abs(step) <= self.tol * (1.0 + np.abs(delta[act])) + 1e-300, axis=1) & ~singular
+        F, alpha = self._residual(z, delta)
+        good = np.all(np.abs(F) <= 1e3 * self.tol * (1.0 + np.abs(delta)), axis=1)
+        return delta, alpha, (ok | good) & good & np.isfinite(alpha)
+
+    @property
+    def _scale(self):
+        return max(self._upper - self.r_plus, 1e-300)
+
+    @cached_property
+    def _upper(self):
+        """An upper bound of the spectrum: r₊ + Σ c_ℓ‖K_ℓ‖ with ‖K_ℓ‖ ≤ (1 − b² + b²‖K_{ℓ−1}‖)(1 + √γ_ℓ)² (the MP edge
+        of GᵀG/d_ℓ times ‖T_ℓ‖) and ‖K₀‖ the input law's top."""
+        top = [self.mu0.hull()[1]]
+        for g in self.gammas:
+            top.append((1.0 - self.b2 + self.b2 * top[-1]) * (1.0 + np.sqrt(g)) ** 2)
+        return self.r_plus + float(np.dot(self.coef, top))
+
+    def _solve(self, x, y_target, return_height=False):
+        """α = m(x + i·y_target) for real x (array), by continuation in y (class docstring); with ``return_height``
+        also the height each point ended at (0 where the polish on the axis took)."""
+        x = np.asarray(x, float)
+        P, L = x.size, self.depth
+        scale = self._scale
+        y = np.full(P, 10.0 * scale + np.abs(x - self.r_plus))
+        delta = np.zeros((P, L), complex)
+        for _ in range(200):                            # far above the spectrum the map δ ↦ γcτ contracts
+            F, _ = self._residual(x + 1j * y, delta)
+            delta = delta - F
+            if np.max(np.abs(F), initial=0.0) < 1e-15:
+                break
+        delta, alpha, ok = self._newton(x + 1j * y, delta)
+        if not ok.all():
+            raise ConvergenceError("NTKLaw: no start far above the spectrum", z=complex(x[~ok][0] + 1j * y[~ok][0]),
+                                   iteration=0, residual=None)
+        ratio = np.full(P, 0.5)
+        steps = 0
+        while True:
+            active = y > y_target
+            if not active.any():
+                if y_target == self._Y_FLOOR * scale:       # polish on the axis: exact 0 outside the bands
+                    # (next to an edge the root is nearly double and Newton converges only linearly: more steps)
+                    d0, a0, ok = self._newton(x + 0j, delta, iters=self._POLISH_ITERS)
+                    ok &= (a0.imag >= -1e-12 * np.abs(a0)) & (np.abs(a0 - alpha) <= 1e-3 * np.abs(alpha) + 1e-300)
+                    alpha = np.where(ok, a0, alpha)
+                    y = np.where(ok, 0.0, y)
+                return (alpha, y) if return_height else alpha
+            steps += 1
+            if steps > self.max_steps:
+                i = int(np.nonzero(active)[0][0])
+                raise ConvergenceError(f"NTKLaw: the continuation did not reach Im z = {y_target:.3g} in "
+                                       f"{self.max_steps} steps", z=complex(x[i] + 1j * y[i]), iteration=steps,
+                                       residual=None)
+            idx = np.nonzero(active)[0]
+            y_new = np.maximum(y[idx] * ratio[idx], y_target)
+            d_new, a_new, ok = self._newton(x[idx] + 1j * y_new, delta[idx])
+            # the physical sheet: a Stieltjes transform of a probability law has Im m ≥ 0 and |m(z)| ≤ 1/Im z
+            ok &= (a_new.imag >= 0) & (np.abs(a_new) * y_new <= 1.0 + 1e-9)
+            good, bad = idx[ok], idx[~ok]
+            y[good], delta[good], alpha[good] = y_new[ok], d_new[ok], a_new[ok]
+            ratio[good] = np.maximum(ratio[good] ** 2, 1e-2)
+            ratio[bad] = np.sqrt(ratio[bad])
+            stalled = bad[ratio[bad] > 1 - 1e-6]
+            if stalled.size:
+                # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis; a
+                # point that gets within 10⁻⁶ of the scale keeps its value there (Cauchy-smoothed over that height,
+                # where the density is ~10⁻³ of its size and the quadrature weights are tiny)
+                far = stalled[y[stalled] > self._STALL_HEIGHT * scale]
+                if far.size:
+                    i = int(far[0])
+                    raise ConvergenceError("NTKLaw: the continuation stalled (steps in Im z shrank to nothing)",
+                                           z=complex(x[i] + 1j * y[i]), iteration=steps, residual=None)
+                self.regularised_points += stalled.size
+                y[stalled] = y_target
+
+    def _density(self, x):
+        x = np.asarray(x, float)
+        key = x.tobytes()
+        if key not in self._cache:
+            alpha, y = self._solve(x, self._Y_FLOOR * self._scale, return_height=True)
+            locs, masses = self.atoms()
+            for a, m in zip(locs, masses):              # the atom's pole is not density (its Cauchy tail at y > 0)
+                alpha = alpha - m / (a - (x + 1j * y))
+            self._cache[key] = np.maximum(alpha.imag / np.pi, 0.0)
+        return self._cache[key]
+
+    # ----- the measure -----------------------------------------------------------------------------------------
+    def pdf(self, x):
+        x = finite_array("x", x)
+        out = np.zeros(x.shape)
+        inside = np.zeros(x.shape, bool)
+        for a, b in self.intervals():
+            inside |= (x > a) & (x < b)
+        if inside.any():
+            out[inside] = self._density(x[inside])
+        return out
+
+    def _g(self, z):
+        z = np.asarray(z, complex)
+        flat = z.ravel()
+        alpha = np.empty(flat.shape, complex)
+        for y in np.unique(flat.imag):
+            sel = flat.imag == y
+            alpha[sel] = self._solve(flat[sel].real, max(y, self._Y_FLOOR * self._scale))
+        g = -alpha.reshape(z.shape)
+        h = 1e-6 * self._scale                            # G′ by central differences along the real direction
+        gp = np.empty(flat.shape, complex)
+        for y in np.unique(flat.imag):
+            sel = flat.imag == y
+            yy = max(y, self._Y_FLOOR * self._scale)
+            gp[sel] = -(self._solve(flat[sel].real + h, yy) - self._solve(flat[sel].real - h, yy)) / (2 * h)
+        return g, gp.reshape(z.shape)
+
+    def atoms(self):
+        rank = (1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))) if self.coef[0] else 0.0
+        rank += sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
+        mass = 1.0 - rank
+        if mass > 1e-12:
+            return np.array([self.r_plus]), np.array([mass])
+        return np.empty(0), np.empty(0)
+
+    _GRID = 801
+
+    @cached_property
+    def _bands(self):
+        lo, hi = self.r_plus, self._upper
+        x = np.linspace(lo, hi, self._GRID)[1:-1]
+        rho = self._density(x)
+        pos = rho > 1e-9 * max(float(rho.max()), 1e-300)
+        if not pos.any():
+            raise ConvergenceError("NTKLaw: no band found on the hull grid", z=None, iteration=0, residual=None)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], pos.astype(int), [0]])))
+        grid = np.concatenate([[lo], x, [hi]])
+        pairs = []
+        for start, stop in zip(edges[::2], edges[1::2]):             # x[start:stop] have density
+            pairs += [(grid[start], grid[start + 1]), (grid[stop + 1], grid[stop])]
+        ends = self._edges(np.array(pairs), 1e-9 * float(rho.max()))
+        return [(float(a), float(b)) for a, b in zip(ends[::2], ends[1::2])]
+
+    def _edges(self, pairs, threshold, rounds=10, k=16):
+        """k-section of every (outside, inside) bracket at once: each round evaluates k − 1 points per bracket and
+        keeps the cell where the density first exceeds ``threshold`` (10 rounds: 16⁻¹⁰ of a grid cell)."""
+        out, inn = pairs[:, 0].copy(), pairs[:, 1].copy()
+        t = np.linspace(0.0, 1.0, k + 1)[1:-1]
+        for _ in range(rounds):
+            pts = out[:, None] + (inn - out)[:, None] * t[None, :]
+            dens = self._density(pts.ravel()).reshape(pts.shape) > threshold
+            first = np.where(dens.any(axis=1), dens.argmax(axis=1), t.size)
+            new_out = np.where(first > 0, pts[np.arange(len(out)), np.maximum(first - 1, 0)], out)
+            new_in = np.where(first < t.size, pts[np.arange(len(out)), np.minimum(first, t.size - 1)], inn)
+            out, inn = new_out, new_in
+        return out
+
+    def intervals(self):
+        return list(self._bands)
+
+    def support(self):
+        bands = self._bands
+        return (bands[0][0], bands[-1][1])
+
+    def moment(self, k):
+        if self._moments_fn is None:
+            return super().moment(k)
+        return float(self._moments_fn(k)[k - 1])
+
+
+def _series_mul(a, b):
+    return np.convolve(a, b)[:a.size]
+
+
+def _series_inv(a):
+    """1/a for a power series with a[0] ≠ 0 (truncated to a's length)."""
+    out = np.zeros_like(a)
+    out[0] = 1.0 / a[0]
+    for k in range(1, a.size):
+        out[k] = -np.dot(a[1:k + 1], out[k - 1::-1][:k]) / a[0]
+    return out
+
+
+def _ntk_series(r_plus, coef, b2, gammas, input_moments, K):
+    """m₁ … m_K of :class:`NTKLaw` by its equations in formal power series of w = 1/z (class docstring): with
+    e_j = z·ε_j, α = −w Σ_i m_i(μ₀)(c₀w)^i ε₀^{−i−1} and β₀ = −w Σ_i m_{i+1}(μ₀)(c₀w)^i ε₀^{−i−1}; every pass of the
+    fixed point fixes one more order, and m_k = −[w^{k+1}] α."""
+    N = K + 2
+    L = len(gammas)
+    w = np.zeros(N)
+    w[1] = 1.0
+    one = np.zeros(N)
+    one[0] = 1.0
+    m0 = np.asarray(input_moments, float)                        # m_0 … m_{N}
+    delta = [np.zeros(N) for _ in range(L)]
+    for _ in range(N + 1):
+        c = [one * ck for ck in coef]
+        eps = one - r_plus * w
+        top = [None] * (L + 1)
+        for j in range(L, 0, -1):
+            top[j] = c[j]
+            s = _series_mul(c[j], _series_inv(one + delta[j - 1]))
+            c[j - 1] = c[j - 1] + b2 * s
+            eps = eps - (1.0 - b2) * _series_mul(w, s)
+        inv_eps = _series_inv(eps)
+        cw = _series_mul(c[0], w)
+        alpha, beta = np.zeros(N), np.zeros(N)
+        term = _series_mul(w, inv_eps)                           # w (c₀w)^i ε₀^{−i−1}, i = 0
+        for i in range(N):
+            alpha -= m0[i] * term
+            beta -= m0[i + 1] * term
+            term = _series_mul(term, _series_mul(cw, inv_eps))
+        new = []
+        for j in range(1, L + 1):
+            tau = (1.0 - b2) * alpha + b2 * beta
+            new.append(gammas[j - 1] * _series_mul(top[j], tau))
+            beta = _series_mul(tau, _series_inv(one + new[-1]))
+        delta = new
+    return -alpha[2:K + 2]
+
+
+def _ntk_setup(net, n_data, input_law):
+    a, b, gammas = _fan_wang_constants(net, n_data, "ntk_law")
+    r_plus, coef = ntk_coefficients(net, n_data)
+    mu0 = MarchenkoPastur(gammas[0]) if input_law is None else input_law
+    if not isinstance(mu0, Measure):
+        raise ValueError(f"input_law must be a Measure, got {type(mu0).__name__}")
+    if mu0.hull()[0] < 0:
+        raise ValueError(f"input_law must live on [0, inf) (a Gram spectrum), got hull {mu0.hull()}")
+    return r_plus, coef, b, gammas[1:], mu0
+
+
+def ntk_moments(net, n_data, K=4, input_law=None):
+    """Exact m₁ … m_K of :func:`ntk_law`, from the same equations in formal power series (no density, no grid):
+    the independent check of the law's table. ``input_law``'s moments up to K + 2 are used."""
+    r_plus, coef, b, gammas, mu0 = _ntk_setup(net, n_data, input_law)
+    K = max(int(K), 1)
+    moments = [1.0] + [mu0.moment(i) for i in range(1, K + 4)]
+    return _ntk_series(r_plus, coef, b * b, gammas, moments, K)
+
+
+def ntk_law(net, n_data, input_law=None) -> Measure:
+    """Limit spectral law of the NTK over ``n_data`` inputs (Fan & Wang, "Spectra of the conjugate kernel and neural
+    tangent kernel for linear-width neural networks", NeurIPS 2020, arXiv 2005.11879), in the setting of
+    :func:`ck_law`: ``net`` with Gaussian weights, σ_w = 1, σ_b = 0, its activation normalised
+    (:func:`normalised_activation`), γ_ℓ = n_data/d_ℓ from its widths (d₀ the input dimension).
+
+    The network is X_ℓ = φ̃(W_ℓX_{ℓ−1})/√d_ℓ with W_ℓ iid N(0, 1) and X₀'s columns of norm ≈ 1 (iid N(0, 1/d₀)
+    entries by default, so X₀ᵀX₀ → MP(γ₀); ``input_law`` replaces MP(γ₀) by any law of X₀ᵀX₀ on [0, ∞), e.g. the
+    Gram spectrum of real data), and f(x) = wᵀx_L with w iid N(0, 1). The NTK is K = Σ_θ ∇_θf ∇_θfᵀ over W₁ … W_L
+    and w (n × n), and K − (r₊I + Σ_ℓ b^{2(L−ℓ)} X_ℓᵀX_ℓ) → 0 (:func:`ntk_coefficients`). Its law solves the
+    equations of :class:`NTKLaw`; returned as a :class:`Tabulated` density (cdf, quantiles, Cauchy transform exact
+    for the table) whose moments are the exact series of :func:`ntk_moments`. Raises :class:`ConvergenceError`
+    where the continuation fails or the bands found do not hold the mass to 1e-6."""
+    return _combination_law(*_ntk_setup(net, n_data, input_law))
+
+
+def _combination_law(r_plus, coef, b, gammas, mu0):
+    """The :class:`NTKLaw` of r₊I + Σ c_ℓK_ℓ, its mass checked, as a :class:`Tabulated` table with exact moments."""
+    moments_cache = {}
+
+    def moments(k):
+        if k not in moments_cache:
+            moments_cache[k] = _ntk_series(r_plus, coef, b * b, gammas,
+                                           [1.0] + [mu0.moment(i) for i in range(1, k + 4)], k)
+        return moments_cache[k]
+
+    law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=moments)
+    for grid in (NTKLaw._GRID, 8 * NTKLaw._GRID):     # a band narrower than the grid: search again, 8× finer
+        law._GRID = grid
+        law.__dict__.pop("_bands", None)
+        # tanh-sinh on each band, split where the density is not resolved (a data set's spectrum gives bands with
+        # steep inner features)
+        pieces = [p for lo, hi in law.intervals()
+                  for p in resolved_tanh_sinh(law.pdf, lo, hi, rtol=1e-9, n0=200, min_level=1)]
+        total = float(np.sum(law.atoms()[1])) + sum(h * float(np.sum(fx * w)) for _, w, fx, h in pieces)
+        if abs(total - 1.0) <= 1e-6:
+            break
+    else:
+        raise ConvergenceError(f"ntk_law: the bands found {law.intervals()} and the atoms hold {total:.10g}, not 1",
+                               z=None, iteration=0, residual=total - 1.0)
+    return _Table(law, pieces)
+
+
+class _Table(Tabulated):
+    """The density of :class:`NTKLaw` on the nodes its mass was checked on, as a :class:`Tabulated` law."""
+
+    def __init__(self, source, pieces):
+        x = np.concatenate([p[0] for p in pieces])
+        rho = np.concatenate([p[2] for p in pieces])
+        order = np.argsort(x, kind="stable")
+        x, rho = x[order], rho[order]
+        keep = np.concatenate([[True], np.diff(x) > 0])
+        GridDensity.__init__(self, x[keep], rho[keep], atoms=source.atoms(), normalize=True)
+        self.source = source
