@@ -1,0 +1,194 @@
+"""Training dynamics of wide networks against the NTK predictor (Lee et al., "Wide neural networks of any depth evolve
+as linear models under gradient descent", NeurIPS 2019): test error against training step for actual torch networks
+trained by full-batch gradient descent, the infinite ensemble's prediction (rmtnet.spectra.kernels.ntk_predict), and
+the NNGP posterior (Lee et al., ICLR 2018) as the Bayesian reference.
+
+Task: 48 training and 64 test inputs on the sphere ‖x‖²/n₀ = 1 in n₀ = 8 dimensions, y = sin(3 x·u/√n₀) + ½ cos(x·v)
+for fixed random u, v. Networks: depth 3 (two hidden ReLU layers of width W and a linear read-out), σ_w² = 2,
+σ_b = 0.1, rmtnet.nets.MLP.from_arch, i.e. torch nn.Linear layers trained directly (the *standard*
+parameterisation; the matching kernel is ntk_kernel(..., parameterization="standard"), which grows with W).
+Loss ½·mean (f − y)² over the N = 48 outputs, full-batch gradient descent at learning rate η = N/λ_max(Θ) (half the
+largest stable one), k steps: the predictor is ntk_predict(..., steps=k, learning_rate=η). The prediction is for the
+ensemble over initialisations: its expected test MSE is mean((μ − y)²) + mean(diag Σ), against the networks' mean
+per-network test MSE.
+
+Panel 1: test MSE against k (networks: mean ± 1 standard error over seeds; theory: line), NNGP posterior's test MSE
+(noise variance 1e-4) as a horizontal line. Panel 2: the mean prediction of the trained networks at the last step
+against the predicted mean, at the test points. Panel 3: the rms gap between the networks' mean prediction and the
+predicted mean at the last step, against W, with the standard error of the networks' mean; with 20 networks that
+error (the spread of the initial functions f₀) hides the gap, so the gap is shown again with a control variate
+subtracted: each network's f₀ as the linear model carries it, f₀(X*) − Θ*Θ⁻¹(I − (I − ηΘ/N)^k)f₀(X), which has mean
+0 over the ensemble. What remains is the networks' departure from the linearised model; its rms for a single
+network (triangles) shrinks with W like W^{−1/2}.
+
+Quick mode (default): widths 256 and 1024, 20 networks each, 400 steps. ``--full``: widths 512 and 2048, 20 networks
+each, 2000 steps. Runs are stored as they finish in OUTDIR/ntk_dynamics_runs.csv (rmtnet.experiments.sweep): an
+interrupted run resumes. Writes figures/ntk_dynamics.png and figures/ntk_dynamics.csv.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+from rmtnet import cli, experiments, plot
+from rmtnet.arch import mlp
+from rmtnet.nets import MLP
+from rmtnet.spectra import kernels
+
+N0, N_TRAIN, N_TEST = 8, 48, 64
+SIGMA_W, SIGMA_B = np.sqrt(2.0), 0.1
+N_CHECKPOINTS = 12
+
+
+def _task(seed=1234):
+    rng = np.random.default_rng(seed)
+
+    def sphere(n):
+        x = rng.standard_normal((n, N0))
+        return np.sqrt(N0) * x / np.linalg.norm(x, axis=1, keepdims=True)
+    u, v = rng.standard_normal(N0), rng.standard_normal(N0) / np.sqrt(N0)
+    X, Xt = sphere(N_TRAIN), sphere(N_TEST)
+
+    def f(x):
+        return np.sin(3 * x @ u / np.sqrt(N0)) + 0.5 * np.cos(x @ v)
+    return X, f(X), Xt, f(Xt)
+
+
+def _net(width):
+    return mlp(3, widths=(N0, width, width, 1), activation="relu", sigma_w=SIGMA_W, sigma_b=SIGMA_B,
+               last_activation=False)
+
+
+def _learning_rate(net, X):
+    theta = kernels.ntk_kernel(net, X, parameterization="standard")
+    return N_TRAIN / float(np.linalg.eigvalsh(theta)[-1])
+
+
+def _checkpoints(steps):
+    return np.unique(np.round(np.geomspace(1, steps, N_CHECKPOINTS)).astype(int))
+
+
+def train_run(width, steps, seed):
+    """One network of width ``width`` trained for ``steps`` full-batch GD steps: its test MSE at the checkpoints and
+    its test predictions at the last step (one column per test point)."""
+    X, y, Xt, yt = _task()
+    net = _net(width)
+    eta = _learning_rate(net, X)
+    torch.manual_seed(seed)
+    model = MLP.from_arch(net, seed=seed, dtype=torch.float64)
+    opt = torch.optim.SGD(model.parameters(), lr=eta)
+    xs, ys, xts = (torch.from_numpy(a) for a in (X, y[:, None], Xt))
+    marks = set(_checkpoints(steps).tolist())
+    with torch.no_grad():                       # the initial function, for the control variate of main()
+        out = {f"f0_train_{i}": float(v) for i, v in enumerate(model(xs)[:, 0])}
+        out.update({f"f0_test_{i}": float(v) for i, v in enumerate(model(xts)[:, 0])})
+    for k in range(1, steps + 1):
+        opt.zero_grad()
+        loss = 0.5 * torch.mean((model(xs) - ys) ** 2)
+        loss.backward()
+        opt.step()
+        if k in marks:
+            with torch.no_grad():
+                pred = model(xts)[:, 0].numpy()
+            out[f"mse_{k}"] = float(np.mean((pred - yt) ** 2))
+    out.update({f"pred_{i}": float(p) for i, p in enumerate(pred)})
+    return out
+
+
+def _theory(width, steps):
+    X, y, Xt, yt = _task()
+    net = _net(width)
+    eta = _learning_rate(net, X)
+    rows, final = [], None
+    for k in _checkpoints(steps):
+        mean, cov = kernels.ntk_predict(net, X, y, Xt, learning_rate=eta, steps=int(k), parameterization="standard")
+        rows.append({"width": width, "step": int(k), "mse_theory": float(np.mean((mean - yt) ** 2)
+                                                                        + np.mean(np.diag(cov)))})
+        final = mean
+    return pd.DataFrame(rows), final, eta
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets=None, steps=None):
+    """``widths``, ``n_nets``, ``steps`` override the mode's sizes (the tests use small ones)."""
+    w, nn, st = ((512, 2048), 20, 2000) if full else ((256, 1024), 20, 400)
+    widths, n_nets, steps = tuple(widths or w), n_nets or nn, steps or st
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    runs = experiments.sweep(train_run, {"width": list(widths), "steps": [steps]}, seeds=range(seed, seed + n_nets),
+                             store=outdir / "ntk_dynamics_runs.csv", progress=False, on_error="raise")
+    X, y, Xt, yt = _task()
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), layout="constrained")
+    curves, gaps, preds = [], [], []
+    ks = _checkpoints(steps)
+    for j, width in enumerate(widths):
+        r = runs[(runs.width == width) & (runs.steps == steps)]
+        theory, mean_final, eta = _theory(width, steps)
+        mse = r[[f"mse_{k}" for k in ks]].to_numpy()
+        theory["mse_nets"] = mse.mean(axis=0)
+        theory["mse_nets_se"] = mse.std(axis=0, ddof=1) / np.sqrt(len(r))
+        theory["learning_rate"] = eta
+        curves.append(theory)
+        c = f"C{j}"
+        axes[0].errorbar(ks, theory.mse_nets, yerr=theory.mse_nets_se, fmt="o", ms=3.5, color=c, capsize=2,
+                         label=f"W = {width}: {len(r)} trained networks")
+        axes[0].plot(ks, theory.mse_theory, color=c, lw=1.4, label=f"W = {width}: NTK ensemble prediction")
+        P = r[[f"pred_{i}" for i in range(N_TEST)]].to_numpy()             # networks × test points
+        m, se = P.mean(axis=0), P.std(axis=0, ddof=1) / np.sqrt(len(P))
+        gap = float(np.sqrt(np.mean((m - mean_final) ** 2)))
+        gap_se = float(np.sqrt(np.mean(se ** 2)))
+        # control variate: each network's own initial function f₀ carried by the linear model,
+        # f₀(X*) − Θ*Θ⁻¹(I − (I − ηΘ/N)^k) f₀(X), has mean 0 over the ensemble; subtracted, the mean residual
+        # measures the networks' departure from the linear model without the spread of f₀ (≈ √K(x*, x*)/√nets)
+        F0 = r[[f"f0_train_{i}" for i in range(N_TRAIN)]].to_numpy().T          # train points × networks
+        carried, _ = kernels.ntk_predict(_net(width), X, F0, Xt, learning_rate=eta, steps=steps,
+                                         parameterization="standard")
+        resid = P - mean_final - (r[[f"f0_test_{i}" for i in range(N_TEST)]].to_numpy() - carried.T)
+        cv, cv_se = resid.mean(axis=0), resid.std(axis=0, ddof=1) / np.sqrt(len(resid))
+        gaps.append({"width": width, "rms_gap": gap, "rms_se_of_mean": gap_se,
+                     "rms_gap_cv": float(np.sqrt(np.mean(cv ** 2))), "rms_se_cv": float(np.sqrt(np.mean(cv_se ** 2))),
+                     "rms_network_vs_linear": float(np.sqrt(np.mean(resid ** 2))),
+                     "n_nets": len(P), "steps": steps})
+        preds.append(pd.DataFrame({"width": width, "test_point": np.arange(N_TEST), "y": yt, "nets_mean": m,
+                                   "nets_se": se, "ntk_mean": mean_final}))
+        axes[1].errorbar(mean_final, m, yerr=se, fmt="o", ms=3, color=c, capsize=1.5,
+                         label=f"W = {width}: rms gap {gap:.3f} (SE of the mean {gap_se:.3f})")
+    nngp_mean, nngp_var = kernels.nngp_regression(_net(widths[-1]), X, y, Xt, noise=1e-4)
+    nngp_mse = float(np.mean((nngp_mean - yt) ** 2) + np.mean(nngp_var))
+    axes[0].axhline(nngp_mse, color="k", ls="--", lw=1, label=f"NNGP posterior (expected MSE {nngp_mse:.3f})")
+    axes[0].set(xscale="log", yscale="log", xlabel="gradient-descent step k", ylabel="test MSE",
+                title=f"Full-batch GD, ReLU depth 3, η = N/λ_max(Θ)\ntest MSE: networks (dots) and the NTK "
+                      "predictor (lines)")
+    axes[0].legend(fontsize=7)
+    lim = [float(min(p.ntk_mean.min() for p in preds)), float(max(p.ntk_mean.max() for p in preds))]
+    axes[1].plot(lim, lim, "k--", lw=1)
+    axes[1].set(xlabel=f"NTK predicted mean at step {steps}", ylabel="mean over trained networks",
+                title="Ensemble mean: networks against the infinite-width prediction")
+    axes[1].legend(fontsize=7)
+    g = pd.DataFrame(gaps)
+    axes[2].errorbar(g.width, g.rms_gap, yerr=g.rms_se_of_mean, fmt="o-", capsize=3,
+                     label="networks' mean − NTK mean (± SE of the mean)")
+    axes[2].errorbar(g.width, g.rms_gap_cv, yerr=g.rms_se_cv, fmt="s-", capsize=3,
+                     label="the same with each network's f₀ carried by the linear model subtracted")
+    axes[2].plot(g.width, g.rms_network_vs_linear, "^-", label="one network against its own linear model (rms)")
+    axes[2].set(xscale="log", yscale="log", xlabel="width W", ylabel="rms (networks' mean − NTK mean)",
+                title=f"Networks against the NTK predictor, by width ({n_nets} networks per width)")
+    axes[2].legend(fontsize=7)
+    fig.suptitle("Wide networks trained by gradient descent against the NTK ensemble predictor (Lee et al. 2019)")
+    curves = pd.concat(curves, ignore_index=True)
+    curves.attrs.update(nngp_mse=nngp_mse)
+    tables = {"test MSE against step": curves, "gap against width": g, "predictions": pd.concat(preds,
+                                                                                               ignore_index=True)}
+    path = plot.save(fig, outdir / "ntk_dynamics.png", tables)
+    return path, tables
+
+
+if __name__ == "__main__":
+    a = cli.script_args(__doc__, "widths 512 and 2048, 2000 steps")
+    p, t = main(a.full, a.outdir, a.seed, a.backend)
+    print(t["gap against width"].to_string(index=False))
+    print(t["test MSE against step"].to_string(index=False))
+    print("wrote", p)
