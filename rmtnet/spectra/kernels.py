@@ -170,19 +170,28 @@ def gaussian_pair_expectation(f, g, c11, c12, c22, *, f_breakpoints=(), g_breakp
 def relu_kernel(c11, c12, c22):
     """E[relu(z₁)relu(z₂)] = √(c11c22)/(2π)·(sin θ + (π − θ) cos θ), θ = arccos(c12/√(c11c22)): the degree-1
     arc-cosine kernel (Cho & Saul 2009, eq. (6) with n = 1). Zero when a variance vanishes."""
-    c11, c12, c22 = _covariances(c11, c12, c22)
+    return _relu_pair(*_covariances(c11, c12, c22))[0]
+
+
+def _relu_pair(c11, c12, c22):
+    """(E[relu relu], E[relu′ relu′]) from one θ, on valid covariances (arrays of any library)."""
     rho, bound = _correlation(c11, c12, c22)
     theta = np.arccos(rho)
-    return bound / (2 * np.pi) * (np.sqrt((1.0 - rho) * (1.0 + rho)) + (np.pi - theta) * rho)
+    return (bound / (2 * np.pi) * (np.sqrt((1.0 - rho) * (1.0 + rho)) + (np.pi - theta) * rho),
+            (np.pi - theta) / (2 * np.pi))
 
 
 def erf_kernel(c11, c12, c22):
     """E[φ(z₁)φ(z₂)] for rmtnet's φ(h) = erf(√π h/2): (2/π) arcsin(2a²c12/√((1 + 2a²c11)(1 + 2a²c22))) with
     2a² = π/2 (Williams 1997, eq. (11), with Σ = a²·covariance and no bias input)."""
-    c11, c12, c22 = _covariances(c11, c12, c22)
+    return _erf_pair(*_covariances(c11, c12, c22))[0]
+
+
+def _erf_pair(c11, c12, c22):
+    """(E[φφ], E[φ′φ′]) for rmtnet's erf from one (1 + πc11/2)(1 + πc22/2), on valid covariances."""
     k = np.pi / 2
-    arg = k * c12 / np.sqrt((1.0 + k * c11) * (1.0 + k * c22))
-    return 2.0 / np.pi * np.arcsin(np.clip(arg, -1.0, 1.0))
+    A = (1.0 + k * c11) * (1.0 + k * c22)
+    return 2.0 / np.pi * np.arcsin(np.clip(k * c12 / np.sqrt(A), -1.0, 1.0)), 1.0 / np.sqrt(A - (k * c12) ** 2)
 
 
 def _linear_kernel(c11, c12, c22):
@@ -391,18 +400,14 @@ PARAMETERIZATIONS = ("ntk", "standard")
 def relu_derivative_kernel(c11, c12, c22):
     """E[relu′(z₁)relu′(z₂)] = (π − θ)/(2π), θ = arccos(c12/√(c11c22)): the degree-0 arc-cosine kernel (Cho & Saul
     2009, eq. (6) with n = 0). Where a variance vanishes θ = π/2 (the value 1/4 of independent signs)."""
-    c11, c12, c22 = _covariances(c11, c12, c22)
-    rho, _ = _correlation(c11, c12, c22)
-    return (np.pi - np.arccos(rho)) / (2 * np.pi)
+    return _relu_pair(*_covariances(c11, c12, c22))[1]
 
 
 def erf_derivative_kernel(c11, c12, c22):
     """E[φ′(z₁)φ′(z₂)] for rmtnet's φ(h) = erf(ah), a = √π/2, φ′(h) = exp(−πh²/4):
     (4a²/π)/√((1 + 2a²c11)(1 + 2a²c22) − 4a⁴c12²) = 1/√((1 + πc11/2)(1 + πc22/2) − π²c12²/4) (a Gaussian integral;
     the derivative of :func:`erf_kernel` in c12, as the NTK needs: Σ̇ = ∂Σ/∂c12)."""
-    c11, c12, c22 = _covariances(c11, c12, c22)
-    k = np.pi / 2
-    return 1.0 / np.sqrt((1.0 + k * c11) * (1.0 + k * c22) - (k * c12) ** 2)
+    return _erf_pair(*_covariances(c11, c12, c22))[1]
 
 
 def _linear_derivative_kernel(c11, c12, c22):
@@ -411,6 +416,7 @@ def _linear_derivative_kernel(c11, c12, c22):
 
 _CLOSED_DERIVATIVE = {"relu": relu_derivative_kernel, "erf": erf_derivative_kernel,
                       "linear": _linear_derivative_kernel}
+_CLOSED_BOTH = {"relu": _relu_pair, "erf": _erf_pair, "linear": lambda c11, c12, c22: (c12 * 1.0, c12 * 0.0 + 1.0)}
 
 
 def _registered(act, table):
@@ -436,13 +442,9 @@ def derivative_pair_kernel(act, c11, c12, c22, method="auto"):
                                      g_breakpoints=act.breakpoints)
 
 
-def _on_pairs(fn, S, closed):
-    """fn(c11, c12, c22) on every entry of the symmetric kernel S, (c11, c22) from its diagonal. A closed form runs on
-    the whole matrix in S's library (NumPy or CuPy); quadrature on the host, on the upper triangle."""
-    if closed:
-        d = S.diagonal()
-        out = fn(d[:, None], S, d[None, :])
-        return 0.5 * (out + out.T)
+def _on_pairs(fn, S):
+    """fn(c11, c12, c22) by quadrature on the upper triangle of the symmetric kernel S ((c11, c22) from its
+    diagonal), mirrored; computed on the host, returned in S's library."""
     Sh = B.to_numpy(S)
     d = np.diag(Sh)
     i, j = np.triu_indices(Sh.shape[0])
@@ -466,10 +468,14 @@ def _ntk_layers(net, X, method, parameterization):
     if method == "closed_form" and not closed:
         raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
                          f"(available: {sorted(_CLOSED)})")
-    kind = "closed_form" if closed else "quadrature"
     for width in net.widths[1:-1]:
-        K = _on_pairs(lambda a, c, b: pair_kernel(act, a, c, b, kind), S, closed)
-        D = _on_pairs(lambda a, c, b: derivative_pair_kernel(act, a, c, b, kind), S, closed)
+        if closed:                                    # both kernels from one pass over the matrix
+            d = S.diagonal()
+            K, D = _CLOSED_BOTH[act.name](d[:, None], S, d[None, :])
+            K, D = 0.5 * (K + K.T), 0.5 * (D + D.T)
+        else:
+            K = _on_pairs(lambda a, c, b: pair_kernel(act, a, c, b, "quadrature"), S)
+            D = _on_pairs(lambda a, c, b: derivative_pair_kernel(act, a, c, b, "quadrature"), S)
         S_next = sw2 * K + sb2
         T = (S_next if parameterization == "ntk" else width * K + bias) + sw2 * D * T
         S = S_next
