@@ -14,8 +14,9 @@ ReLU is not smooth (outside Fan & Wang's assumptions) and its NTK at depth ≥ 2
 learn's digits (8 × 8, d₀ = 64; n = 60 images, so that γ₀ < 1) and MNIST-5k (28 × 28, d₀ = 784; n images), each
 centred by the data set's mean
 image and scaled to unit norm; the theory takes the input law to be the empirical spectrum of X₀ᵀX₀ (first panel of
-each pair), the networks are fed the same X₀; hidden widths 2n (γ_ℓ = 0.5). Real images are far from the approximately orthonormal inputs Fan &
-Wang assume; the panels show how far the law carries.
+each pair), the networks are fed the same X₀; hidden widths 2n (γ_ℓ = 0.5). Real images are far from the
+approximately orthonormal inputs Fan & Wang assume; the panels show how far the law carries (measured at n = 400:
+MNIST-5k CK KS 0.05, NTK 0.30, where the Gaussian-equivalent linear combination of CKs is already 0.06 off).
 
 Quick mode (default): n = 400, 2 networks per panel. ``--full``: n = 1500, 4 networks.
 Writes figures/ntk_over_data.png and figures/ntk_over_data.csv.

@@ -96,7 +96,8 @@ def test_closed_form_gram_is_the_empirical_ntk_of_the_torch_network(act):
 
 def test_depth_one_moments_have_the_closed_form():
     """L = 1: K = r₊ + b²K₀ + T^{1/2}WT^{1/2}, T = (1 − b²) + b²K₀, K₀ ~ MP(γ₀): m₁ = r₊ + 1 + b² and
-    m₂ = r₊² + 2r₊(1 + b²) + b⁴(1 + γ₀) + 2b²(1 + b²γ₀) + 1 + b⁴γ₀ + γ₁ (free Poisson: (1/n)tr(TW)² → m₂(T) + γ m₁(T)²)."""
+    m₂ = r₊² + 2r₊(1 + b²) + b⁴(1 + γ₀) + 2b²(1 + b²γ₀) + 1 + b⁴γ₀ + γ₁
+    (free Poisson: (1/n)tr(TW)² → m₂(T) + γ m₁(T)²)."""
     n = 300
     net = _net("tanh", 1, n, ratios=[1.5])
     _, b, (g0, g1) = _fan_wang_constants(net, n, "")

@@ -11,8 +11,8 @@ from .. import _backend as B
 from .ntk import normalised_activation
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "wishart_eigs",
-           "ginibre_product_eigs", "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs",
-           "ntk_gram", "sample_ntk", "sample_ntk_eigs"]
+           "ginibre_product_eigs", "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs",
+           "sample_ck_eigs", "ntk_gram", "sample_ntk", "sample_ntk_eigs"]
 
 
 def _check_dims(**dims):
