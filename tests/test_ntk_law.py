@@ -51,7 +51,7 @@ def test_the_ntk_approaches_fan_wangs_linear_combination(act, depth):
 
 def test_coefficients_are_fan_wangs():
     net = _net("tanh", 3, 100)
-    a, b, _ = _fan_wang_constants(net, 100, "")
+    a, b, _ = _fan_wang_constants(net, 100)
     r, c = ntk_coefficients(net, 100)
     assert c == pytest.approx([b ** 6, b ** 4, b ** 2, 1.0], rel=1e-14)
     assert r == pytest.approx((a ** 3 - b ** 6) + (a ** 2 - b ** 4) + (a - b ** 2), rel=1e-14)
@@ -100,7 +100,7 @@ def test_depth_one_moments_have_the_closed_form():
     (free Poisson: (1/n)tr(TW)² → m₂(T) + γ m₁(T)²)."""
     n = 300
     net = _net("tanh", 1, n, ratios=[1.5])
-    _, b, (g0, g1) = _fan_wang_constants(net, n, "")
+    _, b, (g0, g1) = _fan_wang_constants(net, n)
     r, _ = ntk_coefficients(net, n)
     b2 = b * b
     m = ntk_moments(net, n, K=2)
@@ -114,7 +114,7 @@ def test_top_layer_alone_is_the_conjugate_kernel_law():
     the ⊠ engine, MP(γ₁) ⊠ ((1 − b²) + b²MP(γ₀)). cdfs equal to 1e-7."""
     n = 200
     net = _net("tanh", 1, n, ratios=[0.7])
-    _, b, (g0, g1) = _fan_wang_constants(net, n, "")
+    _, b, (g0, g1) = _fan_wang_constants(net, n)
     law = NTKLaw(0.0, [0.0, 1.0], b, [g1], MarchenkoPastur(g0))
     ref = ck_law(net, n)
     x = np.linspace(*ref.support(), 9)[1:-1]

@@ -198,7 +198,7 @@ def ck_moments(net, n_data, K=4):
 # ------------------------------------------------------------------------------------------------------------------
 # The NTK over data
 
-def _fan_wang_constants(net, n_data, what):
+def _fan_wang_constants(net, n_data):
     """(a, b, γ₀ … γ_L) of Fan & Wang's setting for ``net``: a = E φ̃′(ξ)², b = E φ̃′(ξ) of the normalised
     activation, γ_ℓ = n_data/d_ℓ."""
     _ck_setup(net, n_data)                              # the same setting and its checks as ck_law
@@ -212,7 +212,7 @@ def ntk_coefficients(net, n_data):
     """(r₊, [c₀, …, c_L]) of Fan & Wang's linear-combination form of the NTK over data (REFERENCE §8):
     K_NTK − (r₊I + Σ_ℓ c_ℓ X_ℓᵀX_ℓ) → 0 in operator norm, c_ℓ = b^{2(L−ℓ)}, r₊ = Σ_{ℓ<L} (a^{L−ℓ} − b^{2(L−ℓ)}),
     a = E φ̃′(ξ)², b = E φ̃′(ξ) (Fan & Wang, NeurIPS 2020, arXiv 2005.11879, Theorem 3.4's NTK part)."""
-    a, b, _ = _fan_wang_constants(net, n_data, "ntk_coefficients")
+    a, b, _ = _fan_wang_constants(net, n_data)
     L = net.depth
     coef = [b ** (2 * (L - ell)) for ell in range(L + 1)]
     r_plus = sum(a ** (L - ell) - b ** (2 * (L - ell)) for ell in range(L))
@@ -555,7 +555,7 @@ def _ntk_series(r_plus, coef, b2, gammas, input_moments, K):
 
 
 def _ntk_setup(net, n_data, input_law):
-    a, b, gammas = _fan_wang_constants(net, n_data, "ntk_law")
+    a, b, gammas = _fan_wang_constants(net, n_data)
     r_plus, coef = ntk_coefficients(net, n_data)
     mu0 = MarchenkoPastur(gammas[0]) if input_law is None else input_law
     if not isinstance(mu0, Measure):
