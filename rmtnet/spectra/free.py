@@ -25,8 +25,9 @@ only if Newton converges to relative accuracy ``tol`` within a few iterations an
 side (Im m ≤ 0, Im ω_i ≥ 0 for ⊠; Im g ≤ 0, Im ω_i ≥ 0 for ⊞) without a jump; otherwise the step is halved. All grid
 points move together (vectorised). Points near the law's centre (for ⊠, near 0, where a hard edge puts the
 quadrature's nodes down to 10⁻³⁰⁰) share the way down: the solution on z = c + iy is solved once on a ladder of
-heights, and each such point starts at the rung just above 30|x − c| (``_from_trunk``). The total number of Newton iterations per point is capped by ``max_iter``;
-exceeding it raises :class:`ConvergenceError` with z, the iteration count and the residual.
+heights, and each such point starts at the rung just above 30|x − c| (``_from_trunk``). The total number of Newton
+iterations per point is capped by ``max_iter``; exceeding it raises :class:`ConvergenceError` with z, the
+iteration count and the residual.
 
 **Atoms** follow Belinschi (2003) / Bercovici–Voiculescu (1998): (μ⊠ν)({0}) = max(μ({0}), ν({0})); a product of
 nonzero atoms a_i carries mass Σ t_i μ_i({a_i}) - (T - 1) when positive (similarly for ⊞ at Σ t_i a_i).
@@ -672,8 +673,7 @@ class _Convolution(Measure):
 
     # The books must balance to 1e-8 (a missed band loses its whole mass, far more): the quadrature's ~1e-10, and the
     # edge tails (Measure.edge_tails) for the mass beyond the last node at a singular edge (MP(2) ⊠ MP(2): 1.2e-10).
-    _MASS_TOL = 1e-8
-    _MASS_TARGET = 1e-8           # books off by more than this are closed by an edge tail where one agrees
+    _MASS_TOL = 1e-8              # books off by more than this are closed by an edge tail where one agrees, or raise
 
     @cached_property
     def _cdf_table(self):
@@ -690,7 +690,7 @@ class _Convolution(Measure):
                 self.__dict__.pop(name, None)
             table = _cumulative_panels(self._panel_tables, self._tails)
             acc = self._accounting(*table[:2])
-        if abs(1.0 - acc["total"]) > self._MASS_TARGET and self._close_by_tail(1.0 - acc["total"]):
+        if abs(1.0 - acc["total"]) > self._MASS_TOL and self._close_by_tail(1.0 - acc["total"]):
             table = _cumulative_panels(self._panel_tables, self._tails)
             acc = self._accounting(*table[:2])
         self._account(acc)

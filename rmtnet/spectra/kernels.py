@@ -201,10 +201,10 @@ def _linear_kernel(c11, c12, c22):
 _CLOSED = {"relu": relu_kernel, "erf": erf_kernel, "linear": _linear_kernel}
 
 
-def _closed_form(act):
-    """The closed form for a registered activation (matched by identity, so a user callable named "relu" is not
-    mistaken for rmtnet's ReLU)."""
-    fn = _CLOSED.get(act.name)
+def _closed_form(act, table=_CLOSED):
+    """The closed form in ``table`` for a registered activation (matched by identity, so a user callable named
+    "relu" is not mistaken for rmtnet's ReLU), else None."""
+    fn = table.get(act.name)
     if fn is not None and activation(act.name) is act:
         return fn
     return None
@@ -419,20 +419,13 @@ _CLOSED_DERIVATIVE = {"relu": relu_derivative_kernel, "erf": erf_derivative_kern
 _CLOSED_BOTH = {"relu": _relu_pair, "erf": _erf_pair, "linear": lambda c11, c12, c22: (c12 * 1.0, c12 * 0.0 + 1.0)}
 
 
-def _registered(act, table):
-    """The closed form in ``table`` for a registered activation (matched by identity, so a user callable named
-    "relu" is not mistaken for rmtnet's ReLU), else None."""
-    fn = table.get(act.name)
-    return fn if fn is not None and activation(act.name) is act else None
-
-
 def derivative_pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ′(z₁)φ′(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]): with σ_w² the factor Σ̇ by which the NTK is
     carried through a layer. Closed forms for relu, erf and linear; :func:`gaussian_pair_expectation` of φ′ (the
     activation's kinks are φ′'s jumps) otherwise or with ``method="quadrature"``."""
     act = activation(act)
     method = _method(method)
-    closed = None if method == "quadrature" else _registered(act, _CLOSED_DERIVATIVE)
+    closed = None if method == "quadrature" else _closed_form(act, _CLOSED_DERIVATIVE)
     if closed is not None:
         return closed(c11, c12, c22)
     if method == "closed_form":
@@ -463,8 +456,7 @@ def _ntk_layers(net, X, method, parameterization):
     bias = 1.0 if net.sigma_b > 0 else 0.0
     T = S if parameterization == "ntk" else X @ X.T + bias      # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
     out = [(S, T)]
-    closed = method != "quadrature" and _registered(act, _CLOSED) is not None \
-        and _registered(act, _CLOSED_DERIVATIVE) is not None
+    closed = method != "quadrature" and _closed_form(act, _CLOSED_BOTH) is not None
     if method == "closed_form" and not closed:
         raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
                          f"(available: {sorted(_CLOSED)})")
