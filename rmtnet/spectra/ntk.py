@@ -516,11 +516,13 @@ def _series_inv(a):
     return out
 
 
-def _ntk_series(r_plus, coef, b2, gammas, input_moments, K):
+def _ntk_series(r_plus, coef, b, gammas, mu0, K):
     """m₁ … m_K of :class:`NTKLaw` by its equations in formal power series of w = 1/z (class docstring): with
-    e_j = z·ε_j, α = −w Σ_i m_i(μ₀)(c₀w)^i ε₀^{−i−1} and β₀ = −w Σ_i m_{i+1}(μ₀)(c₀w)^i ε₀^{−i−1}; every pass of the
-    fixed point fixes one more order, and m_k = −[w^{k+1}] α."""
+    e_j = z·ε_j, α = −w Σ_i m_i(μ₀)(c₀w)^i ε₀^{−i−1} and β₀ = −w Σ_i m_{i+1}(μ₀)(c₀w)^i ε₀^{−i−1} (μ₀'s moments up
+    to K + 2); every pass of the fixed point fixes one more order, and m_k = −[w^{k+1}] α."""
     N = K + 2
+    b2 = b * b
+    input_moments = [1.0] + [mu0.moment(i) for i in range(1, N + 1)]
     L = len(gammas)
     w = np.zeros(N)
     w[1] = 1.0
@@ -569,9 +571,7 @@ def ntk_moments(net, n_data, K=4, input_law=None):
     """Exact m₁ … m_K of :func:`ntk_law`, from the same equations in formal power series (no density, no grid):
     the independent check of the law's table. ``input_law``'s moments up to K + 2 are used."""
     r_plus, coef, b, gammas, mu0 = _ntk_setup(net, n_data, input_law)
-    K = max(int(K), 1)
-    moments = [1.0] + [mu0.moment(i) for i in range(1, K + 4)]
-    return _ntk_series(r_plus, coef, b * b, gammas, moments, K)
+    return _ntk_series(r_plus, coef, b, gammas, mu0, max(int(K), 1))
 
 
 def ntk_law(net, n_data, input_law=None) -> Measure:
@@ -596,8 +596,7 @@ def _combination_law(r_plus, coef, b, gammas, mu0):
 
     def moments(k):
         if k not in moments_cache:
-            moments_cache[k] = _ntk_series(r_plus, coef, b * b, gammas,
-                                           [1.0] + [mu0.moment(i) for i in range(1, k + 4)], k)
+            moments_cache[k] = _ntk_series(r_plus, coef, b, gammas, mu0, k)
         return moments_cache[k]
 
     law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=moments)
