@@ -1,7 +1,7 @@
 """Limit laws of random matrices and deep networks, by free probability, with Monte Carlo counterparts.
 
-Conventions are those of REFERENCE §1: G(z) = ∫ dμ(x)/(z - x), M(z) = zG(z) - 1, ψ(u) = M(1/u),
-η = ψ/(1 + ψ), S(w) = (1 + w)/(w M⁻¹(w)), S_{μ⊠ν} = S_μ S_ν.
+Conventions (M as in Pennington, Schoenholz & Ganguli, AISTATS 2018): G(z) = ∫ dμ(x)/(z - x), M(z) = zG(z) - 1,
+ψ(u) = M(1/u), η = ψ/(1 + ψ), S(w) = (1 + w)/(w M⁻¹(w)), S_{μ⊠ν} = S_μ S_ν.
 """
 from ._checks import ConvergenceError
 from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, OtherGram, GaussianPushforward,

@@ -3,7 +3,7 @@
 The engine: subordination as one Newton system, continued in z
 ----------------------------------------------------------------
 For ν = ⊠_i μ_i^{⊠t_i} (measures on [0, ∞), real powers t_i ≥ 1, T = Σ t_i) write m = M_ν(z) = zG_ν(z) - 1 and
-ω_i = M_i^{-1}(m), the subordination points (Belinschi–Bercovici 2007; REFERENCE §1). From S_ν = Π S_i^{t_i} and
+ω_i = M_i^{-1}(m), the subordination points (Belinschi & Bercovici 2007). From S_ν = Π S_i^{t_i} and
 S(w) = (1 + w)/(w M^{-1}(w)):
 
     log z = (1 - T) log((1 + m)/m) + Σ_i t_i log ω_i,        M_i(ω_i) = m   for every i.             (⊠)
@@ -327,7 +327,7 @@ class _Convolution(Measure):
         ladder of heights 10⁻³ apart (:meth:`_trunk`), and a point with |x − c| ≤ y_k/30 starts at the lowest rung
         y_k above max(30|x − c|, its target), moved sideways from c + iy_k to x + iy_k by the Euler predictor and
         Newton. Near a hard edge at 0 the quadrature's nodes reach 10⁻³⁰⁰ and each would otherwise walk ~100
-        steps of the same trunk down (a depth-50 Gaussian tanh network: 150 ms per node).
+        steps of the same trunk down.
 
         Returns (y, u, ω, stop): ``stop`` marks density points (target 0) below the end of a trunk that could not
         be continued further (the system is singular to float64 there): they cannot reach the axis either, and
@@ -904,7 +904,8 @@ class FreeProduct(_Convolution):
     """ν = ⊠_i μ_i^{⊠t_i} for measures μ_i on [0, ∞) and real t_i ≥ 1; see the module docstring for the method.
 
     Convention: the law of the product of free positive elements, e.g. of A^{1/2} B A^{1/2} for free A, B;
-    S_ν = Π_i S_{μ_i}^{t_i} with S as in REFERENCE §1. Use :func:`free_mult` / :func:`free_mult_power` to build one.
+    S_ν = Π_i S_{μ_i}^{t_i} with S(w) = (1 + w)/(w M⁻¹(w)) (:mod:`rmtnet.spectra.transforms`). Use
+    :func:`free_mult` / :func:`free_mult_power` to build one.
     """
 
     kind = "free_mult"
@@ -1030,7 +1031,8 @@ class FreeProduct(_Convolution):
         return float(np.exp(log_lo)), hi
 
     def _right_edge_estimate(self):
-        """λ_max = min_{m>0} z(m) along the real branch started at m → 0⁺ (REFERENCE §1)."""
+        """λ_max = min_{m>0} z(m) along the real branch started at m → 0⁺ (the support edges of a law on
+        [0, ∞) are real critical points of M⁻¹)."""
         m1 = self._moments(1)[0]
         scale = self._scale()
         m = m1 / (1e3 * scale)
@@ -1188,10 +1190,11 @@ def _check_nonnegative(mu, name):
 def free_mult(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
     """Free multiplicative convolution μ₁ ⊠ μ₂ ⊠ … of measures on [0, ∞) (two or more factors).
 
-    S_{μ⊠ν} = S_μ S_ν (REFERENCE §1). The result is a lazy :class:`FreeProduct` measure: its density, Cauchy
-    transform, atoms, support edges and moments are computed on demand by the subordination engine described in
-    this module's docstring. ``tol`` is the relative Newton tolerance; ``max_iter`` caps the Newton iterations per
-    point (a :class:`ConvergenceError` reports z, iteration and residual when it is reached).
+    S_{μ⊠ν} = S_μ S_ν, with S(w) = (1 + w)/(w M⁻¹(w)) as in :mod:`rmtnet.spectra.transforms`. The result is a
+    lazy :class:`FreeProduct` measure: its density, Cauchy transform, atoms, support edges and moments are computed
+    on demand by the subordination engine described in this module's docstring. ``tol`` is the relative Newton
+    tolerance; ``max_iter`` caps the Newton iterations per point (a :class:`ConvergenceError` reports z, iteration
+    and residual when it is reached).
     """
     if len(measures) == 1 and isinstance(measures[0], (list, tuple)):
         measures = tuple(measures[0])

@@ -1,6 +1,7 @@
 """Numerical test of the asymptotic freeness of layerwise Jacobians (Collins & Hayase, CMP 2023, arXiv 2103.13466).
 
-Setting (REFERENCE §2; seed 002). A square MLP of width N, fed one actual input x₀ with ‖x₀‖²/N = q₀:
+Setting (that of Collins & Hayase, with Gaussian weights and a control added). A square MLP of width N, fed one
+actual input x₀ with ‖x₀‖²/N = q₀:
 
     h_ℓ = W_ℓ x_{ℓ-1} + b_ℓ,   x_ℓ = φ(h_ℓ),   d_ℓ = φ′(h_ℓ) ∈ ℝ^N,   D_ℓ = diag(d_ℓ),
 
@@ -179,7 +180,7 @@ def sample_network(net, width=None, n_samples=1, seed=None, backend=None, weight
 
 def free_abab(tr_a, tr_a2, tr_b, tr_b2):
     """φ(abab) for free a, b from their own moments: φ(a²)φ(b)² + φ(a)²φ(b²) − φ(a)²φ(b)² (Voiculescu; equivalently
-    m₂ of law(a) ⊠ law(b), REFERENCE §1). Works elementwise on arrays."""
+    m₂ of law(a) ⊠ law(b)). Works elementwise on arrays."""
     return tr_a2 * tr_b ** 2 + tr_a ** 2 * tr_b2 - tr_a ** 2 * tr_b ** 2
 
 

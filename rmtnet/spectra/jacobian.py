@@ -1,5 +1,5 @@
 """Limit spectrum of the input–output Jacobian JJᵀ of a deep random network (Pennington, Schoenholz & Ganguli
-2017, 2018; REFERENCE §2; seed 002 §2).
+2017; AISTATS 2018).
 
 With J = D_L W_L ⋯ D_1 W_1 (``net.last_activation``; otherwise without D_L), asymptotic freeness of the D_ℓ and the
 W_ℓ (Collins & Hayase 2023) gives, for square layers,
@@ -14,11 +14,10 @@ n_ℓ ≠ n_{ℓ-1} (ratio r = n_ℓ/n_{ℓ-1}) acts on the n_{ℓ-1}-dimensiona
 Runs of square layers are one flat ⊠ product (one Newton system); each width change nests the product so far.
 The nested product is tabulated first (:func:`~rmtnet.spectra.measures.tabulate`: its density on tanh-sinh nodes,
 its moments still exact), so that the next level sees a closed-form Cauchy transform: without it every evaluation
-at level ℓ runs a full continuation at level ℓ − 1, a cost exponential in the number of width changes (three
-changes: ~4 minutes for the support alone, 0.5 s per density point). The price is the table's O(h²)
-interpolation error: with n0 = 800 nodes per band, the density of a three-change ReLU network agrees with the
-untabulated law to 2e-5 relative and its band edges to 1e-4 (2 s in all). Square networks are one product and are
-not tabulated.
+at level ℓ runs a full continuation at level ℓ − 1, a cost exponential in the number of width changes. The price
+is the table's O(h²) interpolation error: with n0 = 800 nodes per band, the density of a three-change ReLU network
+agrees with the untabulated law to 2e-5 relative and its band edges to 1e-4. Square networks are one product and
+are not tabulated.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Neural-network Gaussian process (NNGP) kernels of wide random MLPs, and GP regression with them (REFERENCE §2;
-Lee et al., "Deep Neural Networks as Gaussian Processes", ICLR 2018; seed 002).
+"""Neural-network Gaussian process (NNGP) kernels of wide random MLPs, and GP regression with them (Lee et al.,
+"Deep Neural Networks as Gaussian Processes", ICLR 2018).
 
 Convention (that of :mod:`rmtnet.arch`): inputs x ∈ ℝ^{n₀} are the rows of X (B × n₀), and for ℓ = 1 … L
 
@@ -12,10 +12,10 @@ pre-activation covariance is
     Σ_ℓ(x, x′) = σ_w² K_{ℓ-1}(x, x′) + σ_b²,                                                         (1)
     K_ℓ(x, x′) = E[φ(z₁)φ(z₂)],   (z₁, z₂) ~ N(0, [[Σ_ℓ(x,x), Σ_ℓ(x,x′)], [Σ_ℓ(x,x′), Σ_ℓ(x′,x′)]]),         (2)
 
-(Lee et al. 2018, eq. (4); seed 002, "Kernel Propagation"). :func:`nngp_kernel` returns Σ_L, the covariance of the
-last pre-activation h_L: the GP prior of f(x) = h_L, i.e. of a network whose last layer is a linear read-out
-(the last activation φ(h_L) is never applied, whatever ``net.last_activation`` says). Its diagonal is the mean-field
-length map q_ℓ of :mod:`rmtnet.spectra.meanfield` (q₁ = σ_w² q₀ + σ_b²).
+(Lee et al. 2018, eq. (4)). :func:`nngp_kernel` returns Σ_L, the covariance of the last pre-activation h_L: the GP prior
+of f(x) = h_L, i.e. of a network whose last layer is a linear read-out (the last activation φ(h_L) is never applied,
+whatever ``net.last_activation`` says). Its diagonal is the mean-field length map q_ℓ of :mod:`rmtnet.spectra.meanfield`
+(q₁ = σ_w² q₀ + σ_b²).
 
 The expectation (2) has closed forms for
   * ReLU, the degree-1 arc-cosine kernel (Cho & Saul 2009): E[relu(z₁)relu(z₂)] = √(c₁₁c₂₂)/(2π)·(sin θ + (π − θ)cos θ),
@@ -25,7 +25,7 @@ The expectation (2) has closed forms for
   * linear: c₁₂;
 and is computed by quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
 user callables). GP regression (:func:`gp_posterior`) uses the posterior mean K(x*,X)K(X,X)⁻¹Y and variance
-K(x*,x*) − K(x*,X)K(X,X)⁻¹K(X,x*) (seed 002; Rasmussen & Williams 2006, eqs. 2.25–2.26).
+K(x*,x*) − K(x*,X)K(X,X)⁻¹K(X,x*) (Rasmussen & Williams 2006, eqs. 2.25–2.26).
 """
 from __future__ import annotations
 
@@ -312,7 +312,7 @@ def nngp_kernel(net, X, method="auto", return_all=False):
 # GP regression
 
 def gp_posterior(K_train, K_cross, K_test, Y, noise=0.0):
-    """GP posterior at test points (seed 002; Rasmussen & Williams 2006, eqs. 2.25–2.26):
+    """GP posterior at test points (Rasmussen & Williams 2006, eqs. 2.25–2.26):
 
         mean = K(x*, X) (K(X, X) + noise·I)⁻¹ Y,
         var  = K(x*, x*) − K(x*, X) (K(X, X) + noise·I)⁻¹ K(X, x*).
@@ -481,8 +481,8 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     for one output unit (Jacot, Gabriel & Hongler, NeurIPS 2018; Arora et al., NeurIPS 2019, "On exact computation
     with an infinitely wide neural net"; Lee et al., NeurIPS 2019).
 
-    Recursion (REFERENCE §8), with Σ_ℓ the NNGP kernel of :func:`nngp_kernel` and, for each pair (x, x′),
-    (z, z′) ~ N(0, Σ_ℓ restricted to the pair):
+    Recursion (Jacot et al. 2018; Arora et al. 2019), with Σ_ℓ the NNGP kernel of :func:`nngp_kernel` and, for
+    each pair (x, x′), (z, z′) ~ N(0, Σ_ℓ restricted to the pair):
 
         Σ̇_{ℓ+1} = σ_w² E[φ′(z)φ′(z′)],      Θ_{ℓ+1} = P_{ℓ+1} + Σ̇_{ℓ+1} ⊙ Θ_ℓ,
 
@@ -501,8 +501,8 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
       its widths ``s`` = 1 gives the same numbers.
 
     E[φφ] and E[φ′φ′] have closed forms for ReLU (arc-cosine kernels of degree 1 and 0), erf and linear; other
-    activations use quadrature (:func:`gaussian_pair_expectation`, ~1 ms a pair: for thousands of points use a
-    closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
+    activations use quadrature (:func:`gaussian_pair_expectation`, far slower per pair: for thousands of points
+    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
     (NumPy or CuPy: a CuPy X gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
     [(Σ₁, Θ₁), …, (Σ_L, Θ_L)]."""
     net = _net(net)

@@ -205,7 +205,7 @@ def _lanczos(f, V, steps, reorth, xp, breakdown=1e-12):
 def _project(basis, w, xp):
     """Row by row, the projection of w[i] on the span of the orthonormal rows basis[i]: basis[i]ᵀ(basis[i] w[i]).
     One probe: two GEMVs. Several on the host: einsum's own loops — one small BLAS call per probe would each be split
-    across OpenBLAS threads, which on a loaded 2-core machine made 16 probes at m = 10⁴ 20× slower than one thread.
+    across OpenBLAS threads, which on a loaded machine makes many probes far slower than one thread.
     Several on a GPU: two GEMVs per probe on the contiguous block basis[i] — CuPy's einsum hands the strided
     (n, j+1, m) view to a batched GEMM and first copies it whole, which at m = 10⁷ with 8 probes and 80 steps asked
     for 24 GB on top of the 51 GB basis and ran out of an 80 GB card."""

@@ -1,4 +1,4 @@
-"""Mean-field signal propagation in deep random networks (REFERENCE §2; Poole et al. 2016, Schoenholz et al. 2017,
+"""Mean-field signal propagation in deep random networks (Poole et al. 2016, Schoenholz et al. 2017,
 Pennington, Schoenholz & Ganguli 2017/2018).
 
 Convention: h_ℓ = W_ℓ φ(h_{ℓ-1}) + b_ℓ with W_ℓ entries of variance σ_w²/N and b_ℓ of variance σ_b². The

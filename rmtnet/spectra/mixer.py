@@ -1,10 +1,10 @@
 """MLP-Mixer as a wide sparse MLP: effective width, the connection budget, and the singular-value laws of its layers.
 
-Hayase & Karakida (ICML 2024, arXiv 2306.01470; seeds 002 and 004; REFERENCE §3). A Mixer with S tokens, C channels
-and expansion γ is an MLP of effective width m = S·C whose layers are kron(W, I_C) (density 1/C) and kron(I_S, V)
-(density 1/S). At a fixed budget of connections per layer
+Hayase & Karakida, "Understanding MLP-Mixer as a Wide and Sparse MLP" (ICML 2024, arXiv 2306.01470). A Mixer with
+S tokens, C channels and expansion γ is an MLP of effective width m = S·C whose layers are kron(W, I_C) (density 1/C)
+and kron(I_S, V) (density 1/S). At a fixed budget of connections per layer
 
-    Ω = γ (C S² + S C²) / 2                                                 (seed 004, "average non-zeros per layer")
+    Ω = γ (C S² + S C²) / 2                                  (Hayase & Karakida 2024: the average non-zeros per layer)
 
 the width m = S·C is largest at S* = C* = (Ω/γ)^{1/3}, where m_max = (Ω/γ)^{2/3}; for a given C the budget allows
 S(C) = (√(C² + 8Ω/(γC)) − C)/2.
@@ -44,14 +44,16 @@ def _positive(name, v):
 
 
 def effective_width(tokens, channels):
-    """m = S·C, the width of the MLP a Mixer's mixing layers form (seed 004, "effective width")."""
+    """m = S·C, the width of the MLP a Mixer's mixing layers form (the "effective width" of Hayase & Karakida
+    2024)."""
     return _positive("tokens", tokens) * _positive("channels", channels)
 
 
 def connections(tokens, channels, gamma=1.0, gamma_channel=None):
-    """Ω = γ(C S² + S C²)/2: the average number of nonzero weights per layer of a Mixer block (seed 004): its two
-    token layers have γS·S·C nonzeros each, its two channel layers γC·C·S. ``gamma_channel`` (default γ) gives the
-    channel MLP its own expansion, Ω = (γ_S C S² + γ_C S C²)/2 — Mixer-B/16 has γ_S = 384/196, γ_C = 4."""
+    """Ω = γ(C S² + S C²)/2: the average number of nonzero weights per layer of a Mixer block (Hayase & Karakida
+    2024): its two token layers have γS·S·C nonzeros each, its two channel layers γC·C·S. ``gamma_channel``
+    (default γ) gives the channel MLP its own expansion, Ω = (γ_S C S² + γ_C S C²)/2 — Mixer-B/16 has
+    γ_S = 384/196, γ_C = 4."""
     S, C, g = _positive("tokens", tokens), _positive("channels", channels), _positive("gamma", gamma)
     gc = g if gamma_channel is None else _positive("gamma_channel", gamma_channel)
     return (g * C * S ** 2 + gc * S * C ** 2) / 2.0
@@ -65,25 +67,27 @@ def tokens_for_channels(channels, omega, gamma=1.0):
 
 
 def optimal_tokens_channels(omega, gamma=1.0):
-    """(S*, C*) = ((Ω/γ)^{1/3}, (Ω/γ)^{1/3}): the shape of largest effective width at budget Ω (seed 004)."""
+    """(S*, C*) = ((Ω/γ)^{1/3}, (Ω/γ)^{1/3}): the shape of largest effective width at budget Ω (Hayase &
+    Karakida 2024)."""
     s = (_positive("omega", omega) / _positive("gamma", gamma)) ** (1.0 / 3.0)
     return s, s
 
 
 def max_effective_width(omega, gamma=1.0):
-    """max_{S,C} S·C at budget Ω: (Ω/γ)^{2/3} (seed 004)."""
+    """max_{S,C} S·C at budget Ω: (Ω/γ)^{2/3} (Hayase & Karakida 2024)."""
     return (_positive("omega", omega) / _positive("gamma", gamma)) ** (2.0 / 3.0)
 
 
 def sparse_weight_law(n_out, n_in):
     """The limit law of the eigenvalues of W Wᵀ (n_out of them) for a static-mask layer M ⊙ W, n_out × n_in, kept
-    entries N(0, 1/(p·n_in)): MarchenkoPastur(n_out/n_in) (REFERENCE §2–3), valid when p·n_in ≫ log n_in."""
+    entries N(0, 1/(p·n_in)): MarchenkoPastur(n_out/n_in) (as in Hayase & Karakida 2024), valid when
+    p·n_in ≫ log n_in."""
     return MarchenkoPastur(_positive("n_out", n_out) / _positive("n_in", n_in))
 
 
 def c_gamma(ratio):
-    """c_γ = 1 + √γ, the limit of the largest singular value of an MP matrix with ratio γ = n_out/n_in (seed 004's red
-    line: the square root of the MP right edge)."""
+    """c_γ = 1 + √γ, the limit of the largest singular value of an MP matrix with ratio γ = n_out/n_in: the square
+    root of the MP right edge (the reference line c_γ in the singular-value plots of Hayase & Karakida 2024)."""
     return 1.0 + np.sqrt(_positive("ratio", ratio))
 
 
@@ -101,7 +105,7 @@ def kronecker_singular_values(w, repeat):
 
 def mp_regime(density, n):
     """p·n / log n: how far a static mask of density p on n inputs is into the regime p·n ≫ log n where the
-    Marchenko–Pastur law (and its edge c_γ) holds for M ⊙ W (REFERENCE §3)."""
+    Marchenko–Pastur law (and its edge c_γ) holds for M ⊙ W."""
     p = real_scalar("density", density, lo=0.0, hi=1.0, lo_open=True)
     n = _positive("n", n)
     if n <= 1:

@@ -1,9 +1,9 @@
 """Matrix-free Jacobians of random Mixer-structured networks: JJᵀ and the Fisher dual as operators for
 :mod:`rmtnet.spectra.lanczos`, at effective widths m = S·C far beyond dense eigensolvers (10⁶ on 2 CPU cores).
 
-Convention (REFERENCE §3; seeds 002, 004; :mod:`rmtnet.nets.layers`). Features are S×C matrices X (S tokens, C
-channels) flattened **row-major**, x[s·C + c] = X[s, c], so that flatten(A X B) = kron(A, Bᵀ) flatten(X). A network of
-depth L is, as in :mod:`rmtnet.arch`,
+Convention (Hayase & Karakida, ICML 2024, arXiv 2306.01470, in row-major form; :mod:`rmtnet.nets.layers`).
+Features are S×C matrices X (S tokens, C channels) flattened **row-major**, x[s·C + c] = X[s, c], so that
+flatten(A X B) = kron(A, Bᵀ) flatten(X). A network of depth L is, as in :mod:`rmtnet.arch`,
 
     h_ℓ = K_ℓ x_{ℓ−1} + b_ℓ,    x_ℓ = φ(h_ℓ),    J = D_L K_L D_{L−1} ⋯ D_1 K_1,   D_ℓ = diag φ′(h_ℓ)
 
@@ -14,12 +14,13 @@ factors, never formed:
 structure      K_ℓ (one Mixer layer: token mixing W_ℓ ∈ ℝ^{S×S} and channel mixing    one matvec (k columns)
                V_ℓ ∈ ℝ^{C×C}, no activation in between)
 =============  =====================================================================  ==============================
-kronecker      X ↦ W_ℓ X V_ℓᵀ, i.e. K_ℓ = kron(W_ℓ, V_ℓ) (MLP-Mixer, seed 004)         2 GEMMs, k(S²C + SC²)
+kronecker      X ↦ W_ℓ X V_ℓᵀ, i.e. K_ℓ = kron(W_ℓ, V_ℓ) (MLP-Mixer)                   2 GEMMs, k(S²C + SC²)
 permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations around the token       the same + 2 gathers
-               mixing replaced by independent uniform permutations (RP-Mixer, seed
-               004); ``permutations="commutation"`` puts them back (= kronecker)
+               mixing replaced by independent uniform permutations (RP-Mixer,
+               Hayase & Karakida 2024); ``permutations="commutation"`` puts them
+               back (= kronecker)
 sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, first of density 1/C   2 CSR products, k·nnz
-               then 1/S (the Mixer's, seed 004's SW-MLP) or any ``density``; CSR
+               then 1/S (the Mixer's densities: the SW-MLP) or any ``density``; CSR
 dense          one m×m matrix (for checks against :mod:`rmtnet.spectra.montecarlo`)   1 GEMM, k·m²
 =============  =====================================================================  ==============================
 
@@ -118,7 +119,7 @@ class TokenMixing(_Factor):
 
     def _left(self, w, X):
         """w applied to the token axis of every row, as one GEMM w @ (S_in, k·C): k small batched GEMMs would each be
-        split across OpenBLAS threads, which on a loaded 2-core machine made SLQ with 16 probes 20× slower."""
+        split across OpenBLAS threads, which on a loaded machine makes SLQ with many probes far slower."""
         k, C = X.shape[0], self.channels
         if k == 1:
             return (w @ X.reshape(w.shape[1], C)).reshape(1, -1)
@@ -343,7 +344,8 @@ class StructuredNetwork:
 
     def factor_gram(self, layer=1, index=0):
         """F Fᵀ for one factor F (the ``index``-th of layer ``layer``, 1-based) alone: the spectrum of a single mixing
-        or masked weight (seed 004's "singular values of J(I ⊗ W)J"), as a :class:`MatrixFreeOperator`."""
+        or masked weight (J(I ⊗ W)J or M ⊙ W, whose singular values Hayase & Karakida 2024 compare with the MP
+        law), as a :class:`MatrixFreeOperator`."""
         ell = integer_at_least("layer", layer, 1)
         if ell > self.depth:
             raise ValueError(f"layer must lie in [1, {self.depth}], got {layer}")
@@ -462,9 +464,10 @@ def mixer_network(net, tokens, channels, *, structure="kronecker", permutations=
 def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=None):
     """Draw the SW-MLP version of ``net`` at m = S·C: per layer two static-mask factors, K = (M′ ⊙ A′)(M ⊙ A), iid
     Bernoulli masks of density 1/C for the first applied and 1/S for the second — the Mixer's, so that each factor
-    has m·S or m·C connections on average (seed 004) — or ``density`` for both, kept entries N(0, σ_w/(p·m)).
-    Gaussian weights only. The regime of the MP law is p·m ≫ log m (:func:`rmtnet.spectra.mixer.mp_regime`); memory
-    is 12 bytes per kept entry. Draw order: x₀, then per layer a host sub-seed for each mask, the bias."""
+    has m·S or m·C connections on average (Hayase & Karakida 2024) — or ``density`` for both, kept entries
+    N(0, σ_w/(p·m)). Gaussian weights only. The regime of the MP law is p·m ≫ log m
+    (:func:`rmtnet.spectra.mixer.mp_regime`); memory is 12 bytes per kept entry. Draw order: x₀, then per layer a
+    host sub-seed for each mask, the bias."""
     _check_net(net, "sparse_network")
     if net.weights != "gaussian":
         raise ValueError(f"sparse_network draws Gaussian kept entries; got weights={net.weights!r}")

@@ -1,8 +1,8 @@
 """Moment series of free convolutions in floating point (the symbolic twin is :mod:`rmtnet.spectra.symbolic`).
 
-Power series are 1-d coefficient arrays ``c`` with ``c[k]`` the coefficient of w^k. Conventions (REFERENCE §1):
-ψ(u) = Σ_{k≥1} m_k u^k, χ = ψ^{-1}, S(w) = χ(w)(1 + w)/w, S_{μ⊠ν} = S_μ S_ν; free cumulants κ_k from
-M(z) = C(z M(z)) with M(z) = 1 + Σ m_k z^k and C(w) = 1 + Σ κ_k w^k, κ_{μ⊞ν} = κ_μ + κ_ν.
+Power series are 1-d coefficient arrays ``c`` with ``c[k]`` the coefficient of w^k. Conventions (those of
+:mod:`rmtnet.spectra.transforms`): ψ(u) = Σ_{k≥1} m_k u^k, χ = ψ^{-1}, S(w) = χ(w)(1 + w)/w, S_{μ⊠ν} = S_μ S_ν;
+free cumulants κ_k from M(z) = C(z M(z)) with M(z) = 1 + Σ m_k z^k and C(w) = 1 + Σ κ_k w^k, κ_{μ⊞ν} = κ_μ + κ_ν.
 """
 from __future__ import annotations
 

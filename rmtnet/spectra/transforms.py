@@ -1,4 +1,5 @@
-"""The transforms of a measure and their numerical inverses (REFERENCE §1).
+"""The transforms of a measure and their numerical inverses. Conventions (M as in Pennington, Schoenholz & Ganguli,
+AISTATS 2018):
 
 G(z) = ∫ dμ(x)/(z - x)   M(z) = zG(z) - 1   ψ(u) = M(1/u)   η(u) = ψ(u)/(1 + ψ(u))
 S(w) = (1 + w)/(w M⁻¹(w))      (needs m₁ ≠ 0)
@@ -126,7 +127,7 @@ def cauchy_inverse(mu, g):
 
 
 def psi_inverse(mu, p):
-    """ψ_μ⁻¹(p) = 1/M_μ⁻¹(p) (the χ of REFERENCE §1)."""
+    """ψ_μ⁻¹(p) = 1/M_μ⁻¹(p) (χ = ψ⁻¹, so that S(w) = χ(w)(1 + w)/w)."""
     return 1.0 / m_inverse(mu, p)
 
 
