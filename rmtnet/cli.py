@@ -8,10 +8,14 @@ options: --full (the larger sizes of each script), --seed N (default 0), --backe
 the spectral Monte Carlo; with cupy, effective_width also trains its models on CUDA; the other trained-network
 simulations, whose small models gain little on a GPU, ignore it), --outdir DIR (default
 ./figures), --scheduler ADDRESS (send the simulations' parameter sweeps, rmtnet.experiments.sweep, to the Dask
-scheduler at ADDRESS, e.g. tcp://head:8786; a simulation without a sweep runs locally and says so).
+scheduler at ADDRESS, e.g. tcp://head:8786; a simulation without a sweep runs locally and says so), --jobs N (how
+many simulations run at once, each in its own process with cores/N BLAS and torch threads; default: the number of
+cores this process may use).
 
 Each simulation writes DIR/NAME.png and, beside it, DIR/NAME.csv, the numbers it plots; sweeping ones also keep
-their runs in DIR/NAME_runs.csv (a second call resumes from it). The command ends by listing where each went.
+their runs in DIR/NAME_runs.csv (a second call resumes from it). The command ends by listing where each went and
+the total time. The figure scripts are the package's ``rmtnet/simulations/`` when installed from a wheel, and the
+checkout's top-level ``simulations/`` (their source) in a clone.
 """
 from __future__ import annotations
 
@@ -19,25 +23,43 @@ import argparse
 import ast
 import contextlib
 import difflib
+import json
+import os
 import re
 import runpy
 import shutil
 import sys
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-SIMULATIONS_DIR = Path(__file__).resolve().parent.parent / "simulations"
+_PACKAGE = Path(__file__).resolve().parent
+# Installed from a wheel, the scripts are the subpackage rmtnet/simulations/ (pyproject maps the checkout's
+# simulations/ there); in a checkout (editable install included) they are the top-level simulations/.
+_CANDIDATES = (_PACKAGE / "simulations", _PACKAGE.parent / "simulations")
+SIMULATIONS_DIR = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
 BACKENDS = ("numpy", "cupy")
+TIMES_FILE = ".rmtnet-times.json"      # in --outdir: each simulation's last time, to start the longest first
 
 
 def _sim_dir() -> Path:
     if not SIMULATIONS_DIR.is_dir():
-        raise SystemExit(f"simulations/ not found next to the package (looked in {SIMULATIONS_DIR}); the figure "
-                         f"scripts come with a checkout of the repository (pip install -e .)")
+        raise SystemExit(f"the figure scripts were not found (looked in {', '.join(map(str, _CANDIDATES))}); "
+                         f"reinstall rmtnet from its wheel or a checkout (pip install -e .)")
     return SIMULATIONS_DIR
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it, else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                     # macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
 
 def scripts() -> list[Path]:
@@ -135,6 +157,16 @@ def _scheduler_problem(address, timeout=10.0):
     return None
 
 
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
+    return value
+
+
 def _parser():
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--full", action="store_true", help="the larger sizes of each simulation (slower)")
@@ -147,6 +179,9 @@ def _parser():
                              "(e.g. tcp://head:8786); simulations without a sweep run locally")
     common.add_argument("--outdir", default="figures", metavar="DIR",
                         help="where figures and tables go (default ./figures)")
+    common.add_argument("--jobs", type=_positive_int, default=available_cores(), metavar="N",
+                        help="simulations run at once, each in its own process with cores/N threads "
+                             f"(default: the cores available, here {available_cores()})")
     ap = argparse.ArgumentParser(prog="rmtnet", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{list,run,run-all}")
     sub.add_parser("list", help="the simulations, one line each")
@@ -169,7 +204,7 @@ def _list():
         if len(text) > room:
             text = text[:room - 1].rstrip() + "…"
         print(f"{p.stem:{width}s}  {text}")
-    print(f"\n{len(paths)} simulations in {SIMULATIONS_DIR}; `rmtnet run NAME [--full]` runs one, "
+    print(f"\n{len(paths)} simulations in {_sim_dir()}; `rmtnet run NAME [--full]` runs one, "
           f"`rmtnet run --all` all of them")
     return 0
 
@@ -190,7 +225,8 @@ def _chosen(a, run_parser):
 
 
 def _one(path, a):
-    """Run one simulation; returns its record for the final summary."""
+    """Run one simulation; returns its record for the final summary, with the lines to print about it (printed by
+    the parent, so that concurrent simulations' reports do not interleave)."""
     from rmtnet import experiments
     name = path.stem
     t0 = time.perf_counter()
@@ -199,25 +235,97 @@ def _one(path, a):
         with scheduled:
             out = runpy.run_path(str(path))["main"](full=a.full, outdir=a.outdir, seed=a.seed, backend=a.backend)
     except Exception:  # noqa: BLE001 - reported, and the other simulations still run
-        tqdm.write(f"[{name}] failed after {time.perf_counter() - t0:.1f} s:\n{traceback.format_exc()}",
-                   file=sys.stderr)
-        return dict(name=name, seconds=time.perf_counter() - t0, ok=False)
+        seconds = time.perf_counter() - t0
+        return dict(name=name, seconds=seconds, ok=False,
+                    err=[f"[{name}] failed after {seconds:.1f} s:\n{traceback.format_exc()}"], out=[])
     seconds = time.perf_counter() - t0
     figure, tables = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
     figure = Path(figure) if figure is not None else None
     table = figure.with_suffix(".csv") if figure is not None else None
-    tqdm.write(f"[{name}] {seconds:.1f} s -> {figure}")
+    lines = [f"[{name}] {seconds:.1f} s -> {figure}"]
     for key, t in (tables or {}).items():
         ks = getattr(t, "attrs", {}).get("ks")
         if ks is not None:
-            tqdm.write(f"    {key:28s} KS = {ks:.4f}")
+            lines.append(f"    {key:28s} KS = {ks:.4f}")
     if a.scheduler and scheduled.sweeps == 0:
-        tqdm.write(f"[{name}] note: no parameter sweep in this simulation, so it ran locally "
-                   f"(--scheduler applies to rmtnet.experiments.sweep)")
+        lines.append(f"[{name}] note: no parameter sweep in this simulation, so it ran locally "
+                     f"(--scheduler applies to rmtnet.experiments.sweep)")
     runs = figure.with_name(f"{figure.stem}_runs.csv") if figure is not None else None
-    return dict(name=name, seconds=seconds, ok=True, figure=figure,
+    return dict(name=name, seconds=seconds, ok=True, figure=figure, out=lines, err=[],
                 table=table if table is not None and table.exists() else None,
                 runs=runs if runs is not None and runs.exists() else None)
+
+
+def _init_worker(threads):
+    """A worker process of ``--jobs N``: its BLAS, OpenMP and torch thread pools get ``threads`` threads (set
+    before NumPy or torch is imported in it)."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        os.environ[var] = str(threads)
+
+
+def _report(record):
+    for line in record["out"]:
+        tqdm.write(line)
+    for line in record["err"]:
+        tqdm.write(line, file=sys.stderr)
+    return record
+
+
+def _times_path(a):
+    return Path(a.outdir) / TIMES_FILE
+
+
+def _read_times(a):
+    """The last run's seconds per simulation at this size (quick or --full), from --outdir; {} if none."""
+    try:
+        return json.loads(_times_path(a).read_text())["full" if a.full else "quick"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _write_times(a, records):
+    path = _times_path(a)
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        saved = {}
+    if not isinstance(saved, dict):
+        saved = {}
+    size = saved.setdefault("full" if a.full else "quick", {})
+    size.update({r["name"]: round(r["seconds"], 1) for r in records if r["ok"]})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(saved, indent=1, sort_keys=True))
+    except OSError:
+        pass                                   # an unwritable --outdir already made the simulations fail
+
+
+def _run_all(chosen, a):
+    """Run the chosen scripts, ``a.jobs`` at a time, the longest (by the last run's times; unknown ones first)
+    first; returns their records in the order chosen."""
+    jobs = min(a.jobs, len(chosen))
+    if jobs <= 1:
+        return [_report(_one(path, a)) for path in tqdm(chosen, desc="simulations", unit="sim", disable=None)]
+    last = _read_times(a)
+    order = sorted(chosen, key=lambda p: -last.get(p.stem, float("inf")))
+    threads = max(1, available_cores() // jobs)
+    tqdm.write(f"running {len(chosen)} simulations, {jobs} at a time ({threads} thread{'s' * (threads > 1)} each)")
+    records = {}
+    # by the module's import name, so that the workers find these functions when this file runs as __main__
+    import rmtnet.cli as this
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=this._init_worker,
+                             initargs=(threads,)) as pool:
+        futures = {pool.submit(this._one, path, a): path for path in order}
+        for future in tqdm(as_completed(futures), total=len(futures), desc="simulations", unit="sim",
+                           disable=None):
+            path = futures[future]
+            try:
+                records[path] = _report(future.result())
+            except BrokenProcessPool as exc:          # a worker died (killed, out of memory): say which
+                records[path] = _report(dict(name=path.stem, seconds=0.0, ok=False, out=[],
+                                             err=[f"[{path.stem}] its worker process died: {exc}"]))
+    return [records[p] for p in chosen]
 
 
 def _summary(records, total):
@@ -233,7 +341,8 @@ def _summary(records, total):
         if r["runs"]:
             print(f"{'':{width + 12}s}runs    {r['runs']}  (the sweep's store: a second run resumes from it)")
     failed = [r["name"] for r in records if not r["ok"]]
-    print(f"{len(records) - len(failed)} of {len(records)} simulations done in {total:.1f} s"
+    print(f"{len(records) - len(failed)} of {len(records)} simulations done in {total:.1f} s "
+          f"({sum(r['seconds'] for r in records):.1f} s of simulation)"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
@@ -251,9 +360,8 @@ def main(argv=None):
         if problem:
             raise SystemExit(f"rmtnet: {problem}")
     t0 = time.perf_counter()
-    records = []
-    for path in tqdm(chosen, desc="simulations", unit="sim", disable=None):
-        records.append(_one(path, a))
+    records = _run_all(chosen, a)
+    _write_times(a, records)
     return _summary(records, time.perf_counter() - t0)
 
 

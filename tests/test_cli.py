@@ -4,6 +4,7 @@ figure script (running them all is for ``rmtnet run --all``; test_simulations.py
 import ast
 import inspect
 import json
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -205,9 +206,39 @@ def test_script_args_applies_scheduler_through_experiments():
     assert e.value.code == 2
 
 
-def test_figures_script_uses_run_all_form():
-    text = (ROOT / "scripts" / "figures.sh").read_text()
-    assert "-m rmtnet.cli run --all" in text
+def test_figures_script_runs_every_simulation_on_every_core():
+    """The command line of scripts/figures.sh, parsed by the command's own parser: run --all, at quick sizes, with
+    --jobs left at the available cores."""
+    line = next(ln for ln in (ROOT / "scripts" / "figures.sh").read_text().splitlines() if "rmtnet.cli" in ln)
+    words = shlex.split(line)
+    argv = [w for w in words[words.index("rmtnet.cli") + 1:] if w != '$@']
+    a = cli._parser()[0].parse_args(argv)
+    assert (a.cmd, a.all, a.full, a.jobs) == ("run", True, False, cli.available_cores())
+    assert cli._chosen(a, None) == cli.scripts()
+
+
+def test_jobs_run_concurrently_and_start_the_longest_first(fake_sims, tmp_path, capsys):
+    """--jobs 2: two worker processes; the second run reads the first's times and starts the slowest first; each
+    simulation's report is printed whole, and the failure still sets the status."""
+    out = tmp_path / "figs"
+    assert cli.main(["run", "--all", "--jobs", "2", "--outdir", str(out)]) == 1
+    times = json.loads((out / cli.TIMES_FILE).read_text())["quick"]
+    assert set(times) == {"fake_plain", "fake_sweep"}               # the failed one has no time
+    text = capsys.readouterr()
+    assert "2 at a time" in text.out and "this simulation fails on purpose" in text.err
+    assert "2 of 3 simulations done" in text.out and "failed: broken" in text.out
+    a = cli._parser()[0].parse_args(["run", "--all", "--outdir", str(out)])
+    times["fake_plain"] = 100.0
+    (out / cli.TIMES_FILE).write_text(json.dumps({"quick": times}))
+    assert [p.stem for p in sorted(cli.scripts(), key=lambda p: -cli._read_times(a).get(p.stem, float("inf")))] \
+        == ["broken", "fake_plain", "fake_sweep"]                  # unknown first, then the slowest
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_jobs_must_be_a_positive_integer(value, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "--all", "--jobs", value])
+    assert e.value.code == 2 and "--jobs" in capsys.readouterr().err
 
 
 @pytest.mark.slow          # one real figure through the console entry point (~15-60 s on 2 cores)
