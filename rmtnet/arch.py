@@ -1,7 +1,7 @@
 """The network description: one object that feeds the limit laws (``rmtnet.spectra``) and the Monte Carlo.
 
-Convention (REFERENCE §2; Pennington, Schoenholz & Ganguli 2017/2018; seed 002): an input x₀ ∈ ℝ^{n₀} with
-q₀ = ‖x₀‖²/n₀, and for ℓ = 1, …, L
+Convention (Pennington, Schoenholz & Ganguli 2017 and AISTATS 2018; Collins & Hayase, CMP 2023): an input x₀ ∈ ℝ^{n₀}
+with q₀ = ‖x₀‖²/n₀, and for ℓ = 1, …, L
 
     h_ℓ = W_ℓ x_{ℓ-1} + b_ℓ,      x_ℓ = φ(h_ℓ),      W_ℓ ∈ ℝ^{n_ℓ × n_{ℓ-1}},  b_ℓ ~ N(0, σ_b² I),
 
@@ -10,7 +10,8 @@ n_ℓ ≠ n_{ℓ-1} a Haar partial isometry scaled so that its entries also have
 input–output Jacobian is
 
     J = D_L W_L D_{L-1} ⋯ D_1 W_1   (``last_activation=True``, L factors D_ℓ = diag φ′(h_ℓ)), or
-    J = W_L D_{L-1} ⋯ D_1 W_1       (``last_activation=False``: a linear read-out, seed 002's convention).
+    J = W_L D_{L-1} ⋯ D_1 W_1       (``last_activation=False``: a linear read-out f(x) = h_L, as in
+                                    Collins & Hayase 2023).
 
 Pre-activations obey the mean-field recursion q₁ = σ_w² q₀ + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b²; the
 theory uses these per-layer q_ℓ, and the Monte Carlo propagates an actual input, so both see the same q_ℓ.
