@@ -1,10 +1,11 @@
-"""Trainable torch models of rmtnet, their data, training loop and probes (issue 4; DESIGN §2).
+"""Trainable torch models of rmtnet, their data, training loop and probes.
 
 Layers (:mod:`.layers`): static masks, token/channel and permuted mixing, Monarch, the EMN layers. Models
 (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one training loop
-(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`);
-seed 000's Ensemble Mask Network experiments (:mod:`.emn`); seed 003's subnetwork ensembles (:mod:`.ensembles`) and
-their metrics (:mod:`.metrics`).
+(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`); the Ensemble Mask
+Network experiments of Luntzel (2023, arXiv 2309.06382) (:mod:`.emn`); the subnetwork ensembles of Whitaker ("Neural
+Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) (:mod:`.ensembles`) and their metrics
+(:mod:`.metrics`).
 ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for predictions.
 """
 from . import data, emn, ensembles, layers, metrics, models, probes, similarity, training

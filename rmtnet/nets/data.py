@@ -1,4 +1,4 @@
-"""Offline data sets as torch tensors (REFERENCE §7: nothing is ever downloaded at run time).
+"""Offline data sets as torch tensors (nothing is ever downloaded at run time).
 
 Every loader returns a :class:`Dataset`: the train and test splits, the number of classes (``None`` for regression)
 and the shape of one input. The splits are deterministic given ``seed`` and every loader states its split and its
@@ -16,7 +16,8 @@ standardisation; statistics always come from the training split only (:func:`sta
   training images.
 
 Images are stored image-shaped, ``(n, channels, height, width)``; a model that wants vectors flattens them.
-:func:`to_patches` / :func:`from_patches` turn images into the token × channel tables of an MLP-Mixer (REFERENCE §3).
+:func:`to_patches` / :func:`from_patches` turn images into the token × channel tables of an MLP-Mixer (Tolstikhin et
+al., NeurIPS 2021).
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Ensemble Mask Network experiments of Luntzel (2023, seed 000 §4–5): the training matrices, Algorithm 1, the test
-sets and error of Table 1 and Fig. 3, the learned operator of Fig. 4, and resumable sweeps of all of it.
+"""Ensemble Mask Network experiments of Luntzel ("Ensemble Mask Networks", 2023, arXiv 2309.06382, §4–5): the training
+matrices, Algorithm 1, the test sets and error of Table 1 and Fig. 3, the learned operator of Fig. 4, and resumable
+sweeps of all of it.
 
 Conventions
 -----------
@@ -85,7 +86,7 @@ META_EPOCHS = (1, 2, 4, 8, 16)
 DENSITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)   # binary test matrices of Fig. 3
 TEST_SEED = 20230913                   # the test pairs of every run (the paper's date): one test set for all runs
 
-# Table 1 of seed 000: (n, condition) -> (minimum error over the sweep, epochs, meta-epochs)
+# Table 1 of Luntzel 2023: (n, condition) -> (minimum error over the sweep, epochs, meta-epochs)
 PUBLISHED_TABLE1 = {
     (5, "control"): (6.36e-14, 1, 16), (5, "shuffled"): (5.32e-14, 3, 16), (5, "subsampled"): (0.045, 1, 8),
     (10, "control"): (1.56e-13, 1, 16), (10, "shuffled"): (1.51e-13, 3, 16), (10, "subsampled"): (0.052, 2, 8),
@@ -233,7 +234,7 @@ def _target_matrix(A, target):
 class _NumpyEMN:
     """A linear, bias-free, non-sequential EMN's weights as NumPy arrays, with the forward pass and the gradient of
     the mean squared error written out (backpropagation by hand). The same arithmetic as autograd on the torch module
-    (the tests compare the two), ~10× faster for these tiny layers, where torch's per-operation overhead dominates.
+    (the tests compare the two), much faster for these tiny layers, where torch's per-operation overhead dominates.
 
     Shapes: W1[i, k, j] = weight of edge j → copy k of node i (the first layer's weight reshaped (n, c_1, n));
     cluster layer ℓ: V_ℓ[i] of shape (c_{ℓ+1}, c_ℓ); h_1[b, i, k] = Σ_j A_ij W1[i, k, j] x[b, j],
@@ -296,7 +297,7 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
               lr: float = 0.1, size: int | None = None, samples_per_matrix: int | None = None,
               batch_size: int | None = None, target: str = "Ax", diagonal: bool = True, engine: str = "auto",
               callback=None, progress: bool = False) -> pd.DataFrame:
-    """Train ``model`` in place by Algorithm 1 of seed 000 (§4; conventions in the module notes).
+    """Train ``model`` in place by Algorithm 1 of Luntzel 2023 (§4; conventions in the module notes).
 
     Parameters
     ----------
@@ -308,7 +309,7 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
     seed : int or ``numpy.random.Generator``; draws d, the orders and the vectors.
     size : |d|, default round(36 n^1.3). samples_per_matrix : k, default 8n. batch_size : default k/4 (rounded
         up). lr : the SGD learning rate, default 0.1.
-    target : ``"Ax"`` (§4), ``"A2x"`` or ``"Ax+A2x"`` (second order, for sequential masks, seed 000 Fig. 5: an
+    target : ``"Ax"`` (§4), ``"A2x"`` or ``"Ax+A2x"`` (second order, for sequential masks, Luntzel 2023, Fig. 5: an
         ``EMN(sequential=True)`` represents A²x, with ``self_loops=True`` A x + A² x).
     diagonal : whether training matrices have free diagonals (default; see the module notes).
     engine : ``"torch"`` (autograd through the module), ``"numpy"`` (the same SGD with the gradients written out,
@@ -443,7 +444,7 @@ def emn_error(model: EMN, A, x, target: str = "Ax") -> float:
 
 @dataclass(frozen=True)
 class LearnedOperator:
-    """What a linear, non-sequential EMN has learned (seed 000 Fig. 4). For every A the network computes
+    """What a linear, non-sequential EMN has learned (Luntzel 2023, Fig. 4). For every A the network computes
     y = (A ⊙ ``effective``) x, so learning A ↦ A x means ``effective`` = the all-ones matrix (Fig. 4 (0)).
 
     ``first`` is W_1 as (n, c_1, n) (copy k of node i ← node j), ``readout`` the product of the later, cluster-wise

@@ -1,14 +1,15 @@
 """Layers of the trained models: static masks, token/channel mixing, permuted mixing, Monarch and the EMN layer.
 
-Conventions (REFERENCE §3, seeds 002 and 004). Features of a Mixer-type model are S×C matrices X (S tokens, C
-channels), batched as (…, S, C). Their **row-major** flattening x = flatten(X), x[s·C + c] = X[s, c], is the effective
-MLP's input; then
+Conventions (Hayase & Karakida, "Understanding MLP-Mixer as a Wide and Sparse MLP", ICML 2024, arXiv 2306.01470).
+Features of a Mixer-type model are S×C matrices X (S tokens, C channels), batched as (…, S, C). Their **row-major**
+flattening x = flatten(X), x[s·C + c] = X[s, c], is the effective MLP's input; then
 
     flatten(A X B) = kron(A, Bᵀ) flatten(X),
 
 so token mixing X ↦ W X is the layer kron(W, I_C) (density 1/C) and channel mixing X ↦ X Vᵀ is kron(I_S, V)
-(density 1/S): an MLP of effective width m = S·C with very sparse weights. Seed 004 writes the same identities for the
-column-major vec, vec(W X V) = (Vᵀ ⊗ W) vec(X); the two differ by the commutation permutation (:func:`commutation`).
+(density 1/S): an MLP of effective width m = S·C with very sparse weights. Hayase & Karakida write the same identities
+for the column-major vec, vec(W X V) = (Vᵀ ⊗ W) vec(X); the two differ by the commutation permutation
+(:func:`commutation`).
 
 No layer here builds a Kronecker product or a dense m×m mask: mixing is a matmul on one axis, RP mixing an index
 gather and a batched matmul, Monarch two batched matmuls, the EMN layer one einsum over the per-sample adjacency.
@@ -47,7 +48,8 @@ def _check_positive_int(**kw):
 
 def commutation(rows, cols, device=None):
     """Indices of the commutation permutation K of an rows×cols matrix in row-major order: for X of that shape,
-    ``flatten(X)[..., K] == flatten(Xᵀ)`` (the J_c of seed 004, J_c vec(X) = vec(Xᵀ), in row-major form)."""
+    ``flatten(X)[..., K] == flatten(Xᵀ)`` (the commutation matrix J_c of Hayase & Karakida 2024,
+    J_c vec(X) = vec(Xᵀ), in row-major form)."""
     _check_positive_int(rows=rows, cols=cols)
     return torch.arange(rows * cols, device=device).reshape(rows, cols).T.reshape(-1)
 
@@ -56,7 +58,8 @@ def commutation(rows, cols, device=None):
 # Static sparse masks (SW-MLP)
 
 class MaskedLinear(nn.Module):
-    """y = (M ⊙ W) x + b with a static 0/1 mask M (seed 004's SW-MLP layer, "replace W by M ⊙ W").
+    """y = (M ⊙ W) x + b with a static 0/1 mask M (the static-mask SW-MLP layer of Hayase & Karakida 2024:
+    W replaced by M ⊙ W).
 
     Parameters
     ----------
@@ -65,7 +68,7 @@ class MaskedLinear(nn.Module):
         uniformly random positions) or a 0/1 tensor of shape (out_features, in_features) (then ``density`` is its mean).
     sigma_w : kept weights are N(0, σ_w²/(p·n_in)), so each row has input variance σ_w² (times the input's), as for a
         dense layer; for p·n_in ≫ log n_in the singular values of M ⊙ W then follow Marchenko–Pastur with ratio
-        n_out/n_in, largest → c_γ = 1 + √(n_out/n_in) (REFERENCE §3).
+        n_out/n_in, largest → c_γ = 1 + √(n_out/n_in).
 
     The mask is a registered buffer (it follows ``.to()``, ``state_dict``, ``deepcopy``) and ``weight`` is stored with
     exact zeros at masked coordinates. The forward pass uses ``weight * mask``, so masked coordinates receive exactly
@@ -173,8 +176,8 @@ class ChannelMixing(nn.Module):
 
 class PermutedMixing(nn.Module):
     """x ↦ P_out (I_n ⊗ W) P_in x + b on flat (…, n·d_in) vectors: one weight W (d_out × d_in) shared by n blocks,
-    between two fixed permutations (seed 004's RP-Mixer: J_cᵀ(I ⊗ W)J_c with the commutations J_c replaced by
-    independent uniform permutations J₁, J₂). Here (P x)[i] = x[perm[i]].
+    between two fixed permutations (the RP-Mixer of Hayase & Karakida 2024: J_cᵀ(I ⊗ W)J_c with the commutations J_c
+    replaced by independent uniform permutations J₁, J₂). Here (P x)[i] = x[perm[i]].
 
     ``perm_in``/``perm_out``: index tensors, ``"random"`` (uniform, drawn from ``seed``) or None (the identity: no
     gather; two layers around an elementwise activation need only one permutation between them). With
@@ -224,7 +227,7 @@ class PermutedMixing(nn.Module):
 # Monarch
 
 class MonarchLinear(nn.Module):
-    """A Monarch matrix M = Pᵀ L P R (Dao et al. 2022; seed 004) applied to flat vectors, plus a bias.
+    """A Monarch matrix M = Pᵀ L P R (Dao et al. 2022, arXiv 2204.00595) applied to flat vectors, plus a bias.
 
     With n_in = b·k_in and n_out = b·k_out: R = diag(R_1, …, R_b), blocks k_out × k_in; P the commutation of a
     b × k_out array (row-major), so that L = diag(L_1, …, L_{k_out}), blocks b × b, mixes across the R-blocks; Pᵀ
@@ -275,15 +278,16 @@ class MonarchLinear(nn.Module):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Ensemble Mask Networks (seed 000)
+# Ensemble Mask Networks (Luntzel 2023, arXiv 2309.06382)
 
 class AdjacencyLinear(nn.Module):
-    """The EMN layer: h = (Â ⊙ W) x per sample, where Â masks and scales W by the sample's adjacency A (seed 000 §2).
+    """The EMN layer: h = (Â ⊙ W) x per sample, where Â masks and scales W by the sample's adjacency A (Luntzel 2023,
+    arXiv 2309.06382, §2).
 
     Nodes are n input nodes, each carried by a cluster of c copies: the input has n·c_in features ordered node-major
     (feature i·c_in + l is copy l of node i), the output n·c_out. The mask is Â = kron(A, 1_{c_out×c_in}): copy k of
     node i receives copy l of node j through W[(i,k),(j,l)] scaled by A_ij — edges j → i weighted by A_ij ∈ [0, 1],
-    directed, self-loops allowed. ``self_loops=True`` uses A + I (seed 000 Fig. 5: with a second, sequential
+    directed, self-loops allowed. ``self_loops=True`` uses A + I (Luntzel 2023, Fig. 5: with a second, sequential
     adjacency layer it gives A x + A² x). With A = all ones the layer is an ordinary dense linear layer.
     Computed as one einsum over A, never as a per-sample dense mask.
     """
@@ -314,7 +318,7 @@ class AdjacencyLinear(nn.Module):
 
 
 class ClusterLinear(nn.Module):
-    """An EMN hidden layer pruned to respect node identity (seed 000 §2): copy k of node i's cluster receives only
+    """An EMN hidden layer pruned to respect node identity (Luntzel 2023, §2): copy k of node i's cluster receives only
     from the c_in copies of the same node i, W_i of shape (c_out, c_in) — the block-diagonal matrix diag(W_1, …, W_n),
     applied as one batched matmul."""
 

@@ -1,17 +1,19 @@
 """Trainable models: a dense MLP, MLP-Mixer, random-permuted (RP) Mixer, static-mask sparse MLP (SW-MLP), Monarch MLP
 and the Ensemble Mask Network.
 
-The Mixer family shares one skeleton (Tolstikhin et al. 2021; seed 004): patches (…, S, C_in) → per-patch linear stem
-to C channels → ``depth`` blocks → LayerNorm → mean over tokens → linear head. A block is a pair of residual sub-blocks
-x ↦ x + f(LN(x)), LN over the C channels of each token, and f a two-layer MLP with expansion γ and an activation in the
-middle. What differs is only how f acts on the effective width m = S·C (row-major flatten, see :mod:`.layers`):
+The Mixer family shares one skeleton (Tolstikhin et al., NeurIPS 2021, arXiv 2105.01601; Hayase & Karakida, ICML 2024,
+arXiv 2306.01470): patches (…, S, C_in) → per-patch linear stem to C channels → ``depth`` blocks → LayerNorm → mean over
+tokens → linear head. A block is a pair of residual sub-blocks x ↦ x + f(LN(x)), LN over the C channels of each token,
+and f a two-layer MLP with expansion γ and an activation in the middle. What differs is only how f acts on the effective
+width m = S·C (row-major flatten, see :mod:`.layers`):
 
 =========  ==============================================================  =============================================
 model      token sub-block f                                                channel sub-block f
 =========  ==============================================================  =============================================
 MLPMixer   W₂ φ(W₁ X): kron(W, I_C), density 1/C                            φ(X V₁ᵀ) V₂ᵀ: kron(I_S, V), density 1/S
 RPMixer    P₂ (I_C ⊗ W) P₁: the commutations replaced by uniform random     as the Mixer
-           permutations (seed 004), ``permutations="commutation"`` = Mixer
+           permutations (RP-Mixer of Hayase & Karakida 2024),
+           ``permutations="commutation"`` = Mixer
 SWMLP      (M ⊙ W), static random masks of density 1/C (default)           (M ⊙ W), density 1/S (default)
 MonarchMLP one sub-block per block: Monarch layers m → γm → m with S blocks (no separate channel sub-block)
 =========  ==============================================================  =============================================
@@ -196,7 +198,7 @@ def _expanded(gamma, n, name):
 
 class MLPMixer(_PatchNet):
     """MLP-Mixer (Tolstikhin et al. 2021) on S tokens × C channels with expansion γ (token hidden γS, channel hidden
-    γC). Token-MLP(X) = W₂ φ(W₁ X), Channel-MLP(X) = φ(X W₃) W₄ (seed 004); pre-norm residual blocks."""
+    γC). Token-MLP(X) = W₂ φ(W₁ X), Channel-MLP(X) = φ(X W₃) W₄ (Tolstikhin et al. 2021); pre-norm residual blocks."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  pool="mean", seed=None, device=None, dtype=None):
@@ -214,12 +216,12 @@ class MLPMixer(_PatchNet):
 
 
 class RPMixer(_PatchNet):
-    """Random-permuted Mixer (seed 004): the token sub-block's J_cᵀ(I ⊗ W)J_c becomes J₁(I_C ⊗ W)J₂ with independent
-    uniform permutations, fixed at initialisation (a fresh pair for each of its two layers; the two between the layers
-    are drawn as their composition, one uniform permutation, since the activation between them is elementwise). Channel sub-blocks are the
-    Mixer's. ``permutations="commutation"`` puts the commutations back, and the model is then exactly an
-    :class:`MLPMixer` (the same seed draws the same weights: a PermutedMixing with commutations draws no
-    permutation, so its weight is the TokenMixing's)."""
+    """Random-permuted Mixer (Hayase & Karakida, ICML 2024, arXiv 2306.01470): the token sub-block's J_cᵀ(I ⊗ W)J_c
+    becomes J₁(I_C ⊗ W)J₂ with independent uniform permutations, fixed at initialisation (a fresh pair for each of its
+    two layers; the two between the layers are drawn as their composition, one uniform permutation, since the activation
+    between them is elementwise). Channel sub-blocks are the Mixer's. ``permutations="commutation"`` puts the
+    commutations back, and the model is then exactly an :class:`MLPMixer` (the same seed draws the same weights: a
+    PermutedMixing with commutations draws no permutation, so its weight is the TokenMixing's)."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  permutations="random", pool="mean", seed=None, device=None, dtype=None):
@@ -246,12 +248,12 @@ class RPMixer(_PatchNet):
 
 
 class SWMLP(_PatchNet):
-    """Static-mask sparse MLP on the effective width m = S·C (seed 004's SW-MLP): each Mixer layer is replaced by a
-    :class:`MaskedLinear` M ⊙ W of the same shape on the flattened features, with a fixed random mask of density
-    ``density`` — by default 1/C in the token-like and 1/S in the channel-like sub-block, the densities of the
-    Mixer's kron(W, I_C) and kron(I_S, V), so both have Ω connections per layer on average. A single number sets
-    every layer's density (``density=1`` is the dense MLP of width m with the same stem, norms and head).
-    ``mask``: ``"bernoulli"`` or ``"exact"`` (see :class:`MaskedLinear`)."""
+    """Static-mask sparse MLP on the effective width m = S·C (the SW-MLP of Hayase & Karakida 2024): each Mixer layer is
+    replaced by a :class:`MaskedLinear` M ⊙ W of the same shape on the flattened features, with a fixed random mask of
+    density ``density`` — by default 1/C in the token-like and 1/S in the channel-like sub-block, the densities of the
+    Mixer's kron(W, I_C) and kron(I_S, V), so both have Ω connections per layer on average. A single number sets every
+    layer's density (``density=1`` is the dense MLP of width m with the same stem, norms and head). ``mask``:
+    ``"bernoulli"`` or ``"exact"`` (see :class:`MaskedLinear`)."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  density=None, mask="bernoulli", pool="mean", seed=None, device=None, dtype=None):
@@ -294,14 +296,14 @@ class MonarchMLP(_PatchNet):
 # Ensemble Mask Network
 
 class EMN(nn.Module):
-    """Ensemble Mask Network (Luntzel 2023, seed 000 §2): y = W_L ⋯ W_2 (Â ⊙ W_1) x for inputs (x, A), x ∈ ℝⁿ and a
-    per-sample adjacency A ∈ [0, 1]^{n×n}.
+    """Ensemble Mask Network (Luntzel 2023, arXiv 2309.06382, §2): y = W_L ⋯ W_2 (Â ⊙ W_1) x for inputs (x, A), x ∈ ℝⁿ
+    and a per-sample adjacency A ∈ [0, 1]^{n×n}.
 
-    ``copies`` = (c_1, …, c_k): hidden layer i has c_i copies of each of the n nodes (seed 000 Fig. 2: (1,) is
+    ``copies`` = (c_1, …, c_k): hidden layer i has c_i copies of each of the n nodes (Luntzel 2023, Fig. 2: (1,) is
     architecture (0)/(1), (2, 2) and (2, 3) the others). The first layer is an :class:`AdjacencyLinear` masked by A;
     later layers are :class:`ClusterLinear` (each node's cluster receives only from the same node's cluster) ending in
-    one output per node. ``sequential=True`` masks the second layer by A as well (seed 000 Fig. 5: two A-steps, so the
-    network represents A²x), and ``self_loops=True`` adds I to that second mask (A x + A² x). No activations by
+    one output per node. ``sequential=True`` masks the second layer by A as well (Luntzel 2023, Fig. 5: two A-steps, so
+    the network represents A²x), and ``self_loops=True`` adds I to that second mask (A x + A² x). No activations by
     default, as in the paper; ``activation`` puts one between layers. Weights N(0, σ_w²/fan_in)."""
 
     def __init__(self, n, copies=(1,), sequential=False, self_loops=False, activation="linear", bias=False, seed=None,

@@ -1,5 +1,5 @@
 """Spectral probes of torch models: input–output Jacobians, the empirical neural tangent kernel, weight spectra
-(REFERENCE §6; seed 002).
+(the empirical NTK of Jacot, Gabriel & Hongler, NeurIPS 2018).
 
 Conventions.
   * An *example* is what one row of a batch holds: ``x`` of any shape the model takes without its batch dimension
@@ -183,7 +183,8 @@ def _ntk_products(model, xs1, xs2, chunk_size):
 
 
 def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_size=None):
-    """Empirical NTK Θ(x1, x2) = J_θ(x1) J_θ(x2)ᵀ over all trainable parameters (Jacot et al. 2018; seed 002).
+    """Empirical NTK Θ(x1, x2) = J_θ(x1) J_θ(x2)ᵀ over all trainable parameters (Jacot, Gabriel & Hongler,
+    NeurIPS 2018).
 
     ``x1`` (n₁, …), ``x2`` (n₂, …) or None for x2 = x1: batches, or tuples of batches for multi-input models.
     ``method="jacobian"``: per-example parameter Jacobians (:func:`parameter_jacobian`) contracted over parameters;
@@ -241,7 +242,7 @@ def weight_singular_values(weight):
 
 def effective_singular_values(model, tokens=None, channels=None, max_dense=4096):
     """Singular values of every mixing layer of ``model`` as a layer of its effective MLP on width m = S·C
-    (REFERENCE §3), as ``{module name: descending float64 array}``.
+    (Hayase & Karakida, ICML 2024, arXiv 2306.01470), as ``{module name: descending float64 array}``.
 
     Never builds a Kronecker product: TokenMixing W acts as kron(W, I_C), so its singular values are W's, each
     repeated C times; ChannelMixing V as kron(I_S, V), V's repeated S times; PermutedMixing (RP) P₁(I_n ⊗ W)P₂ has

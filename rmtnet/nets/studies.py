@@ -1,7 +1,7 @@
 """Training runs the figure scripts sweep over, as picklable module-level functions (so that
 :func:`rmtnet.experiments.sweep` can hand them to worker processes).
 
-:func:`width_run` is one point of seed 004's width study (Hayase & Karakida, ICML 2024; REFERENCE §3): a Mixer-family
+:func:`width_run` is one point of the width study of Hayase & Karakida (ICML 2024, arXiv 2306.01470): a Mixer-family
 model with S tokens (from the patch size) and C channels trained on an offline image set, reporting its test error
 together with the effective width m = S·C and the connection budget Ω = γ(CS² + SC²)/2 it used.
 """
