@@ -19,8 +19,8 @@ stochastic  Ŵ = W ∘ Bernoulli(P_e), a new draw every      :func:`stochastic_c
 ==========  ============================================  =============================================  ============
 
 Masks. A mask set is a dict ``{"<module name>.weight": 0/1 tensor of the weight's shape}`` (the keys of the model's
-``state_dict`` before masking). For pruning, 1 means *keep*; for noise, 1 means *mutate*. Naming follows the digest's
-advice: ``sparsity`` is the fraction of weights removed (or left unmutated), 1 − the thesis's Bernoulli ρ of Ch. 4–5
+``state_dict`` before masking). For pruning, 1 means *keep*; for noise, 1 means *mutate*. One name for one quantity:
+``sparsity`` is the fraction of weights removed (or left unmutated), 1 − the thesis's Bernoulli ρ of Ch. 4–5
 (Ch. 6 uses ρ for the sparsity itself).
 
 - Which weights. The ``weight`` of every ``nn.Linear``, ``nn.Conv1d/2d/3d`` and rmtnet ``MaskedLinear`` (the thesis
@@ -239,7 +239,7 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
 
     Each unit draws its child j ∈ {0, …, k−1}: ``balanced=True`` deals the units of every layer round-robin over a
     uniformly random permutation (child sizes differ by at most one unit per layer); ``balanced=False`` draws j
-    uniformly and independently (the digest's ``randint(k)``). Returns ``[M_1, …, M_k]`` in the format of
+    uniformly and independently for every unit. Returns ``[M_1, …, M_k]`` in the format of
     :func:`sample_masks`."""
     k = integer_at_least("k", k, lo=2)
     one_of("structure", structure, STRUCTURES)
