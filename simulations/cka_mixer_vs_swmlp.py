@@ -1,6 +1,6 @@
 """Centred kernel alignment between the hidden features of a trained MLP-Mixer and of static-mask sparse MLPs of
-several densities (seed 002's CKA panels; Hayase & Karakida, ICML 2024): the sparser the MLP, the more Mixer-like its
-features.
+several densities (the CKA figure of Hayase & Karakida, ICML 2024, arXiv 2306.01470): the sparser the MLP, the
+more Mixer-like its features.
 
 Convention: S = C = 16 (7×7 patches of MNIST-5k digits), expansion γ = 2, two blocks, GELU, read-out of the whole
 m = S·C vector, AdamW with a one-cycle schedule (rmtnet.nets.studies.fit). SW-MLP with one density p in every layer;
@@ -10,7 +10,7 @@ to m; minibatch linear CKA (Nguyen, Raghu & Kornblith 2021; rmtnet.nets.cka_betw
 of 200.
 
 Panels: (a) the mean of the diagonal of the CKA matrix (same layer of both models) against p, mean ± std over seeds
-(seed 002 panel a); (b) the full layer × layer CKA matrix, Mixer against SW-MLP at p = 1/C (panel b); (c) the same
+(their panel a); (b) the full layer × layer CKA matrix, Mixer against SW-MLP at p = 1/C (panel b); (c) the same
 against the dense MLP (panel c).
 Quick mode (default): p ∈ {1/16, 1/4, 1}, 2 seeds, 8 epochs (about two minutes on 2 cores). ``--full``: p ∈ {1/16,
 1/8, 1/4, 1/2, 1}, 4 seeds (as the paper), 20 epochs.
@@ -70,7 +70,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
         ax.set_yticklabels(layers, fontsize=7)
         tables[f"cka matrix p={p:.4g}"] = pd.DataFrame(m, index=layers, columns=layers).reset_index(names="mixer_layer")
     fig.colorbar(im, ax=axes[1:], shrink=0.8, label="minibatch linear CKA")
-    fig.suptitle("Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on MNIST-5k (seed 002, CKA panels)")
+    fig.suptitle("Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on MNIST-5k (after Hayase & Karakida 2024, CKA figure)")
     path = plot.save(fig, Path(outdir) / "cka_mixer_vs_swmlp.png", tables)
     return path, tables
 

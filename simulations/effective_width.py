@@ -1,5 +1,6 @@
 """Test error against effective width at a fixed connection budget Ω: MLP-Mixer, RP-Mixer and SW-MLP on MNIST-5k
-(seed 004, left figure; Hayase & Karakida, ICML 2024; Golubeva et al. 2021's "wider at fixed parameters" hypothesis).
+(the left panel of Hayase & Karakida's width figure, ICML 2024, arXiv 2306.01470; the "wider at fixed parameters"
+hypothesis of Golubeva, Neyshabur & Gur-Ari, ICLR 2021).
 
 Convention (rmtnet.spectra.mixer): S tokens × C channels, expansion γ = 2, effective width m = S·C, budget
 Ω = γ(CS² + SC²)/2 nonzero weights per mixing layer. The tokens are the patches of the 28×28 digits (patch sizes
@@ -98,7 +99,7 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=2, **overrid
     axes[1].set(xscale="log", xlabel="S / C", ylabel="test error", title="the same points against S/C")
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.suptitle("Test error vs effective width at a fixed connection budget (seed 004, left figure)")
+    fig.suptitle("Test error vs effective width at a fixed connection budget (after Hayase & Karakida 2024, width figure, left)")
     runs = runs.copy()
     path = plot.save(fig, outdir / "effective_width.png", {"summary": summary, "runs": runs})
     return path, {"summary": summary, "runs": runs}

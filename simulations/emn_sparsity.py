@@ -1,4 +1,4 @@
-"""Ensemble Mask Networks, Figs. 3 and 4 of seed 000 (Luntzel 2023): the average test error on binary matrices
+"""Ensemble Mask Networks, Figs. 3 and 4 of Luntzel (2023, arXiv 2309.06382): the average test error on binary matrices
 against their density ("sparsity": the fraction of nonzero entries), per n and condition, and the learned weights.
 
 Convention (rmtnet.nets.emn): architecture (1), Algorithm 1 with the paper's hyperparameters, each (n, condition)
@@ -110,7 +110,7 @@ def draw(fig3, nets, conditions, s):
             if c == 0:
                 ax.set_ylabel("average test error (MSE)")
             ax.legend(fontsize=6)
-    top.suptitle("Fig. 3 of seed 000: error on binary test matrices against density, networks of Table 1")
+    top.suptitle("Luntzel (2023), Fig. 3: error on binary test matrices against density, networks of Table 1")
 
     bx = bottom.subplots(1, 3)
     op = nets["(1)"]

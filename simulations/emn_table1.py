@@ -1,4 +1,4 @@
-"""Ensemble Mask Networks, Table 1 of seed 000 (Luntzel 2023): the minimum test error over the parameter sweep
+"""Ensemble Mask Networks, Table 1 of Luntzel (2023, arXiv 2309.06382): the minimum test error over the parameter sweep
 epochs ∈ {1, 2, 3} × meta-epochs ∈ {1, 2, 4, 8, 16} for the control, shuffled and randomly subsampled conditions,
 ours beside the published values.
 
@@ -110,7 +110,7 @@ def draw(tidy, table, s):
     axes[0].plot([], [], "*", ms=10, color="w", mec="k", label="paper's minimum at its (e, m)")
     axes[0].set_ylabel("test error (MSE)")
     top.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize=7)
-    top.suptitle("Ensemble mask network, Table 1 of seed 000: error on unsymmetric A ∈ [0, 1] at density 0.5")
+    top.suptitle("Ensemble mask network, Table 1 of Luntzel (2023): error on unsymmetric A ∈ [0, 1] at density 0.5")
     ax = bottom.subplots()
     ax.axis("off")
     cols = [f"ours {d} (e,m)" for d in s["dtypes"]] + ["paper (e,m)"]

@@ -13,12 +13,12 @@ at widths dense eigensolvers cannot reach, with stochastic Lanczos quadrature on
 * **RP** (RP-Mixer): K = P(I_C ⊗ W)Q(I_S ⊗ V) with uniform random permutations P, Q: the permutations make the two
   factors asymptotically free, and the law is the free product MP ⊠ MP = FussCatalan(2) (m₂ = 3, edge 27/4).
 * **SW-MLP**: K = (M ⊙ A)(M′ ⊙ A′) with static Bernoulli masks of densities 1/C and 1/S (the Mixer's connection
-  budget; seed 004's SW-MLP): free as well, FussCatalan(2), when p·m ≫ log m.
-* **MP**: one factor alone (seed 004's statement): the SW factor M ⊙ A and the Kronecker factor kron(W, I_C) (the RP
+  budget; Hayase & Karakida 2024's SW-MLP): free as well, FussCatalan(2), when p·m ≫ log m.
+* **MP**: one factor alone (Hayase & Karakida 2024's statement): the SW factor M ⊙ A and the Kronecker factor kron(W, I_C) (the RP
   factor has the same singular values) against MP(1), edge c_γ² = 4 (γ = 1).
 
 So the Mixer's layer is *not* spectrally a wide sparse MLP layer: its product law differs (m₂ 4 vs 3, edge 16 vs 6.75)
-while each factor alone is MP — and random permutations, seed 004's RP-Mixer, restore the free product. (At depth L
+while each factor alone is MP — and random permutations, Hayase & Karakida 2024's RP-Mixer, restore the free product. (At depth L
 the same holds with FussCatalan(L)·FussCatalan(L) against FussCatalan(2L); see benchmarks/large_width.py.)
 
 Each point: SLQ with 60 Lanczos steps and max(1, min(16, 2·10⁵/m)) Rademacher probes; m₂ is exact up to the probes'
@@ -31,7 +31,7 @@ at m = 10⁶ would need 12 GB per factor; there p·m/log m = 4.6, and the table 
 
 Measured (full mode, seed 0): at m = 10⁶ the Mixer has m₂ = 3.98, top 15.8, KS 0.029 to the classical law and 0.044
 to the free one; the RP-Mixer m₂ = 3.00, top 6.73, KS 0.044 / 0.030; the SW-MLP at p·m/log m = 4.6 m₂ = 3.11, top
-7.19 (its single factor's top 4.27 > 4: seed 004's p·m ≫ log m condition at work; at m ≈ 10⁵, p·m/log m = 27:
+7.19 (its single factor's top 4.27 > 4: Hayase & Karakida's p·m ≫ log m condition at work; at m ≈ 10⁵, p·m/log m = 27:
 m₂ = 3.03, top 6.82, factor top 4.03).
 
 Panels: (1) λ_max (top Ritz value) against m with both predicted edges; (2) m₂ against m with both predictions;
@@ -159,7 +159,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
         t = factors[factors.structure == s]
         name = "kron(W, I_C) (= RP factor)" if s == "kronecker" else "M ⊙ A"
         ax.plot(t.m, t.ks_mp, "o-", color=COLORS[s], label=f"{name}: KS to MP(1)")
-    ax.set(xscale="log", yscale="log", xlabel="m", ylabel="KS to MP(1)", title="one factor: seed 004's MP law")
+    ax.set(xscale="log", yscale="log", xlabel="m", ylabel="KS to MP(1)", title="one factor: the MP law (Hayase & Karakida 2024)")
     ax2 = ax.twinx()
     for s in ("kronecker", "sparse"):
         t = factors[factors.structure == s]
@@ -169,7 +169,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     ax.legend(fontsize=7, loc="upper left")
     ax2.legend(fontsize=7, loc="upper right")
     fig.suptitle("One linear Mixer layer x ↦ W X Vᵀ at effective width m = S·C: Kronecker (classical product) vs "
-                 "RP and SW-MLP (free product) vs MP (seed 004), matrix-free SLQ")
+                 "RP and SW-MLP (free product) vs MP (Hayase & Karakida 2024), matrix-free SLQ")
     tables = {"points": points, "factors": factors, "log density": pd.DataFrame(curves)}
     path = plot.save(fig, Path(outdir) / "large_width.png", tables)
     return path, tables

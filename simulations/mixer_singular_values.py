@@ -1,7 +1,8 @@
 """Singular values of the effective weights of SW-MLP, MLP-Mixer and RP-Mixer at initialisation against the
-Marchenko–Pastur prediction and its edge c_γ (seed 004, right figure; Hayase & Karakida, ICML 2024).
+Marchenko–Pastur prediction and its edge c_γ (the right panel of Hayase & Karakida's width figure, ICML 2024,
+arXiv 2306.01470).
 
-Convention (rmtnet.spectra.mixer; REFERENCE §3): S = C tokens and channels, effective width m = S·C, expansion γ = 2;
+Convention (rmtnet.spectra.mixer, after Hayase & Karakida 2024): S = C tokens and channels, effective width m = S·C, expansion γ = 2;
 the layer is the token-like expansion m → γm. SW-MLP: M ⊙ W with a static Bernoulli mask of density p = 1/C and kept
 entries N(0, 1/(p·m)) (rmtnet.nets.MaskedLinear), whose m nonzero squared singular values follow
 MarchenkoPastur(1/γ, scale γ) — the eigenvalues of WᵀW — with largest singular value → c_γ = 1 + √γ, when
@@ -107,7 +108,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     ax, hist = plot.overlay(law, sv[("swmlp", S)].ravel() ** 2, ax=ax, label="MarchenkoPastur(1/γ, scale γ)")
     ax.set(xlabel="squared singular value", title=f"SW-MLP at m = {S * S}, 5 seeds pooled")
     fig.suptitle("Effective weights at initialisation: sparse mask vs Kronecker vs random permutation "
-                 "(seed 004, right figure)")
+                 "(after Hayase & Karakida 2024, width figure, right)")
     tables = {"runs": runs, "summary": summary, f"swmlp histogram m={S * S}": hist}
     path = plot.save(fig, Path(outdir) / "mixer_singular_values.png", tables)
     return path, tables

@@ -1,4 +1,4 @@
-"""NNGP kernels of deep random MLPs (Lee et al. 2018; REFERENCE §2, seed 002): theory vs wide-network Monte Carlo,
+"""NNGP kernels of deep random MLPs (Lee et al., ICLR 2018, arXiv 1711.00165): theory vs wide-network Monte Carlo,
 and Bayesian regression with the NNGP prior.
 
 Panels 1–2: the correlation map ρ_ℓ(θ) = Σ_ℓ(x, x′)/√(Σ_ℓ(x, x)Σ_ℓ(x′, x′)) of the pre-activations h_ℓ against the
