@@ -39,7 +39,7 @@ def _u_statistic(K, L):
 # Published value and estimator identities
 
 def test_reference_linear_cka():
-    """REFERENCE §6 (Kornblith et al.'s tutorial example): 0.55761."""
+    """Kornblith et al.'s tutorial example (their reference code's notebook): linear CKA 0.55761."""
     X, Y = _reference_pair()
     assert abs(cka(X, Y) - 0.55761) < 5e-6
     # torch input, float32 or float64, gives the same number (float64 inside)
@@ -126,11 +126,91 @@ def test_rbf_scale_invariance_comes_from_the_median_bandwidth():
 
     assert fixed_sigma_cka(X, X @ Q - 5.0) == pytest.approx(1.0, abs=1e-12)
     assert fixed_sigma_cka(X, 3.0 * X) < 0.9
-    assert cka(X, 3.0 * X, kernel="rbf") == pytest.approx(1.0, abs=1e-12)
-    # the median rule: σ = bandwidth × median distance over pairs i < j
-    d = np.linalg.norm(X[:, None] - X[None], axis=-1)[np.triu_indices(60, 1)]
-    K = np.exp(-np.linalg.norm(X[:, None] - X[None], axis=-1) ** 2 / (2 * (0.5 * np.median(d)) ** 2))
-    np.testing.assert_allclose(gram(X, "rbf").numpy(), K, rtol=1e-12, atol=0)
+    for median in ("all_squared", "distinct_pairs"):
+        assert cka(X, 3.0 * X, kernel="rbf", median=median) == pytest.approx(1.0, abs=1e-12)
+
+
+def _direct_sq_distances(X):
+    return ((X[:, None] - X[None]) ** 2).sum(-1)
+
+
+def _kornblith_rbf(X, bandwidth):
+    """The RBF Gram matrix of Kornblith et al.'s reference code (ICML 2019), written out here: squared distances from
+    direct differences, σ² = bandwidth² × np.median over all n² entries (zero diagonal included)."""
+    D2 = _direct_sq_distances(X)
+    return np.exp(-D2 / (2 * bandwidth ** 2 * np.median(D2)))
+
+
+def _pairs_rbf(X, bandwidth):
+    """σ = bandwidth × np.median of the distances over pairs i < j."""
+    D2 = _direct_sq_distances(X)
+    d = np.sqrt(D2[np.triu_indices(len(X), 1)])
+    return np.exp(-D2 / (2 * (bandwidth * np.median(d)) ** 2))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 31, 60])
+def test_rbf_median_rules_match_direct_formulas(n):
+    """Both median rules, at odd and even n (odd and even counts of entries and of pairs), against the formulas
+    written with np.median on direct differences; the diagonal of K is exactly 1."""
+    X = np.random.default_rng(n).standard_normal((n, 8))
+    for median, ref in (("all_squared", _kornblith_rbf), ("distinct_pairs", _pairs_rbf)):
+        K = gram(X, "rbf", bandwidth=0.7, median=median).numpy()
+        np.testing.assert_allclose(K, ref(X, 0.7), rtol=1e-12, atol=1e-14)
+        assert np.all(np.diag(K) == 1.0)
+    # the default is Kornblith et al.'s rule, and the two rules differ (the n zeros of the diagonal lower the median)
+    np.testing.assert_array_equal(gram(X, "rbf").numpy(), gram(X, "rbf", median="all_squared").numpy())
+    if n > 2:
+        assert np.abs(gram(X, "rbf").numpy() - gram(X, "rbf", median="distinct_pairs").numpy()).max() > 1e-4
+
+
+def test_reference_rbf_cka():
+    """RBF CKA at bandwidth 0.5 on the reference example: 0.65483 with Kornblith et al.'s median of all squared
+    distances (the default; the value their reference code gives), 0.65401 with the median distance over pairs; and
+    the same as the independent formula above to rounding."""
+    X, Y = _reference_pair()
+    default = cka(X, Y, kernel="rbf", bandwidth=0.5)
+    assert abs(default - 0.65483) < 5e-6
+    assert abs(cka(X, Y, kernel="rbf", bandwidth=0.5, median="distinct_pairs") - 0.65401) < 5e-6
+    H = np.eye(100) - 1 / 100
+    Kc, Lc = H @ _kornblith_rbf(X, 0.5) @ H, H @ _kornblith_rbf(Y, 0.5) @ H
+    assert default == pytest.approx(np.sum(Kc * Lc) / (np.linalg.norm(Kc) * np.linalg.norm(Lc)), abs=1e-13)
+    assert cka(torch.tensor(X), torch.tensor(Y), kernel="rbf", bandwidth=0.5) == pytest.approx(default, abs=1e-15)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e6, 1e8])
+def test_rbf_gram_accurate_for_clusters_far_from_the_mean(offset):
+    """Two tight clusters (42 and 18 examples, spread 1) at ±offset: the squared distances from the Gram identity
+    lose about u·offset² to cancellation (u = 2⁻⁵³), which ruins K within the clusters where σ is small; the
+    library recomputes those rows from direct differences and matches the direct formula to 1e-12 (the naive
+    identity is shown off by far more at the two larger offsets)."""
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((60, 8))
+    X[:42] += offset
+    X[42:] -= offset
+    expected = _kornblith_rbf(X, 0.5)
+    np.testing.assert_allclose(gram(X, "rbf").numpy(), expected, rtol=0, atol=1e-12)
+    Xc = X - X.mean(0)
+    G = Xc @ Xc.T
+    D2 = np.maximum(np.diag(G)[:, None] + np.diag(G)[None] - 2 * G, 0)
+    naive = np.exp(-D2 / (2 * 0.25 * np.median(D2)))
+    if offset >= 1e6:
+        assert np.abs(naive - expected).max() > 1e-6
+
+
+def test_rbf_gram_identity_used_on_ordinary_data(monkeypatch):
+    """On ordinary data no row is recomputed from direct differences (the rounding-error bound is far below the
+    tolerance), so torch.cdist is never called; on the far clusters it is."""
+    calls = []
+    cdist = torch.cdist
+    monkeypatch.setattr(torch, "cdist", lambda *a, **k: calls.append(1) or cdist(*a, **k))
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((300, 256)) + 5.0
+    np.testing.assert_allclose(gram(X, "rbf").numpy(), _kornblith_rbf(X, 0.5), rtol=0, atol=1e-12)
+    gram(X, "rbf", bandwidth=0.1)
+    assert calls == []
+    X[:200] += 1e6
+    gram(X, "rbf")
+    assert calls
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -253,6 +333,17 @@ def test_cka_validation():
         cka(np.ones((10, 3)), X)
     with pytest.raises(ValueError, match="shape"):
         cka(X[:, 0], X)
+    with pytest.raises(ValueError, match="median must be one of"):
+        cka(X, X, kernel="rbf", median="pairs")
+    with pytest.raises(ValueError, match="median must be one of"):
+        gram(X, "rbf", median=None)
+    # more than half of the n² squared distances are 0 (7 of 10 examples equal: 10 + 42 zeros of 100) but fewer
+    # than half of the 45 pairs coincide (21): the default rule has no bandwidth, the pairwise rule has one
+    dup = np.vstack([np.zeros((7, 3)), rng.standard_normal((3, 3))])
+    with pytest.raises(ValueError, match="median squared distance"):
+        gram(dup, "rbf")
+    assert np.isfinite(gram(dup, "rbf", median="distinct_pairs").numpy()).all()
+    assert np.isfinite(gram(dup, "rbf", sigma=1.0).numpy()).all()
     # all examples equal but one: HSIC₁(X, X) = 0 exactly, no NaN or noise comes back
     outlier = np.zeros((10, 3))
     outlier[3] = 1.0
@@ -358,3 +449,7 @@ def test_minibatch_cka_on_cuda_matches_cpu():
     np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-5)
     X, Y = _reference_pair()
     assert abs(cka(torch.tensor(X, device="cuda"), torch.tensor(Y, device="cuda")) - 0.55761) < 5e-6
+    # RBF: the median is selected with torch.kthvalue on the device instead of np.partition
+    for median in ("all_squared", "distinct_pairs"):
+        on_gpu = cka(torch.tensor(X, device="cuda"), torch.tensor(Y, device="cuda"), kernel="rbf", median=median)
+        assert on_gpu == pytest.approx(cka(X, Y, kernel="rbf", median=median), abs=1e-12)

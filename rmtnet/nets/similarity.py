@@ -1,4 +1,4 @@
-"""Centred kernel alignment (CKA) between representations (REFERENCE §6).
+"""Centred kernel alignment (CKA) between representations.
 
 Conventions. A representation is a matrix X of shape (n, p) whose rows are n examples (the same examples, in the same
 order, for both representations compared) and whose columns are p features. Its Gram matrix is K = k(xᵢ, xⱼ) with
@@ -6,10 +6,11 @@ order, for both representations compared) and whose columns are p features. Its 
   * the linear kernel, K = X_c X_cᵀ, X_c the column-centred features (centring changes no HSIC below: the biased
     estimator is centred by H anyway, and the unbiased one is exactly invariant to K ↦ K + a1ᵀ + 1aᵀ + c11ᵀ; centring
     first only keeps the rounding error of a large offset out of K);
-  * the Gaussian (RBF) kernel, K_ij = exp(−‖xᵢ − xⱼ‖² / (2σ²)) with σ = ``bandwidth`` × the median Euclidean distance
-    over the n(n−1)/2 distinct pairs i < j (the two middle values averaged when that count is even). Kornblith et al.'s
-    reference code takes the median of the squared distances over all n² entries, zero diagonal included, which gives
-    a slightly smaller σ; the rule here is the one stated in their paper ("a fraction of the median distance").
+  * the Gaussian (RBF) kernel, K_ij = exp(−‖xᵢ − xⱼ‖² / (2σ²)). By default σ² = ``bandwidth``² × the median of the
+    squared distances over all n² entries, zero diagonal included (the two middle values averaged when n² is even):
+    the rule of Kornblith et al.'s reference code, which their published RBF CKA values use. ``median=
+    "distinct_pairs"`` takes σ = ``bandwidth`` × the median Euclidean distance over the n(n−1)/2 pairs i < j instead,
+    the wording of their paper ("a fraction of the median distance"); it gives a slightly larger σ. See :func:`gram`.
 
 With H = I − 11ᵀ/n and K̃, L̃ the Gram matrices with their diagonals set to zero, the two HSIC estimators are
 
@@ -29,7 +30,7 @@ never is: it vanishes exactly when K̃ᵢⱼ = aᵢ + aⱼ off the diagonal (e.g
 CKA, a cosine, lies in [−1, 1]. A self-HSIC that is zero up to rounding raises ValueError instead of giving NaN or
 noise.
 
-Minibatch CKA (Nguyen, Raghu & Kornblith, ICLR 2021, §3.1; seed 002) over k batches Xᵢ, Yᵢ of the same examples:
+Minibatch CKA (Nguyen, Raghu & Kornblith, ICLR 2021, §3.1) over k batches Xᵢ, Yᵢ of the same examples:
 
     CKA_mb = k⁻¹Σᵢ HSIC₁(XᵢXᵢᵀ, YᵢYᵢᵀ) / √(k⁻¹Σᵢ HSIC₁(XᵢXᵢᵀ, XᵢXᵢᵀ) · k⁻¹Σᵢ HSIC₁(YᵢYᵢᵀ, YᵢYᵢᵀ)).
 
@@ -58,6 +59,7 @@ from ..spectra._checks import real_scalar
 __all__ = ["gram", "hsic", "cka", "MinibatchCKA", "layer_features", "cka_between"]
 
 KERNELS = ("linear", "rbf")
+MEDIANS = ("all_squared", "distinct_pairs")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -98,54 +100,126 @@ def _feature_pair(X, Y):
     return X, Y
 
 
-def _check_kernel(kernel, bandwidth):
+def _check_kernel(kernel, bandwidth, median):
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if not isinstance(median, str) or median not in MEDIANS:
+        raise ValueError(f"median must be one of {MEDIANS}, got {median!r}")
     return real_scalar("bandwidth", bandwidth, lo=0.0, lo_open=True)
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Gram matrices and HSIC
 
-def _median(values):
-    """The median of a 1-D tensor, averaging the two middle values when their count is even (torch.median takes the
-    lower one)."""
-    s = torch.sort(values).values
-    m = s.numel()
-    return 0.5 * (s[(m - 1) // 2] + s[m // 2])
+# Absolute accuracy kept on every entry of an RBF Gram matrix (judged by a rounding-error bound; see _rbf_gram).
+RBF_ATOL = 1e-10
 
 
-def _gram(X, kernel, bandwidth, sigma=None):
-    """Gram matrix of float64 features X (n, p); see the module docstring for the conventions."""
+def _order_statistics(flat, ranks):
+    """The entries of 0-based ascending ``ranks`` of a 1-D float64 tensor, found by selection, not a full sort:
+    np.partition on the CPU (on a zero-copy view), torch.kthvalue on other devices."""
+    if flat.device.type == "cpu":
+        part = np.partition(flat.numpy(), sorted(set(ranks)))
+        return [float(part[k]) for k in ranks]
+    return [float(flat.kthvalue(k + 1).values) for k in ranks]
+
+
+def _median_sq_distance(D2, median):
+    """The squared median distance that σ² is ``bandwidth²`` times, from the squared distances D2 (n, n), symmetric
+    with an exactly zero diagonal (see :func:`gram` for the two rules).
+
+    Sorted, the n² entries of D2 are the n zeros of the diagonal followed by the value of every pair i < j twice, so
+    the pair of rank q sits at ranks n + 2q and n + 2q + 1: both rules are two selections on the same flat array."""
+    n = D2.shape[0]
+    if median == "all_squared":
+        a, b = _order_statistics(D2.reshape(-1), ((n * n - 1) // 2, n * n // 2))
+        return 0.5 * (a + b)
+    m = n * (n - 1) // 2
+    a, b = _order_statistics(D2.reshape(-1), (n + 2 * ((m - 1) // 2), n + 2 * (m // 2)))
+    return (0.5 * (np.sqrt(a) + np.sqrt(b))) ** 2
+
+
+def _rbf_gram(X, Xc, bandwidth, median, sigma):
+    """exp(−D²/(2σ²)) for float64 features X (n, p), Xc the column-centred X, σ given or from the median rule.
+
+    Squared distances come from the Gram identity D²ᵢⱼ = sᵢ + sⱼ − 2gᵢⱼ (G = XcXcᵀ, s = diag G): one matrix product
+    instead of n² difference vectors. Negative rounding residues are clipped to 0 and the diagonal is set to exactly
+    0. Its rounding error is at most β_ij = 2(p + 4)u(sᵢ + sⱼ) (u = 2⁻⁵³: p-term dot products, Higham, Accuracy and
+    Stability of Numerical Algorithms, 2002, §3.1; the two additions; and the centring, whose error on xᵢ − xⱼ is
+    at most u(|xc_i| + |xc_j|) per coordinate since the error of the mean itself cancels), which moves K_ij by at most
+    K_ij β_ij/(2σ²) to first order. Where that bound exceeds RBF_ATOL — features far from their mean compared with σ,
+    e.g. two tight clusters far apart — the rows concerned are recomputed from direct differences of the uncentred
+    features (and σ with them), so every entry of K is accurate to RBF_ATOL whatever the offsets; on ordinary data
+    nothing is recomputed."""
+    n, p = Xc.shape
+    G = Xc @ Xc.T
+    s = G.diagonal().clone()
+    D2 = G.mul_(-2.0).add_(s[:, None]).add_(s[None, :]).clamp_(min=0.0)
+    D2.fill_diagonal_(0.0)
+    b = 2.0 * (p + 4) * float(np.finfo(np.float64).eps / 2) * s     # β_ij = b_i + b_j
+    exact = torch.zeros(n, dtype=torch.bool, device=Xc.device)     # rows recomputed from direct differences
+    while True:
+        if sigma is None:
+            sigma2 = bandwidth ** 2 * _median_sq_distance(D2, median)
+            if not sigma2 > 0:
+                what = ("squared distance over all n² entries" if median == "all_squared"
+                        else "distance over pairs i < j")
+                raise ValueError(f"the median {what} of the features is 0 (too many examples coincide), so the RBF "
+                                 f"bandwidth σ is 0 (median={median!r}); pass sigma to gram(), or another median rule")
+        else:
+            sigma2 = sigma ** 2
+        bi = torch.where(exact, 0.0, b)
+        if not float(bi.max()) / sigma2 > RBF_ATOL:    # cheap test: max β_ij/(2σ²) ≤ RBF_ATOL, no entry can be off
+            break
+        beta = bi[:, None] + bi[None, :]
+        beta[exact] = 0.0
+        beta[:, exact] = 0.0
+        beta.fill_diagonal_(0.0)
+        err = beta / (2 * sigma2) * torch.exp(-(D2 - beta).clamp_(min=0.0) / (2 * sigma2))
+        rows = (err > RBF_ATOL).any(dim=1)
+        if not bool(rows.any()):
+            break
+        idx = torch.nonzero(rows).reshape(-1)
+        direct = torch.cdist(X[idx], X, compute_mode="donot_use_mm_for_euclid_dist").square_()
+        D2[idx] = direct
+        D2[:, idx] = direct.T
+        D2.fill_diagonal_(0.0)
+        exact |= rows
+    return D2.mul_(-1.0 / (2 * sigma2)).exp_()
+
+
+def _gram(X, kernel, bandwidth, sigma=None, median="all_squared"):
+    """Gram matrix of float64 features X (n, p); see :func:`gram` for the conventions."""
     Xc = X - X.mean(dim=0, keepdim=True)
     if kernel == "linear":
         return Xc @ Xc.T
-    # Direct differences, not the ‖x‖² + ‖y‖² − 2x·y expansion, so that distances of nearby points keep their digits.
-    d = torch.cdist(Xc, Xc, compute_mode="donot_use_mm_for_euclid_dist")
-    if sigma is None:
-        n = X.shape[0]
-        if n < 2:
-            raise ValueError(f"the RBF bandwidth needs n ≥ 2 examples for a median distance, got n = {n}")
-        iu = torch.triu_indices(n, n, offset=1, device=X.device)
-        med = _median(d[iu[0], iu[1]])
-        if not med > 0:
-            raise ValueError("the median pairwise distance of the features is 0 (more than half of the pairs of "
-                             "examples coincide), so the RBF bandwidth σ = bandwidth × median is 0; pass sigma")
-        sigma = bandwidth * med
-    return torch.exp(-d.square() / (2 * sigma ** 2))
+    if sigma is None and X.shape[0] < 2:
+        raise ValueError(f"the RBF bandwidth needs n ≥ 2 examples for a median distance, got n = {X.shape[0]}")
+    return _rbf_gram(X, Xc, bandwidth, median, sigma)
 
 
-def gram(X, kernel="linear", bandwidth=0.5, sigma=None):
+def gram(X, kernel="linear", bandwidth=0.5, sigma=None, median="all_squared"):
     """Gram matrix of the representation X (n, p), rows = examples, as a float64 torch tensor (n, n).
 
     ``kernel="linear"``: K = X_c X_cᵀ on column-centred features. ``kernel="rbf"``: K_ij = exp(−‖xᵢ − xⱼ‖²/(2σ²))
-    with σ = ``bandwidth`` × the median distance over pairs i < j, or the absolute ``sigma`` when given (then the
-    kernel is no longer invariant to rescaling X)."""
-    bandwidth = _check_kernel(kernel, bandwidth)
+    with the absolute ``sigma`` when given (then the kernel is no longer invariant to rescaling X), otherwise σ from
+    the median rule ``median``:
+
+    * ``"all_squared"`` (default): σ² = ``bandwidth``² × the median of all n² squared distances, the zero diagonal
+      included (the two middle values averaged when n² is even, as np.median does). This is the rule of Kornblith et
+      al.'s reference code (``gram_rbf(x, threshold)``, Kornblith, Norouzi, Lee & Hinton, ICML 2019), from which
+      their published RBF CKA values come. ckatorch (a PyTorch port of that code) takes the same median with
+      torch.median, i.e. the lower of the two middle values, which can differ in the fifth digit.
+    * ``"distinct_pairs"``: σ = ``bandwidth`` × the median Euclidean distance over the n(n−1)/2 pairs i < j (the two
+      middle values averaged when their count is even), the paper's wording ("a fraction of the median distance");
+      it gives a slightly larger σ.
+
+    Squared distances come from the Gram identity with a rounding-error guard (every entry accurate to 1e-10)."""
+    bandwidth = _check_kernel(kernel, bandwidth, median)
     X = _features("X", X)
     if sigma is not None:
         sigma = real_scalar("sigma", sigma, lo=0.0, lo_open=True)
-    return _gram(X, kernel, bandwidth, sigma)
+    return _gram(X, kernel, bandwidth, sigma, median)
 
 
 def _centred(Ks, unbiased):
@@ -227,17 +301,19 @@ def _normalise(h_xy, h_xx, s_xx, h_yy, s_yy, names=("X", "Y"), what="HSIC"):
     return h_xy / torch.sqrt(h_xx * h_yy)
 
 
-def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5):
+def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5, median="all_squared"):
     """Centred kernel alignment of two representations of the same n examples, as a float.
 
     X (n, p), Y (n, q): torch tensors or NumPy arrays, rows = examples. CKA = HSIC(K, L)/√(HSIC(K, K) HSIC(L, L))
-    (Kornblith et al. 2019, eq. 3) with K, L the ``kernel`` Gram matrices ("linear", or "rbf" with σ = ``bandwidth``
-    × median pairwise distance) and HSIC₀, or HSIC₁ (Song et al. 2012) in all three places when ``debiased``
+    (Kornblith et al. 2019, eq. 3) with K, L the ``kernel`` Gram matrices ("linear", or "rbf" with σ set by
+    ``bandwidth`` and the ``median`` rule: "all_squared", σ² = bandwidth² × the median of all n² squared distances,
+    as in Kornblith et al.'s reference code and ckatorch; or "distinct_pairs", σ = bandwidth × the median distance
+    over pairs i < j; see :func:`gram`) and HSIC₀, or HSIC₁ (Song et al. 2012) in all three places when ``debiased``
     (n ≥ 4). Both are cosines of centred Gram matrices, so CKA ∈ [0, 1] (biased, PSD kernels) or [−1, 1] (debiased).
     Linear CKA is invariant to X ↦ cXQ + 1bᵀ (c ≠ 0, Q orthogonal); RBF CKA too, through the median rule.
-    Raises ValueError for mismatched n, an unknown kernel, bandwidth ≤ 0, constant features (every row equal), or a
-    self-HSIC that is zero up to rounding."""
-    bandwidth = _check_kernel(kernel, bandwidth)
+    Raises ValueError for mismatched n, an unknown kernel or median rule, bandwidth ≤ 0, constant features (every
+    row equal), or a self-HSIC that is zero up to rounding."""
+    bandwidth = _check_kernel(kernel, bandwidth, median)
     debiased = bool(debiased)
     X, Y = _feature_pair(X, Y)
     n, need = X.shape[0], _min_examples(debiased)
@@ -246,8 +322,8 @@ def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5):
     for name, F in (("X", X), ("Y", Y)):
         if bool((F == F[0]).all()):
             raise ValueError(f"{name} is constant (every row equal): its centred Gram matrix is 0 and CKA is undefined")
-    G = torch.stack([_gram(X, kernel, bandwidth), _gram(Y, kernel, bandwidth)])
-    h_xy, h_xx, s_xx, h_yy, s_yy = _hsic_terms(G[:1], G[1:], debiased)
+    K, L = (_gram(F, kernel, bandwidth, median=median)[None] for F in (X, Y))
+    h_xy, h_xx, s_xx, h_yy, s_yy = _hsic_terms(K, L, debiased)
     return float(_normalise(h_xy[0, 0], h_xx[0], s_xx[0], h_yy[0], s_yy[0], what="HSIC₁" if debiased else "HSIC₀"))
 
 
