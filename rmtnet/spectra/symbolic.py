@@ -5,12 +5,21 @@ not the recursion of :mod:`rmtnet.spectra.series`:
 
 * χ = ψ⁻¹ for ψ(u) = Σ m_k u^k has [w^n]χ = (1/n)[u^{n-1}] (u/ψ(u))^n, so S(w) = (1 + w)χ(w)/w;
 * conversely the moments of the law with S-transform S are m_n = (1/n)[w^{n-1}] ((1 + w)/S(w))^n
-  (REFERENCE §1: χ(w) = wS(w)/(1 + w)).
+  (χ(w) = wS(w)/(1 + w): Voiculescu, J. Operator Theory 18, 1987; Nica & Speicher, Lectures on the Combinatorics
+  of Free Probability, Cambridge 2006, Lecture 18).
 
 For ⊞, free cumulants come from m_n = Σ over non-crossing partitions, here through the R-transform:
 κ from the functional inverse of G(z) = 1/z + Σ m_k z^{-k-1}, by the same Lagrange inversion.
+
+Every series is a list of its first coefficients, multiplied and raised to powers by the Cauchy product and J. C. P.
+Miller's power recurrence (Knuth, TAOCP vol. 2, §4.7), so the arithmetic is exactly that of the inputs: rational
+inputs give SymPy Rationals (floating-point SymPy inputs give Floats, symbols give expressions in them), and nothing
+is guessed back from a number. Python ints and fractions.Fraction are taken exactly; Python floats are converted by
+``sp.nsimplify`` (0.5 → 1/2), the one place a value is guessed; pass SymPy numbers to avoid it.
 """
 from __future__ import annotations
+
+import numbers
 
 import sympy as sp
 
@@ -19,16 +28,83 @@ __all__ = ["w", "s_series_from_moments", "moments_from_s", "free_mult_moments", 
            "narayana_moments", "fuss_catalan_moments"]
 
 w = sp.Symbol("w")
-_u = sp.Symbol("u")
-
-
-def _coeff(expr, var, n):
-    """[var^n] of a series expression (n ≥ 0)."""
-    return sp.expand(sp.series(expr, var, 0, n + 1).removeO()).coeff(var, n)
 
 
 def _rational(x):
-    return sp.nsimplify(x) if not isinstance(x, sp.Basic) else x
+    """A SymPy value for an input number: SymPy values unchanged, integers and fractions exactly, floats through
+    ``sp.nsimplify``."""
+    if isinstance(x, sp.Basic):
+        return x
+    if isinstance(x, bool):
+        raise ValueError(f"expected a number, got the bool {x!r}")
+    if isinstance(x, numbers.Integral):
+        return sp.Integer(int(x))
+    if isinstance(x, numbers.Rational):
+        return sp.Rational(int(x.numerator), int(x.denominator))
+    if isinstance(x, numbers.Real):
+        return sp.nsimplify(float(x))
+    return sp.sympify(x)
+
+
+def _tidy(x):
+    """Numbers as they are; expressions (symbols, surds) expanded so that equal values print alike."""
+    return x if x.is_Number else sp.expand(x)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Truncated power series as coefficient lists [a_0, a_1, …, a_{N-1}]
+
+def _mul(a, b, N):
+    """The first N coefficients of the product of two series."""
+    return [_tidy(sp.Add(*[a[i] * b[k - i] for i in range(max(0, k - len(b) + 1), min(k, len(a) - 1) + 1)]))
+            for k in range(N)]
+
+
+def _power(a, t, N):
+    """The first N coefficients of A(x)^t, any exponent t (A(0) = a₀ ≠ 0): from A·(A^t)′ = t·A′·A^t,
+    b₀ = a₀^t, b_n = (1/(n a₀)) Σ_{k=1}^{n} ((t + 1)k − n) a_k b_{n−k} (Miller's recurrence)."""
+    a0 = a[0]
+    if a0 == 0:
+        raise ValueError("a power series raised to a power here must have a non-zero constant term")
+    a = list(a) + [sp.Integer(0)] * max(0, N - len(a))
+    b = [_tidy(a0 ** t)]
+    for n in range(1, N):
+        s = sp.Add(*[((t + 1) * k - n) * a[k] * b[n - k] for k in range(1, n + 1)])
+        b.append(_tidy(s / (n * a0)))
+    return b
+
+
+def _series_coeffs(expr, N):
+    """The first N Taylor coefficients at w = 0 of an expression in :data:`w`: rational functions of w by exact
+    polynomial division, anything else through ``sp.series``."""
+    expr = sp.sympify(expr)
+    if not expr.has(w):
+        return [expr] + [sp.Integer(0)] * (N - 1)
+    num, den = sp.fraction(sp.together(expr))
+    if num.is_polynomial(w) and den.is_polynomial(w):
+        p = sp.Poly(num, w).all_coeffs()[::-1]
+        q = sp.Poly(den, w).all_coeffs()[::-1]
+        if q[0] != 0:
+            return _mul(p, _power(q, -1, N), N)
+    s = sp.expand(sp.series(expr, w, 0, N).removeO())
+    return [s.coeff(w, k) for k in range(N)]
+
+
+def _as_poly(coeffs):
+    return sp.Add(*[c * w ** k for k, c in enumerate(coeffs)])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# ⊠: S-transforms
+
+def _s_coeffs_from_moments(m, K):
+    """[w^0 … w^{K-1}] of S from the moments m₁, m₂, …: [w^n]χ = (1/n)[u^{n-1}] (ψ(u)/u)^{-n}."""
+    psi_over_u = list(m[:K])
+    chi = [sp.Integer(0)]                                            # [w^0]χ = 0
+    for n in range(1, K + 1):
+        chi.append(_tidy(sp.Rational(1, n) * _power(psi_over_u, -n, n)[n - 1]))
+    chi_over_w = chi[1:]                                             # χ/w through w^{K-1}
+    return [_tidy(chi_over_w[k] + (chi_over_w[k - 1] if k else 0)) for k in range(K)]   # × (1 + w)
 
 
 def s_series_from_moments(moments, order=None):
@@ -37,34 +113,53 @@ def s_series_from_moments(moments, order=None):
     K = len(m) if order is None else order
     if m[0] == 0:
         raise ValueError("the S-transform needs m₁ ≠ 0")
-    psi_over_u = sum(m[k] * _u ** k for k in range(len(m)))          # ψ(u)/u
-    chi = 0
+    m = m + [sp.Integer(0)] * max(0, K - len(m))
+    return _as_poly(_s_coeffs_from_moments(m, K))
+
+
+def _moments_from_s_coeffs(s, K):
+    """m_1..m_K from [w^0 … w^{K-1}] of S: m_n = (1/n)[w^{n-1}] ((1 + w)/S)^n."""
+    inv = _power(s, -1, K)
+    r = [_tidy(inv[k] + (inv[k - 1] if k else 0)) for k in range(K)]   # (1 + w)/S
+    out, rn = [], [sp.Integer(1)]
     for n in range(1, K + 1):
-        chi += sp.Rational(1, n) * _coeff(psi_over_u ** (-n), _u, n - 1) * w ** n
-    return sp.expand(sp.series(sp.expand(chi * (1 + w) / w), w, 0, K).removeO())
+        rn = _mul(rn, r, K)                                          # ((1 + w)/S)^n through w^{K-1}
+        out.append(_tidy(sp.Rational(1, n) * rn[n - 1]))
+    return out
 
 
 def moments_from_s(S, K):
     """Moments m_1..m_K of the law whose S-transform is the expression ``S`` in :data:`w`."""
-    return [sp.nsimplify(sp.Rational(1, n) * _coeff(((1 + w) / S) ** n, w, n - 1)) for n in range(1, K + 1)]
+    s = _series_coeffs(S, K)
+    if s[0] == 0:
+        raise ValueError("S(0) = 1/m₁ must be non-zero")
+    return _moments_from_s_coeffs(s, K)
 
 
 def free_mult_moments(*factors, K=6):
     """Exact moments 1..K of a ⊠-product. Each factor is either a moment sequence (length ≥ K), an S-transform
     expression in :data:`w`, or a pair (factor, t) for the power μ^{⊠t} (t rational)."""
-    S = sp.Integer(1)
+    S = [sp.Integer(1)] + [sp.Integer(0)] * (K - 1)
     for f in factors:
-        t = 1
+        t = sp.Integer(1)
         if isinstance(f, tuple):
             f, t = f
             t = _rational(t)
-        Sf = f if isinstance(f, sp.Basic) else s_series_from_moments(list(f)[:K], K)
-        S = S * Sf ** t
-    return moments_from_s(S, K)
+        if isinstance(f, sp.Basic):
+            Sf = _series_coeffs(f, K)
+        else:
+            m = [_rational(x) for x in list(f)[:K]]
+            if len(m) < K:
+                raise ValueError(f"a moment sequence factor needs at least K = {K} moments, got {len(m)}")
+            if m[0] == 0:
+                raise ValueError("the S-transform needs m₁ ≠ 0")
+            Sf = _s_coeffs_from_moments(m, K)
+        S = _mul(S, Sf if t == 1 else _power(Sf, t, K), K)
+    return _moments_from_s_coeffs(S, K)
 
 
 def mp_s_transform(ratio=1, scale=1):
-    """S-transform of MarchenkoPastur(ratio, scale): 1/(scale(1 + ratio·w)) (REFERENCE §2)."""
+    """S-transform of MarchenkoPastur(ratio, scale): 1/(scale(1 + ratio·w))."""
     return 1 / (_rational(scale) * (1 + _rational(ratio) * w))
 
 
@@ -76,42 +171,56 @@ def bernoulli_s_transform(p):
 def narayana_moments(ratio, K):
     """Marchenko–Pastur moments Σ_j N(k, j) λ^{j-1}, exactly."""
     lam = _rational(ratio)
-    return [sum(sp.binomial(k, j) * sp.binomial(k, j - 1) / k * lam ** (j - 1) for j in range(1, k + 1))
+    return [_tidy(sp.Add(*[sp.binomial(k, j) * sp.binomial(k, j - 1) / k * lam ** (j - 1) for j in range(1, k + 1)]))
             for k in range(1, K + 1)]
 
 
 def fuss_catalan_moments(s, K):
     """C((s+1)k, k)/(sk + 1), exactly."""
+    s = _rational(s)
     return [sp.binomial((s + 1) * k, k) / (s * k + 1) for k in range(1, K + 1)]
 
+
+# ------------------------------------------------------------------------------------------------------------------
+# ⊞: free cumulants
 
 def free_cumulants(moments):
     """Free cumulants κ_1..κ_K: R(g) = G⁻¹(g) - 1/g with G(z) = Σ_{k≥0} m_k z^{-k-1}, via Lagrange inversion of
     f(y) = y·M(y) (M(y) = 1 + Σ m_k y^k), since C(f(y)) = M(y) and C(w) = 1 + Σ κ_n w^n."""
-    m = [sp.Integer(1)] + [_rational(x) for x in moments]
     K = len(moments)
-    M = sum(m[k] * _u ** k for k in range(K + 1))
+    M = [sp.Integer(1)] + [_rational(x) for x in moments]
     # [w^n] C(w) = [w^n] M(f^{-1}(w)); Lagrange–Bürmann: [w^n] H(f^{-1}(w)) = (1/n)[u^{n-1}] H'(u) (u/f(u))^n
-    dM = sp.diff(M, _u)
-    return [sp.nsimplify(sp.Rational(1, n) * _coeff(dM * M ** (-n), _u, n - 1)) for n in range(1, K + 1)]
+    dM = [k * M[k] for k in range(1, K + 1)]
+    out = []
+    for n in range(1, K + 1):
+        Mn = _power(M, -n, n)
+        out.append(_tidy(sp.Rational(1, n) * sp.Add(*[dM[j] * Mn[n - 1 - j] for j in range(n)])))
+    return out
 
 
 def moments_from_free_cumulants(kappa):
     """Moments from free cumulants: M(y) = C(y M(y)); with f = yM, f⁻¹(w) = w/C(w), so
     m_n = [y^{n+1}] f = (1/(n+1))[w^n] C(w)^{n+1} (Lagrange inversion)."""
     K = len(kappa)
-    C = 1 + sum(_rational(kappa[k]) * w ** (k + 1) for k in range(K))
-    return [sp.nsimplify(sp.Rational(1, n + 1) * _coeff(C ** (n + 1), w, n)) for n in range(1, K + 1)]
+    C = [sp.Integer(1)] + [_rational(k) for k in kappa]
+    out, Cn = [], C
+    for n in range(1, K + 1):
+        Cn = _mul(Cn, C, K + 1)                                      # C^{n+1} through w^K
+        out.append(_tidy(sp.Rational(1, n + 1) * Cn[n]))
+    return out
 
 
 def free_add_moments(*factors, K=6):
     """Exact moments 1..K of a ⊞-sum of moment sequences (or pairs (moments, t) for powers μ^{⊞t})."""
     kappa = [sp.Integer(0)] * K
     for f in factors:
-        t = 1
+        t = sp.Integer(1)
         if isinstance(f, tuple):
             f, t = f
             t = _rational(t)
-        kf = free_cumulants(list(f)[:K])
-        kappa = [a + t * b for a, b in zip(kappa, kf)]
+        f = list(f)[:K]
+        if len(f) < K:
+            raise ValueError(f"a moment sequence needs at least K = {K} moments, got {len(f)}")
+        kf = free_cumulants(f)
+        kappa = [_tidy(a + t * b) for a, b in zip(kappa, kf)]
     return moments_from_free_cumulants(kappa)
