@@ -18,9 +18,9 @@ DEFAULT_DTYPE = "float64"
 def set_backend(name: str) -> None:
     """Set the global default backend (``"numpy"`` or ``"cupy"``)."""
     global _default
-    _check_name(name)
+    check_name(name)
     if name == "cupy":
-        _cupy()  # fail now, not at first use
+        cupy_module()  # fail now, not at first use
     _default = name
 
 
@@ -28,12 +28,14 @@ def get_backend() -> str:
     return _default
 
 
-def _check_name(name):
+def check_name(name):
+    """Raise ValueError unless ``name`` is a backend rmtnet knows (``"numpy"`` or ``"cupy"``)."""
     if name not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {name!r}")
 
 
-def _cupy():
+def cupy_module():
+    """The ``cupy`` module, or RuntimeError saying what is missing (CuPy itself, or a CUDA device)."""
     try:
         import cupy
     except ImportError as exc:  # pragma: no cover - depends on the machine
@@ -49,7 +51,7 @@ def _cupy():
 def gpu_available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
     try:
-        _cupy()
+        cupy_module()
     except RuntimeError:
         return False
     return True
@@ -58,18 +60,18 @@ def gpu_available() -> bool:
 def namespace(backend: str | None = None):
     """The array-api-compat namespace of ``backend`` (NumPy or CuPy)."""
     name = _default if backend is None else backend
-    _check_name(name)
+    check_name(name)
     if name == "numpy":
         return array_api_compat.array_namespace(np.empty(0))
-    cp = _cupy()
+    cp = cupy_module()
     return array_api_compat.array_namespace(cp.empty(0))
 
 
 def native(backend: str | None = None):
     """The library module itself (``numpy`` or ``cupy``), for routines outside the array API (QR, RNG)."""
     name = _default if backend is None else backend
-    _check_name(name)
-    return np if name == "numpy" else _cupy()
+    check_name(name)
+    return np if name == "numpy" else cupy_module()
 
 
 def module_of(x):
@@ -77,7 +79,7 @@ def module_of(x):
     host data). Code that must keep a computation on the device its input lives on creates its arrays with this
     module; NumPy's ufuncs and functions applied to CuPy arrays dispatch to CuPy by themselves (NEP 13/18)."""
     if array_api_compat.is_cupy_array(x):
-        return _cupy()
+        return cupy_module()
     return np
 
 
@@ -99,7 +101,7 @@ def torch_device(backend: str | None = None) -> str:
     default backend). The figure scripts' ``--backend cupy`` thus puts both the spectral Monte Carlo and the
     training of torch models on the GPU."""
     name = get_backend() if backend is None else backend
-    _check_name(name)
+    check_name(name)
     return "cuda" if name == "cupy" else "cpu"
 
 

@@ -140,7 +140,7 @@ def _backend_problem(backend):
         return None
     from rmtnet import _backend
     try:
-        _backend._cupy()
+        _backend.cupy_module()
     except RuntimeError as exc:
         return f"--backend cupy: {exc}"
     return None
@@ -151,7 +151,7 @@ def _scheduler_problem(address, timeout=10.0):
     ``timeout`` seconds): checked before any simulation starts rather than at its first sweep."""
     from rmtnet import experiments
     try:
-        experiments._connect(experiments._scheduler_address(address), timeout=timeout).close()
+        experiments.connect(experiments.scheduler_address(address), timeout=timeout).close()
     except (ValueError, ConnectionError, RuntimeError) as exc:
         return f"--scheduler: {exc}"
     return None

@@ -17,7 +17,7 @@ On a Dask cluster each run is one task. A worker lost mid-run (killed, out of me
 the runs it was executing: Dask hands them to another worker (up to ``distributed.scheduler.allowed-failures`` times,
 3 by default, after which the run counts as failed with ``KilledWorker``), and every run finished before was stored
 when it came back. The workers must be able to import ``fn`` (a module-level function of an installed package, such
-as ``rmtnet.nets.studies``; functions of a script are pickled by value) and run the same versions of its libraries.
+as ``rmtnet.studies.mixer_width``; functions of a script are pickled by value) and run the same versions of its libraries.
 """
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def _distributed():
     return distributed
 
 
-def _scheduler_address(scheduler) -> str:
+def scheduler_address(scheduler) -> str:
     """``scheduler`` as a checked address string: a string such as ``"tcp://host:8786"`` (``"host:8786"`` means
     tcp), or a Dask cluster object (``LocalCluster``, ``SSHCluster``, …) by its ``scheduler_address``. Only the
     form is checked here (a network scheme, a host and a port), nothing connects."""
@@ -237,7 +237,7 @@ class use_scheduler:
 
     def __init__(self, address):
         global _default
-        self.address = None if address is None else _scheduler_address(address)
+        self.address = None if address is None else scheduler_address(address)
         self.sweeps = 0
         self._previous = _default
         _default = self if self.address is not None else None
@@ -262,8 +262,8 @@ def default_scheduler() -> str | None:
     return None if _default is None else _default.address
 
 
-def _connect(address, timeout=None):
-    """A ``distributed.Client`` of the scheduler at ``address`` (checked by :func:`_scheduler_address`), waiting
+def connect(address, timeout=None):
+    """A ``distributed.Client`` of the scheduler at ``address`` (checked by :func:`scheduler_address`), waiting
     ``timeout`` seconds for it (None: Dask's ``distributed.comm.timeouts.connect``, 30 s by default)."""
     wait = {} if timeout is None else {"timeout": timeout}
     try:
@@ -332,7 +332,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     if executor is None and scheduler is None and _default is not None:
         scheduler = _default.address
         _default.sweeps += 1
-    address = None if scheduler is None else _scheduler_address(scheduler)
+    address = None if scheduler is None else scheduler_address(scheduler)
 
     store_path = None if store is None else Path(store)
     writer = None if store_path is None else _Store(store_path)
@@ -370,7 +370,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
         elif todo:
             client = None
             if address is not None:
-                client = _connect(address)
+                client = connect(address)
                 pool = client.get_executor()
             owned = pool is None
             pool = _local_pool(n_jobs) if owned else pool

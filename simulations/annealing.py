@@ -5,7 +5,7 @@ A parent MLP (flatten → w → w → 10, ReLU; w = 128 quick, 256 full) is trai
 child per cell is pruned to the target sparsity (per layer, unstructured, exact counts; random or magnitude targets)
 and tuned for T epochs by SGD with momentum 0.9, at a constant learning rate 0.01 (the thesis's "FT") or with the
 thesis's one-cycle schedule (0.001 → 0.1 at 10 % → 1e-7, rmtnet.nets.ensembles.OneCycle); minibatches of 32.
-The methods (rmtnet.nets.ensemble_studies.anneal_run):
+The methods (rmtnet.studies.subnetwork_ensembles.anneal_run):
 - one-shot: prune everything, then tune;
 - iterative: prune to sparsity · (e+1)/ε at the start of epoch e, reaching the target after ε epochs;
 - random annealing: P₀ ~ U(0, 1) per weight, moved linearly to the target M (1[U ≥ s]) over ε epochs, a fresh
@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from rmtnet import cli, experiments, plot
-from rmtnet.nets.ensemble_studies import ANNEAL_METHODS, anneal_run
+from rmtnet.studies.subnetwork_ensembles import ANNEAL_METHODS, anneal_run
 
 LABELS = {"one_shot": "one-shot", "iterative": "iterative", "random_anneal": "random annealing",
           "temperature_anneal": "temperature annealing"}

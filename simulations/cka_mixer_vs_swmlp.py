@@ -3,7 +3,7 @@ several densities (the CKA figure of Hayase & Karakida, ICML 2024, arXiv 2306.01
 more Mixer-like its features.
 
 Convention: S = C = 16 (7×7 patches of MNIST-5k digits), expansion γ = 2, two blocks, GELU, read-out of the whole
-m = S·C vector, AdamW with a one-cycle schedule (rmtnet.nets.studies.fit). SW-MLP with one density p in every layer;
+m = S·C vector, AdamW with a one-cycle schedule (rmtnet.studies.mixer_width.fit). SW-MLP with one density p in every layer;
 p = 1/C = 1/16 is the Mixer's own density (its kron(W, I_C) and kron(I_S, V) layers have densities 1/C and 1/S), and
 p = 1 is the dense MLP of width m. Features: the stem's output and each residual sub-block's output, (S, C) flattened
 to m; minibatch linear CKA (Nguyen, Raghu & Kornblith 2021; rmtnet.nets.cka_between) over the test set in batches
@@ -26,7 +26,7 @@ import pandas as pd
 
 from rmtnet import cli, plot
 from rmtnet.nets import cka_between
-from rmtnet.nets.studies import fit
+from rmtnet.studies.mixer_width import fit
 
 PATCH, CHANNELS, DEPTH = 7, 16, 2
 

@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 
 from rmtnet import cli, experiments, plot
 from rmtnet._backend import torch_device
-from rmtnet.nets.studies import width_run
+from rmtnet.studies.mixer_width import width_run
 from rmtnet.spectra import mixer
 
 GAMMA = 2.0

@@ -1,7 +1,7 @@
 """Ensemble Mask Networks, Figs. 3 and 4 of Luntzel (2023, arXiv 2309.06382): the average test error on binary matrices
 against their density ("sparsity": the fraction of nonzero entries), per n and condition, and the learned weights.
 
-Convention (rmtnet.nets.emn): architecture (1), Algorithm 1 with the paper's hyperparameters, each (n, condition)
+Convention (rmtnet.studies.emn): architecture (1), Algorithm 1 with the paper's hyperparameters, each (n, condition)
 trained at the paper's best (epochs, meta-epochs) of Table 1; error = the mean squared error on 1000 unsymmetric binary
 test matrices (diagonal included) at each density p ∈ {0.1, …, 1.0}, x uniform in [0, 1]^n. Networks in float64 and
 float32 (the paper's numbers are float32-sized; see emn_table1). Unlike Fig. 3 of the paper, random subsampling is
@@ -31,7 +31,8 @@ import pandas as pd
 import torch
 
 from rmtnet import cli, experiments, plot
-from rmtnet.nets import EMN, emn
+from rmtnet.nets import EMN
+from rmtnet.studies import emn
 
 ARCHITECTURES = {"(1)": (1,), "(2, 2)": (2, 2)}
 ZERO_DIAGONAL_PAIR = (1, 8)

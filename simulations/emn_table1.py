@@ -2,7 +2,7 @@
 epochs ∈ {1, 2, 3} × meta-epochs ∈ {1, 2, 4, 8, 16} for the control, shuffled and randomly subsampled conditions,
 ours beside the published values.
 
-Convention (rmtnet.nets.emn): architecture (1) (EMN(n, copies=(1,))), Algorithm 1 with the paper's hyperparameters
+Convention (rmtnet.studies.emn): architecture (1) (EMN(n, copies=(1,))), Algorithm 1 with the paper's hyperparameters
 (|d| = round(36 n^1.3) binary symmetric training matrices with free diagonals, allocated by L1-norm class; k = 8n
 vectors per matrix, batch k/4, SGD lr 0.1, MSE); error = the mean squared error on 1000 unsymmetric test pairs with
 entries uniform in [0, 1] at density 0.5, one test set for every run. Each (condition, n, epochs) is one run of 16
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from rmtnet import cli, plot
-from rmtnet.nets import emn
+from rmtnet.studies import emn
 
 ZERO_DIAGONAL = "subsampled, zero diagonal"
 COLORS = {"control": "C0", "shuffled": "C1", "subsampled": "C2", ZERO_DIAGONAL: "C3"}

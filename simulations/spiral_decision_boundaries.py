@@ -30,7 +30,7 @@ import torch
 from rmtnet import cli, experiments, plot
 from rmtnet.nets import ensembles as E
 from rmtnet.nets.data import spirals
-from rmtnet.nets.ensemble_studies import spiral_parent, spiral_run
+from rmtnet.studies.subnetwork_ensembles import spiral_parent, spiral_run
 
 TARGET_KL = 0.02
 

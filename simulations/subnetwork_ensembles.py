@@ -1,12 +1,12 @@
 """Sparse Subnetwork Ensembles at a small, equal training budget (Whitaker 2023, Table 5.1, §5.3.3), with MLPs on
 MNIST-5k and digits.
 
-Every method gets the same 16 epochs, Adam at the fixed learning rate 1e-3 (rmtnet.nets.ensemble_studies.budget_run):
+Every method gets the same 16 epochs, Adam at the fixed learning rate 1e-3 (rmtnet.studies.subnetwork_ensembles.budget_run):
 an independent model (one MLP, 16 epochs), the same model with Dropout(0.5) after each hidden layer, a bagged ensemble
 (8 models × 2 epochs on random 90 % subsets), and Sparse Subnetwork Ensembles: a parent trained 8 epochs, then 8
 children pruned at 50 % (unstructured, per layer, frozen zeros) and tuned 1 epoch each, with random masks (SSE R) or
 Neural Partitioning, 4 anti-mask pairs (SSE NP). The MLP is flatten → 256 → 256 → classes (ReLU, He init); minibatches
-of 32 (the thesis gives none; see ensemble_studies). Ensembles average their members' softmax outputs (children only).
+of 32 (the thesis gives none; see rmtnet.studies.subnetwork_ensembles). Ensembles average their members' softmax outputs (children only).
 The thesis (LeNet/ResNet/DenseNet on CIFAR) finds SSE ahead of the independent model by 2–8 points, NP a little
 ahead of R with standard errors no larger, and dropout and bagging below the independent model.
 
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from rmtnet import cli, experiments, plot
-from rmtnet.nets.ensemble_studies import budget_run
+from rmtnet.studies.subnetwork_ensembles import budget_run
 
 LABELS = {"independent": "Independent", "dropout": "Dropout", "bagging": "Bagging", "sse_r": "SSE (R)",
           "sse_np": "SSE (NP)"}

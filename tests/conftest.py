@@ -11,7 +11,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 if os.environ.get("HYPOTHESIS_PROFILE", "default") == "default":
     # Hypothesis (≥ 6.131) also draws the literal constants of every local module imported so far, so the
     # "derandomised" default cases changed with which test files ran first (seen: a case generated only after the
-    # rmtnet.nets.emn tests, kept as tests/test_properties.py::test_known_mass_loss_shared_atoms). Freeze that pool
+    # rmtnet.studies.emn tests, kept as tests/test_properties.py::test_known_mass_loss_shared_atoms). Freeze that pool
     # at its empty start so the default set of cases is the same in any order; the stress profile keeps the feature.
     import copy
 

@@ -1,4 +1,4 @@
-"""Ensemble Mask Network experiments of seed 000 (rmtnet.nets.emn): the training-set combinatorics against brute
+"""Ensemble Mask Network experiments of seed 000 (rmtnet.studies.emn): the training-set combinatorics against brute
 force, Algorithm 1's masking and conditions, Table 1's acceptance (float64 error < 1e-10), second-order sequential
 masks, the learned all-ones operator (Fig. 4) and the figure scripts."""
 import itertools
@@ -13,7 +13,7 @@ from scipy import stats
 from rmtnet import cli
 from rmtnet.experiments import read_store
 from rmtnet.nets import EMN
-from rmtnet.nets import emn as E
+from rmtnet.studies import emn as E
 
 F64 = torch.float64
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -320,3 +320,12 @@ def test_emn_sparsity_figure(tmp_path):
     assert set(fig4.architecture) == {"(1)", "(2, 2)"} and fig4.deviation.max() < 1e-10
     one = fig4[fig4.architecture == "(1)"]
     assert np.allclose(one["product"], 1.0, rtol=0, atol=1e-10)
+
+
+def test_the_old_import_paths_still_work():
+    """The EMN experiments moved to rmtnet.studies.emn; rmtnet.nets keeps the names README users import."""
+    import rmtnet.nets as nets
+    from rmtnet.nets import emn, sweep_emn, train_emn
+    assert emn is E and train_emn is E.train_emn and sweep_emn is E.sweep_emn and nets.LearnedOperator is E.LearnedOperator
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        nets.not_a_name

@@ -1,6 +1,7 @@
 """Installed = usable: the wheel carries the figure scripts, and its `rmtnet` command lists and runs them with no
 checkout in sight and no network; pyproject's package list is every package folder of rmtnet/."""
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -24,8 +25,11 @@ def test_pyproject_lists_every_package_folder():
 def installed(tmp_path_factory):
     """The wheel built from this checkout (no build isolation, no network), installed into a bare folder."""
     tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"             # a copy, so that no build/ left in the checkout feeds stale files in
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "figures", "*.egg-info",
+                                                                 "__pycache__", ".hypothesis", ".pytest_cache"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                            "-q", "-w", str(tmp / "dist"), str(ROOT)], capture_output=True, text=True)
+                            "-q", "-w", str(tmp / "dist"), str(source)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     wheel, = (tmp / "dist").glob("rmtnet-*.whl")
     target = tmp / "site"

@@ -1,17 +1,18 @@
-"""Trainable torch models of rmtnet, their data, training loop and probes.
+"""Trainable torch models of rmtnet, their data, training loop and probes — the reusable library.
 
 Layers (:mod:`.layers`): static masks, token/channel and permuted mixing, Monarch, the EMN layers. Models
 (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one training loop
-(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`); the Ensemble Mask
-Network experiments of Luntzel (2023, arXiv 2309.06382) (:mod:`.emn`); the subnetwork ensembles of Whitaker ("Neural
-Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) (:mod:`.ensembles`) and their metrics
-(:mod:`.metrics`).
-``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for predictions.
+(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`); the subnetwork-ensemble
+methods of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) — children by noise,
+pruning or annealing, partition masks, ensemble prediction (:mod:`.ensembles`) — and their metrics (:mod:`.metrics`).
+
+The paper studies that use this library live in :mod:`rmtnet.studies`; the Ensemble Mask Network experiments of
+Luntzel (2023, arXiv 2309.06382) moved there (:mod:`rmtnet.studies.emn`) and stay importable from here under their
+old names (``rmtnet.nets.emn``, ``rmtnet.nets.train_emn``, …), loaded on first use so that this package never imports
+the studies at import time. ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for
+predictions.
 """
-from . import data, emn, ensembles, layers, metrics, models, probes, similarity, training
-from .emn import (LearnedOperator, class_allocation, emn_error, emn_run, learned_operator, sample_symmetric_binary,
-                  sample_test_pairs, sum_class_counts, sum_class_probabilities, sweep_emn, train_emn,
-                  training_matrices, training_size)
+from . import data, ensembles, layers, metrics, models, probes, similarity, training
 from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      TokenMixing, commutation)
@@ -28,3 +29,16 @@ __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", 
            "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities", "sweep_emn",
            "train_emn", "training_matrices", "training_size", "ensembles", "metrics", "ensemble_predict", "noisy_children",
            "partition_masks", "pruned_children", "stochastic_children"]
+
+
+# The Ensemble Mask Network names, moved to rmtnet.studies.emn, resolved on first access (PEP 562).
+_EMN_NAMES = frozenset({"LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",
+                        "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities",
+                        "sweep_emn", "train_emn", "training_matrices", "training_size"})
+
+
+def __getattr__(name):
+    if name == "emn" or name in _EMN_NAMES:
+        import rmtnet.studies.emn as emn
+        return emn if name == "emn" else getattr(emn, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -69,7 +69,7 @@ from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
 from . import metrics
 from .layers import MaskedLinear
-from .training import _forward, train
+from .training import apply_model, train
 
 __all__ = [
     "maskable_weights", "sample_masks", "anti_masks", "partition_masks", "apply_masks", "child_masks",
@@ -93,7 +93,7 @@ def _sparsity(value, name="sparsity"):
     return real_scalar(name, value, lo=0.0, hi=1.0, hi_open=True)
 
 
-def _generator(seed):
+def generator(seed):
     return torch.Generator().manual_seed(int(seed))
 
 
@@ -207,7 +207,7 @@ def sample_masks(model: nn.Module, sparsity: float, *, method: str = "random", s
     one_of("structure", structure, STRUCTURES)
     one_of("scope", scope, SCOPES)
     weights = maskable_weights(model, layers, structure)
-    units = _unit_masks(weights, sparsity, method, structure, scope, bool(exact), _generator(seed))
+    units = _unit_masks(weights, sparsity, method, structure, scope, bool(exact), generator(seed))
     return {k: _full(units[k], w) for k, w in weights.items()}
 
 
@@ -244,7 +244,7 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
     k = integer_at_least("k", k, lo=2)
     one_of("structure", structure, STRUCTURES)
     weights = maskable_weights(model, layers, structure)
-    parts = _partition_units(weights, k, structure, bool(balanced), _generator(seed))
+    parts = _partition_units(weights, k, structure, bool(balanced), generator(seed))
     return [{key: _full(m[key], w) for key, w in weights.items()} for m in parts]
 
 
@@ -438,7 +438,7 @@ def _children_masks(parent, n_children, sparsity, method, structure, scope, exac
         if n_children % k:
             raise ValueError(f"n_children must be a multiple of k = {k} with method='partition', got {n_children}")
         return [m for _ in range(n_children // k) for m in _partition_units(weights, k, structure, True, g)]
-    return [_unit_masks(weights, sparsity, method, structure, scope, exact, _generator(_next_seed(g)))
+    return [_unit_masks(weights, sparsity, method, structure, scope, exact, generator(_next_seed(g)))
             for _ in range(n_children)]
 
 
@@ -469,7 +469,7 @@ def pruned_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *
     """
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
     prune_epochs = integer_at_least("prune_epochs", prune_epochs, lo=0)
-    g = _generator(seed)
+    g = generator(seed)
     children = []
     if prune_epochs == 0:
         for masks in _children_masks(parent, n_children, sparsity, method, structure, scope, exact, layers, g):
@@ -482,7 +482,7 @@ def pruned_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *
     for _ in range(n_children):
         child = copy.deepcopy(parent)
         mods = _modules(child, layers, structure)
-        cg = _generator(_next_seed(g))
+        cg = generator(_next_seed(g))
         for key, w in weights.items():
             shape = _unit_shape(w, structure)
             priority = (torch.rand(shape, generator=cg, dtype=torch.float64) if method == "random"
@@ -512,7 +512,7 @@ def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.
     one_of("anneal", anneal, ANNEALS)
     anneal_epochs = integer_at_least("anneal_epochs", anneal_epochs)
     tau0 = real_scalar("tau0", tau0, lo=0.0, hi=1.0)
-    g = _generator(seed)
+    g = generator(seed)
     weights = maskable_weights(parent, layers, structure)
     if anneal == "temperature":
         unit_sets = _children_masks(parent, n_children, sparsity, method, structure, scope, exact, layers, g)
@@ -522,7 +522,7 @@ def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.
             raise ValueError(f"anneal='random' draws its own random target (method='random'), got method={method!r}")
         make = []
         for _ in range(n_children):
-            u = _uniform({key: _unit_shape(w, structure) for key, w in weights.items()}, _generator(_next_seed(g)))
+            u = _uniform({key: _unit_shape(w, structure) for key, w in weights.items()}, generator(_next_seed(g)))
             if scope == "local" and not exact:
                 target = {key: (v >= sparsity).to(torch.float64) for key, v in u.items()}
             else:
@@ -567,7 +567,7 @@ def noisy_children(parent: nn.Module, n_children: int, sigma: float, sparsity: f
         raise ValueError(f"n_children must be a multiple of 4 with mirrored=True (4 children per draw), "
                          f"got {n_children}")
     weights = maskable_weights(parent, layers)
-    g = _generator(seed)
+    g = generator(seed)
     children = []
     for _ in range(n_children // 4 if mirrored else n_children):
         m = _unit_masks(weights, sparsity, "random", "unstructured", "local", False, g)
@@ -597,7 +597,7 @@ def _logits(model, x, batch_size=4096):
         outs = []
         for s in range(0, n, batch_size):
             xb = tuple(t[s:s + batch_size] for t in x) if isinstance(x, tuple) else x[s:s + batch_size]
-            outs.append(_forward(model, xb).to(torch.float64).cpu())
+            outs.append(apply_model(model, xb).to(torch.float64).cpu())
         return torch.cat(outs)
     finally:
         model.train(was)
@@ -729,7 +729,7 @@ def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None
     log_p = torch.log_softmax(_logits(parent, x), dim=-1)
     work = copy.deepcopy(parent)
     wmods = {f"{n}.weight": m for n, m in _modules(work, layers).items()}
-    g = _generator(seed)
+    g = generator(seed)
     rows, best = [], []
 
     for s in sparsities:

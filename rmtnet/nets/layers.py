@@ -24,15 +24,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rmtnet.spectra._checks import positive_integers
 
-def _generator(seed, device=None):
+
+def generator(seed, device=None):
     """A torch.Generator seeded with ``seed`` (None: from torch's global RNG, so torch.manual_seed governs it)."""
     g = torch.Generator(device=device or "cpu")
     g.manual_seed(int(torch.randint(2 ** 62, (1,)).item()) if seed is None else int(seed))
     return g
 
 
-def _gaussian_(tensor, std, generator):
+def gaussian_(tensor, std, generator):
     """Fill ``tensor`` in place with N(0, std²) draws from ``generator`` (drawn on the CPU, so the same seed gives the
     same weights on every device)."""
     with torch.no_grad():
@@ -40,17 +42,11 @@ def _gaussian_(tensor, std, generator):
     return tensor
 
 
-def _check_positive_int(**kw):
-    for name, v in kw.items():
-        if int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-
 def commutation(rows, cols, device=None):
     """Indices of the commutation permutation K of an rows×cols matrix in row-major order: for X of that shape,
     ``flatten(X)[..., K] == flatten(Xᵀ)`` (the commutation matrix J_c of Hayase & Karakida 2024,
     J_c vec(X) = vec(Xᵀ), in row-major form)."""
-    _check_positive_int(rows=rows, cols=cols)
+    positive_integers(rows=rows, cols=cols)
     return torch.arange(rows * cols, device=device).reshape(rows, cols).T.reshape(-1)
 
 
@@ -79,10 +75,10 @@ class MaskedLinear(nn.Module):
     def __init__(self, in_features, out_features, density=1.0, bias=True, mask="bernoulli", seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
-        _check_positive_int(in_features=in_features, out_features=out_features)
+        positive_integers(in_features=in_features, out_features=out_features)
         self.in_features, self.out_features = int(in_features), int(out_features)
         factory = dict(device=device, dtype=dtype)
-        g = _generator(seed)
+        g = generator(seed)
         shape = (self.out_features, self.in_features)
         if isinstance(mask, torch.Tensor):
             if tuple(mask.shape) != shape:
@@ -109,7 +105,7 @@ class MaskedLinear(nn.Module):
         self.weight = nn.Parameter(torch.empty(shape, **factory))
         self.bias = nn.Parameter(torch.zeros(self.out_features, **factory)) if bias else None
         self.register_buffer("mask", m.to(device=self.weight.device, dtype=self.weight.dtype))
-        _gaussian_(self.weight, self.sigma_w / math.sqrt(self.density * self.in_features), g)
+        gaussian_(self.weight, self.sigma_w / math.sqrt(self.density * self.in_features), g)
         self.enforce_mask()
 
     @torch.no_grad()
@@ -140,11 +136,11 @@ class TokenMixing(nn.Module):
 
     def __init__(self, tokens_in, tokens_out, bias=True, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
-        _check_positive_int(tokens_in=tokens_in, tokens_out=tokens_out)
+        positive_integers(tokens_in=tokens_in, tokens_out=tokens_out)
         self.tokens_in, self.tokens_out = int(tokens_in), int(tokens_out)
         self.weight = nn.Parameter(torch.empty(self.tokens_out, self.tokens_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.tokens_out, device=device, dtype=dtype)) if bias else None
-        _gaussian_(self.weight, sigma_w / math.sqrt(self.tokens_in), _generator(seed))
+        gaussian_(self.weight, sigma_w / math.sqrt(self.tokens_in), generator(seed))
 
     def forward(self, x):
         # W X + b1ᵀ = (Xᵀ Wᵀ + 1bᵀ)ᵀ: one GEMM with the batch folded in (a broadcast W @ X would be many small ones)
@@ -161,11 +157,11 @@ class ChannelMixing(nn.Module):
 
     def __init__(self, channels_in, channels_out, bias=True, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
-        _check_positive_int(channels_in=channels_in, channels_out=channels_out)
+        positive_integers(channels_in=channels_in, channels_out=channels_out)
         self.channels_in, self.channels_out = int(channels_in), int(channels_out)
         self.weight = nn.Parameter(torch.empty(self.channels_out, self.channels_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.channels_out, device=device, dtype=dtype)) if bias else None
-        _gaussian_(self.weight, sigma_w / math.sqrt(self.channels_in), _generator(seed))
+        gaussian_(self.weight, sigma_w / math.sqrt(self.channels_in), generator(seed))
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -189,14 +185,14 @@ class PermutedMixing(nn.Module):
     def __init__(self, n_blocks, d_in, d_out, perm_in="random", perm_out="random", bias=True, seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
-        _check_positive_int(n_blocks=n_blocks, d_in=d_in, d_out=d_out)
+        positive_integers(n_blocks=n_blocks, d_in=d_in, d_out=d_out)
         self.n_blocks, self.d_in, self.d_out = int(n_blocks), int(d_in), int(d_out)
-        g = _generator(seed)
+        g = generator(seed)
         self.register_buffer("perm_in", self._perm(perm_in, self.n_blocks * self.d_in, g, "perm_in", device))
         self.register_buffer("perm_out", self._perm(perm_out, self.n_blocks * self.d_out, g, "perm_out", device))
         self.weight = nn.Parameter(torch.empty(self.d_out, self.d_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.d_out, device=device, dtype=dtype)) if bias else None
-        _gaussian_(self.weight, sigma_w / math.sqrt(self.d_in), g)
+        gaussian_(self.weight, sigma_w / math.sqrt(self.d_in), g)
 
     @staticmethod
     def _perm(perm, n, g, name, device):
@@ -243,18 +239,18 @@ class MonarchLinear(nn.Module):
     def __init__(self, in_features, out_features, n_blocks, bias=True, seed=None, sigma_w=1.0, device=None,
                  dtype=None):
         super().__init__()
-        _check_positive_int(in_features=in_features, out_features=out_features, n_blocks=n_blocks)
+        positive_integers(in_features=in_features, out_features=out_features, n_blocks=n_blocks)
         if in_features % n_blocks or out_features % n_blocks:
             raise ValueError(f"n_blocks = {n_blocks} must divide in_features = {in_features} and "
                              f"out_features = {out_features}")
         self.in_features, self.out_features, self.n_blocks = int(in_features), int(out_features), int(n_blocks)
         b, k_in, k_out = self.n_blocks, self.in_features // n_blocks, self.out_features // n_blocks
-        g = _generator(seed)
+        g = generator(seed)
         self.R = nn.Parameter(torch.empty(b, k_out, k_in, device=device, dtype=dtype))
         self.L = nn.Parameter(torch.empty(k_out, b, b, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.out_features, device=device, dtype=dtype)) if bias else None
-        _gaussian_(self.R, sigma_w / math.sqrt(k_in), g)
-        _gaussian_(self.L, 1.0 / math.sqrt(b), g)
+        gaussian_(self.R, sigma_w / math.sqrt(k_in), g)
+        gaussian_(self.L, 1.0 / math.sqrt(b), g)
 
     def forward(self, x):
         lead = x.shape[:-1]
@@ -295,11 +291,11 @@ class AdjacencyLinear(nn.Module):
     def __init__(self, n_nodes, copies_in=1, copies_out=1, bias=False, self_loops=False, seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
-        _check_positive_int(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
+        positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
         self.n, self.c_in, self.c_out, self.self_loops = int(n_nodes), int(copies_in), int(copies_out), bool(self_loops)
         self.weight = nn.Parameter(torch.empty(self.n * self.c_out, self.n * self.c_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.n * self.c_out, device=device, dtype=dtype)) if bias else None
-        _gaussian_(self.weight, sigma_w / math.sqrt(self.n * self.c_in), _generator(seed))
+        gaussian_(self.weight, sigma_w / math.sqrt(self.n * self.c_in), generator(seed))
 
     def forward(self, x, A):
         n = self.n
@@ -324,11 +320,11 @@ class ClusterLinear(nn.Module):
 
     def __init__(self, n_nodes, copies_in, copies_out, bias=False, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
-        _check_positive_int(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
+        positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
         self.n, self.c_in, self.c_out = int(n_nodes), int(copies_in), int(copies_out)
         self.weight = nn.Parameter(torch.empty(self.n, self.c_out, self.c_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.n * self.c_out, device=device, dtype=dtype)) if bias else None
-        _gaussian_(self.weight, sigma_w / math.sqrt(self.c_in), _generator(seed))
+        gaussian_(self.weight, sigma_w / math.sqrt(self.c_in), generator(seed))
 
     def forward(self, x):
         z = x.reshape(*x.shape[:-1], self.n, self.c_in)

@@ -29,8 +29,10 @@ import math
 import torch
 from torch import nn
 
+from rmtnet.spectra._checks import positive_integers
+
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
-                     TokenMixing, _check_positive_int, _gaussian_, _generator, commutation)
+                     TokenMixing, commutation, gaussian_, generator)
 
 __all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module"]
 
@@ -73,23 +75,23 @@ class MLP(nn.Module):
         widths = tuple(widths)
         if len(widths) < 2:
             raise ValueError(f"widths must list at least n₀ and n₁, got {widths!r}")
-        _check_positive_int(**{f"widths[{i}]": n for i, n in enumerate(widths)})
+        positive_integers(**{f"widths[{i}]": n for i, n in enumerate(widths)})
         if weights not in ("gaussian", "orthogonal"):
             raise ValueError(f"weights must be 'gaussian' or 'orthogonal', got {weights!r}")
         if not sigma_w > 0 or not sigma_b >= 0:
             raise ValueError(f"sigma_w must be > 0 and sigma_b ≥ 0, got {sigma_w!r}, {sigma_b!r}")
         self.widths, self.last_activation = widths, bool(last_activation)
-        g = _generator(seed)
+        g = generator(seed)
         self.layers = nn.ModuleList()
         for n_in, n_out in zip(widths[:-1], widths[1:]):
             lin = nn.Linear(n_in, n_out, bias=bias, device=device, dtype=dtype)
             if weights == "gaussian":
-                _gaussian_(lin.weight, sigma_w / math.sqrt(n_in), g)
+                gaussian_(lin.weight, sigma_w / math.sqrt(n_in), g)
             else:
                 with torch.no_grad():
                     lin.weight.copy_(_haar_isometry(n_out, n_in, g) * (sigma_w * math.sqrt(max(n_out, n_in) / n_in)))
             if bias:
-                _gaussian_(lin.bias, sigma_b, g)
+                gaussian_(lin.bias, sigma_b, g)
             self.layers.append(lin)
         self.phi = activation_module(activation)
 
@@ -157,7 +159,7 @@ class _PatchNet(nn.Module):
 
     def __init__(self, tokens, in_channels, channels, n_classes, norm, g, device, dtype, pool="mean"):
         super().__init__()
-        _check_positive_int(tokens=tokens, in_channels=in_channels, channels=channels, n_classes=n_classes)
+        positive_integers(tokens=tokens, in_channels=in_channels, channels=channels, n_classes=n_classes)
         if pool not in ("mean", "flatten"):
             raise ValueError(f"pool must be 'mean' or 'flatten', got {pool!r}")
         self.tokens, self.in_channels, self.channels, self.pool = int(tokens), int(in_channels), int(channels), pool
@@ -167,7 +169,7 @@ class _PatchNet(nn.Module):
         self.norm = nn.LayerNorm(channels, **self._factory) if norm else nn.Identity()
         n_read = channels if pool == "mean" else self.tokens * self.channels
         self.head = nn.Linear(n_read, n_classes, **self._factory)
-        _gaussian_(self.head.weight, 1.0 / math.sqrt(n_read), g)
+        gaussian_(self.head.weight, 1.0 / math.sqrt(n_read), g)
         nn.init.zeros_(self.head.bias)
 
     def _seed(self):
@@ -202,8 +204,8 @@ class MLPMixer(_PatchNet):
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  pool="mean", seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
-        _check_positive_int(depth=depth)
+        super().__init__(tokens, in_channels, channels, n_classes, norm, generator(seed), device, dtype, pool)
+        positive_integers(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         gS, gC = _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
         self.gamma = gamma
@@ -225,8 +227,8 @@ class RPMixer(_PatchNet):
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  permutations="random", pool="mean", seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
-        _check_positive_int(depth=depth)
+        super().__init__(tokens, in_channels, channels, n_classes, norm, generator(seed), device, dtype, pool)
+        positive_integers(depth=depth)
         if permutations not in ("random", "commutation"):
             raise ValueError(f"permutations must be 'random' or 'commutation', got {permutations!r}")
         S, C, f = self.tokens, self.channels, self._factory
@@ -257,8 +259,8 @@ class SWMLP(_PatchNet):
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  density=None, mask="bernoulli", pool="mean", seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
-        _check_positive_int(depth=depth)
+        super().__init__(tokens, in_channels, channels, n_classes, norm, generator(seed), device, dtype, pool)
+        positive_integers(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         m, gS, gC = S * C, _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
         p_token, p_channel = (1.0 / C, 1.0 / S) if density is None else (density, density)
@@ -281,8 +283,8 @@ class MonarchMLP(_PatchNet):
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  pool="mean", seed=None, device=None, dtype=None):
-        super().__init__(tokens, in_channels, channels, n_classes, norm, _generator(seed), device, dtype, pool)
-        _check_positive_int(depth=depth)
+        super().__init__(tokens, in_channels, channels, n_classes, norm, generator(seed), device, dtype, pool)
+        positive_integers(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         m, gm = S * C, S * _expanded(gamma, C, "C")
         self.gamma = gamma
@@ -312,13 +314,13 @@ class EMN(nn.Module):
         copies = tuple(copies)
         if not copies:
             raise ValueError("copies must list at least one hidden layer's copies per node")
-        _check_positive_int(n=n, **{f"copies[{i}]": c for i, c in enumerate(copies)})
+        positive_integers(n=n, **{f"copies[{i}]": c for i, c in enumerate(copies)})
         if sequential and len(copies) < 2:
             raise ValueError("sequential=True needs at least two hidden layers (copies of length ≥ 2)")
         if self_loops and not sequential:
             raise ValueError("self_loops applies to the second, sequential adjacency layer: set sequential=True")
         self.n, self.copies, self.sequential = int(n), copies, bool(sequential)
-        g = _generator(seed)
+        g = generator(seed)
         kw = dict(bias=bias, sigma_w=sigma_w, device=device, dtype=dtype)
         seeds = lambda: int(torch.randint(2 ** 62, (1,), generator=g))
         self.first = AdjacencyLinear(n, 1, copies[0], seed=seeds(), **kw)

@@ -30,7 +30,8 @@ SCHEDULES = ("constant", "cosine", "onecycle", "step")
 LOSSES = ("cross_entropy", "mse")
 
 
-def _forward(model, x):
+def apply_model(model, x):
+    """``model(x)``, or ``model(*x)`` for a tuple of inputs (a batch's inputs as :func:`train` hands them over)."""
     return model(*x) if isinstance(x, tuple) else model(x)
 
 
@@ -78,7 +79,7 @@ def evaluate(model: torch.nn.Module, data: Dataset, split: str = "test", loss: s
     model.eval()
     total_loss = total_score = 0.0
     for x, y in data.loader(split, batch_size=batch_size, shuffle=False):
-        out = _forward(model, x)
+        out = apply_model(model, x)
         total_loss += float(loss_fn(out, y)) * len(y)
         if data.n_classes is None:
             total_score += float(F.mse_loss(out, y.reshape(out.shape))) * len(y)
@@ -240,7 +241,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
             for x, y in batches:
                 last_lr = opt.param_groups[0]["lr"]
                 opt.zero_grad(set_to_none=True)
-                value = loss_fn(_forward(model, x), y)
+                value = loss_fn(apply_model(model, x), y)
                 if not torch.isfinite(value):
                     raise FloatingPointError(f"non-finite training loss {float(value.detach())} at epoch {epoch}, "
                                              f"step {step + 1} (lr {last_lr:g})")

@@ -38,6 +38,11 @@ def integer_at_least(name, value, lo=1):
     return int(value)
 
 
+def positive_integers(**named):
+    """Check each ``name=value`` with :func:`integer_at_least` (≥ 1); returns the ints in the order given."""
+    return [integer_at_least(name, value, 1) for name, value in named.items()]
+
+
 def one_of(name, value, allowed):
     """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices."""
     if value not in allowed:

@@ -105,7 +105,7 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
         be = own if own is not None else (B.get_backend() if backend is None else backend)
     if backend is not None and backend != be:
         raise ValueError(f"backend={backend!r} does not match the operator, which lives on {be!r}")
-    B._check_name(be)
+    B.check_name(be)
     shape = getattr(operator, "shape", None)
     if shape is not None:
         if len(shape) != 2 or shape[0] != shape[1]:

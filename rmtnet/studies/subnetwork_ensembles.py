@@ -23,11 +23,11 @@ import time
 import torch
 from torch import nn
 
-from . import data as datasets
-from . import ensembles as E
-from .metrics import total_distance
-from .layers import _gaussian_, _generator
-from .training import train
+from rmtnet.nets import data as datasets
+from rmtnet.nets import ensembles as E
+from rmtnet.nets.metrics import total_distance
+from rmtnet.nets.layers import gaussian_, generator
+from rmtnet.nets.training import train
 
 LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
 BUDGET_METHODS = ("independent", "dropout", "bagging", "sse_r", "sse_np")
@@ -60,7 +60,7 @@ def classifier(n_in: int, width: int, depth: int, n_classes: int, dropout: float
     weights."""
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
-    g = _generator(seed)
+    g = generator(seed)
     layers: list[nn.Module] = [nn.Flatten()]
     widths = [n_in] + [width] * depth
     for a, b in zip(widths[:-1], widths[1:]):
@@ -68,7 +68,7 @@ def classifier(n_in: int, width: int, depth: int, n_classes: int, dropout: float
     layers.append(nn.Linear(widths[-1], n_classes))
     for m in layers:
         if isinstance(m, nn.Linear):
-            _gaussian_(m.weight, math.sqrt(2.0 / m.in_features), g)
+            gaussian_(m.weight, math.sqrt(2.0 / m.in_features), g)
             nn.init.zeros_(m.bias)
     return nn.Sequential(*layers)
 
@@ -178,7 +178,7 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
         _adam(net, data, epochs, seed, batch_size)
         nets = [net]
     elif method == "bagging":
-        g = _generator(seed)
+        g = generator(seed)
         nets = []
         for i in range(members):
             net = classifier(n_in, width, depth, c, seed=1000 * seed + i)

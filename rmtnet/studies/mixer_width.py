@@ -12,11 +12,11 @@ import time
 
 import torch
 
-from ..spectra import mixer
-from . import data as datasets
-from .layers import MaskedLinear
-from .models import MLPMixer, MonarchMLP, RPMixer, SWMLP
-from .training import train
+from rmtnet.spectra import mixer
+from rmtnet.nets import data as datasets
+from rmtnet.nets.layers import MaskedLinear
+from rmtnet.nets.models import MLPMixer, MonarchMLP, RPMixer, SWMLP
+from rmtnet.nets.training import train
 
 MODELS = {"mixer": MLPMixer, "rp": RPMixer, "swmlp": SWMLP, "monarch": MonarchMLP}
 LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}

@@ -69,7 +69,7 @@ from tqdm.auto import tqdm
 from rmtnet import experiments
 from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
-from .models import EMN
+from rmtnet.nets.models import EMN
 
 __all__ = ["CONDITIONS", "TARGETS", "EPOCHS", "META_EPOCHS", "DENSITIES", "TEST_SEED", "PUBLISHED_TABLE1",
            "training_size", "sum_class_counts", "sum_class_probabilities", "class_allocation",

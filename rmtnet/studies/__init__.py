@@ -1,0 +1,14 @@
+"""Paper studies built on rmtnet's library: the runs behind the figure scripts, one module per paper.
+
+- :mod:`.emn` — the Ensemble Mask Network experiments of Luntzel (2023, arXiv 2309.06382): training matrices,
+  Algorithm 1, the test error of Table 1 and Fig. 3, the learned operator of Fig. 4, resumable sweeps.
+- :mod:`.subnetwork_ensembles` — the runs of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State
+  University, 2023): noise mutations on spirals, the small-budget comparison, pruning and annealing of children.
+- :mod:`.mixer_width` — one point of the effective-width study of Hayase & Karakida (ICML 2024, arXiv 2306.01470).
+
+The library they use — models, layers, training, probes, the subnetwork-ensemble methods — is :mod:`rmtnet.nets`
+(and :mod:`rmtnet.spectra` for predictions); nothing in those imports this package.
+"""
+from . import emn, mixer_width, subnetwork_ensembles
+
+__all__ = ["emn", "mixer_width", "subnetwork_ensembles"]
