@@ -2,17 +2,21 @@
 
 Every figure shows the limit law (line) and the Monte Carlo sample (histogram) on the same axes, with the
 Kolmogorov–Smirnov distance between them in the legend, and the plotted numbers can be written to a CSV beside it.
+
+Importing this module chooses no matplotlib backend: the user's choice (``matplotlib.use``, ``MPLBACKEND``,
+matplotlibrc) stands. Where none is made, matplotlib picks one when pyplot first needs it, and without a display
+(no DISPLAY or WAYLAND_DISPLAY on Linux, e.g. a batch job or CI) that is the non-interactive Agg, so scripts that
+build figures with pyplot and write them with :func:`save` run headless as they are. :func:`save` writes through the
+figure's own canvas (``Figure.savefig``), which needs no interactive backend, so figures built without pyplot
+(``matplotlib.figure.Figure()``) can be saved too.
 """
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ._backend import to_numpy  # noqa: E402
+from ._backend import to_numpy
 
 __all__ = ["ks_distance", "overlay", "density_curve", "save"]
 
@@ -119,12 +123,15 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, 
 
 
 def save(fig, path, tables=None):
-    """Write ``fig`` to ``path`` (PNG) and, if given, the concatenated plotted numbers to the same name .csv."""
+    """Write ``fig`` to ``path`` (PNG) and, if given, the concatenated plotted numbers to the same name .csv.
+
+    A figure that pyplot manages is closed afterwards (its window, if any, and its memory released); a figure made
+    directly as ``matplotlib.figure.Figure()`` is not known to pyplot and is left as it is."""
     from pathlib import Path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130, bbox_inches="tight")
-    plt.close(fig)
+    plt.close(fig)                                          # a no-op for a figure pyplot does not manage
     if tables is not None:
         frames = []
         for key, t in tables.items():
