@@ -29,6 +29,11 @@ on the CPU is timed on ``--cpu-points`` points (default 10⁵) and scaled linear
 Without a CUDA device the script says so and exits with status 0; ``--cpu-only`` runs the CPU halves at small
 sizes instead (a smoke test of the script itself: every item, no ratio).
 
+:func:`main` returns one DataFrame per item; besides the times, the column ``cpu_result`` holds what the CPU run
+computed (None where it was skipped): eigvalsh, the eigenvalues of ``_symmetric(N)``; jacobian, the eigenvalues of
+the last sample; train, the loss before the first and after the last timed step; slq, the SpectralQuadrature;
+⊠ engine, the grid and the density on it.
+
 Run: ``python benchmarks/gpu.py [--items eig jacobian train slq boxtimes] [--repeats 3] [--cpu-max 8192]``,
 ``python benchmarks/gpu.py --cpu-only``.
 """
@@ -92,11 +97,12 @@ def _free_gpu_memory():
         B.native("cupy").get_default_memory_pool().free_all_blocks()
 
 
-def _row(item, size, cpu_s, gpu_s, note="", agree=math.nan):
+def _row(item, size, cpu_s, gpu_s, note="", agree=math.nan, cpu_result=None):
     """One table row; ``agree`` is the largest difference between the CPU and the GPU result, relative to the
-    result's scale (NaN where the two runs draw different random inputs and no such comparison is made)."""
+    result's scale (NaN where the two runs draw different random inputs and no such comparison is made);
+    ``cpu_result`` what the CPU run computed (not printed)."""
     return dict(item=item, size=size, cpu_s=cpu_s, gpu_s=gpu_s, gpu_over_cpu=gpu_s / cpu_s, cpu_over_gpu=cpu_s / gpu_s,
-                agree=agree, note=note)
+                agree=agree, note=note, cpu_result=cpu_result)
 
 
 def _max_rel(a, b):
@@ -145,7 +151,7 @@ def eigvalsh_item(sizes, repeats, cpu_max, gpu):
                 agree = _max_rel(host["eig"], dev["eig"])
             del a
             _free_gpu_memory()
-        rows.append(_row("eigvalsh float64", f"N={n}", cpu_s, gpu_s, note, agree))
+        rows.append(_row("eigvalsh float64", f"N={n}", cpu_s, gpu_s, note, agree, host.get("eig")))
     return rows
 
 
@@ -155,13 +161,13 @@ def jacobian_item(sizes, repeats, cpu_max, gpu):
     rows, measured = [], {}
     for n in sizes:
         net = arch.mlp(2, n, weights="gaussian", sigma_w=SQRT2, activation="relu")
-        seeds = iter(range(10 ** 6))
-        run = lambda be: sample_jacobian_eigs(net, seed=next(seeds), backend=be)      # noqa: E731
+        seeds, last = iter(range(10 ** 6)), {}
+        run = lambda be: last.__setitem__(be, sample_jacobian_eigs(net, seed=next(seeds), backend=be))  # noqa: E731
         cpu_s, note = _cpu_or_estimate(n, cpu_max, lambda: median_time(lambda: run("numpy"), "numpy",
                                                                        max(1, repeats // 2), warmup=0), measured)
         gpu_s = median_time(lambda: run("cupy"), "cupy", repeats) if gpu else math.nan
         _free_gpu_memory()
-        rows.append(_row("sample_jacobian_eigs L=2 relu", f"N={n}", cpu_s, gpu_s, note))
+        rows.append(_row("sample_jacobian_eigs L=2 relu", f"N={n}", cpu_s, gpu_s, note, cpu_result=last.get("numpy")))
     return rows
 
 
@@ -179,13 +185,19 @@ def _samples_per_s(model, batch, side, device, repeats):
     x = torch.randn(batch, side, 48, generator=g).to(device)
     y = torch.randint(10, (batch,), generator=g).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
 
     def step():
         opt.zero_grad(set_to_none=True)
-        torch.nn.functional.cross_entropy(model(x), y).backward()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
         opt.step()
+        losses.append(loss.detach())
 
-    return batch / median_time(step, device, repeats, warmup=2)
+    rate = batch / median_time(step, device, repeats, warmup=2)
+    with torch.no_grad():                                   # the loss after the last step, on the same batch
+        final = float(torch.nn.functional.cross_entropy(model(x), y))
+    return rate, (float(losses[0]), final)
 
 
 def train_item(sides, batch, repeats, gpu):
@@ -199,11 +211,11 @@ def train_item(sides, batch, repeats, gpu):
         cpu_models = _models(side, "cpu")
         gpu_models = _models(side, "cuda") if cuda else {}
         for name, model in cpu_models.items():
-            cpu_rate = _samples_per_s(model, batch, side, "cpu", max(2, repeats // 2))
-            gpu_rate = _samples_per_s(gpu_models[name], batch, side, "cuda", repeats) if cuda else math.nan
+            cpu_rate, cpu_losses = _samples_per_s(model, batch, side, "cpu", max(2, repeats // 2))
+            gpu_rate = _samples_per_s(gpu_models[name], batch, side, "cuda", repeats)[0] if cuda else math.nan
             # the ratio of times per sample: gpu/cpu = cpu rate / gpu rate
             row = _row(f"train {name} (samples/s)", f"S=C={side} m={side * side} batch={batch}", 1 / cpu_rate,
-                       1 / gpu_rate, "")
+                       1 / gpu_rate, "", cpu_result=cpu_losses)
             row.update(cpu_samples_per_s=cpu_rate, gpu_samples_per_s=gpu_rate)
             rows.append(row)
     return rows
@@ -244,7 +256,7 @@ def slq_item(sides, depth, n_probes, n_steps, repeats, cpu_max_side, gpu):
             del op_gpu
             _free_gpu_memory()
         rows.append(_row(f"SLQ Mixer JJᵀ depth {depth}", f"m={m} probes={n_probes} steps={n_steps}", cpu_s, gpu_s,
-                         note, agree))
+                         note, agree, out.get("cpu")))
     return rows
 
 
@@ -262,18 +274,21 @@ def boxtimes_item(points, cpu_points, repeats, gpu):
     x_cpu = grid(n_cpu, "numpy")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        cpu_s = median_time(lambda: law.pdf(x_cpu, backend="numpy"), "numpy", max(1, repeats // 2), warmup=0)
+        host = {}
+        cpu_s = median_time(lambda: host.__setitem__("pdf", law.pdf(x_cpu, backend="numpy")), "numpy",
+                            max(1, repeats // 2), warmup=0)
         gpu_s, agree = math.nan, math.nan
         if gpu:
             x_gpu = grid(points, "cupy")
             gpu_s = median_time(lambda: law.pdf(x_gpu, backend="cupy"), "cupy", repeats)
-            agree = _max_rel(law.pdf(x_cpu, backend="numpy"), law.pdf(grid(n_cpu, "cupy"), backend="cupy"))
+            agree = _max_rel(host["pdf"], law.pdf(grid(n_cpu, "cupy"), backend="cupy"))
             _free_gpu_memory()
     note = ""
     if n_cpu < points:
         cpu_s *= points / n_cpu
         note = f"CPU est: timed on {n_cpu} points, scaled linearly to {points}"
-    return [_row("⊠ engine pdf, (Bern ⊠ MP)^⊠10", f"{points} points", cpu_s, gpu_s, note, agree)]
+    return [_row("⊠ engine pdf, (Bern ⊠ MP)^⊠10", f"{points} points", cpu_s, gpu_s, note, agree,
+                 (x_cpu, host["pdf"]))]
 
 
 # -- driver -----------------------------------------------------------------------------------------------------------
