@@ -586,7 +586,19 @@ def ntk_law(net, n_data, input_law=None) -> Measure:
     and w (n × n), and K − (r₊I + Σ_ℓ b^{2(L−ℓ)} X_ℓᵀX_ℓ) → 0 (:func:`ntk_coefficients`). Its law solves the
     equations of :class:`NTKLaw`; returned as a :class:`Tabulated` density (cdf, quantiles, Cauchy transform exact
     for the table) whose moments are the exact series of :func:`ntk_moments`. Raises :class:`ConvergenceError`
-    where the continuation fails or the bands found do not hold the mass to 1e-6."""
+    where the continuation fails or the bands found do not hold the mass to 1e-6.
+
+    **Finite n.** This is the n → ∞ law. At finite n each sample's backpropagated norms ‖s_{ℓ,i}‖² (and its
+    feature norms) fluctuate by O(n^{−1/2}) about their limits a^{L−ℓ+1}, so the actual NTK is close to
+    F^{1/2}(r₊I + Σ_ℓ c_ℓX_ℓᵀX_ℓ)F^{1/2} with F = diag(K_ii/(r₊ + Σ_ℓ c_ℓ‖x_{ℓ,i}‖²)), per-sample factors of relative
+    spread C/√n. The law's lower edge sits near r₊ and is steep (a quarter of the mass within 0.5 of it at γ_ℓ = 1),
+    and F smears it over ≈ edge·C/√n; the rest of the spectrum and m₁ are untouched. For tanh (r₊ = 1.6 at depth 3,
+    C ≈ 1.7) this is invisible at n = 2000. For ReLU a = 2b², so r₊ = Σ_k (a^k − b^{2k}) is large (2.35 at depth
+    2, 5.11 at depth 3) and the Bernoulli φ̃′² compounds the spread down the layers (C ≈ 1.9 at depth 2, 2.5 at
+    depth 3): measured KS between the law and the actual NTK at n = 2000 (d₀ = 2n, d_ℓ = n, sphere read-out, 2
+    networks) 0.016–0.028 (depth 2) and 0.061–0.095 (depth 3) as the draws vary, all of it below the law's 25 %
+    quantile, falling with n; the linear combination on the same draws matches the law to KS 0.002, and removing F
+    (F^{−1/2}KF^{−1/2}) brings depth 3 to 0.022 (tests/test_ntk_law.py)."""
     return _combination_law(*_ntk_setup(net, n_data, input_law))
 
 
