@@ -7,7 +7,7 @@ with q₀ = ‖x₀‖²/n₀, and for ℓ = 1, …, L
 
 with W_ℓ either Gaussian (iid entries N(0, σ_w²/n_{ℓ-1})) or orthogonal (σ_w times a Haar orthogonal matrix; for
 n_ℓ ≠ n_{ℓ-1} a Haar partial isometry scaled so that its entries also have variance σ_w²/n_{ℓ-1}). The
-input–output Jacobian is
+input–output Jacobian is::
 
     J = D_L W_L D_{L-1} ⋯ D_1 W_1   (``last_activation=True``, L factors D_ℓ = diag φ′(h_ℓ)), or
     J = W_L D_{L-1} ⋯ D_1 W_1       (``last_activation=False``: a linear read-out f(x) = h_L, as in

@@ -6,19 +6,19 @@ row on the probability simplex (entries in [0, 1], row sums 1 within 1e-4, so fl
 float64 NumPy and returned as Python floats. The predicted class is argmax_c p[n, c], ties going to the lowest class
 index (``numpy.argmax``). Bad input raises ValueError naming the argument.
 
-================  ==========================================================================  ================
-metric            definition                                                                   thesis
-================  ==========================================================================  ================
-accuracy          (1/N) Σ_n 1[argmax p_n = y_n]                                                Eq. 3.26
-nll               −(1/N) Σ_n log p_n[y_n]   (+inf if a true class has probability 0)           Eq. 3.27
-ece               Σ_b (|B_b|/N) |acc(B_b) − conf(B_b)|; B_b the samples whose top-label        Eq. 3.28
-                  confidence max_c p_n,c lies in ((b−1)/B, b/B], B = 15 equal-width bins
-kl                d_KL(p ‖ q) = (1/N) Σ_n Σ_c p_n,c log(p_n,c / q_n,c), with 0 log 0 = 0         Eqs. 7.2, 4.5
-disagreement      d_PDR = (1/N) Σ_n 1[argmax p_n ≠ argmax q_n]                                  Eq. 7.3
-correlation       (1/N) Σ_n Pearson(p_n, q_n), the correlation of the two C-vectors of sample n    Eq. 7.1 (read so)
-mask_distance     CD(A, B) = √(Σ_i |a_i − b_i|)  (for 0/1 masks: √Hamming = Euclidean distance)  Eq. 3.13
-total_distance    TD = Σ_i Σ_j CD(M_i, M_j) over ordered pairs of a set of masks               Eq. 3.14
-================  ==========================================================================  ================
+==============  =============================================================================  =================
+metric          definition                                                                     thesis
+==============  =============================================================================  =================
+accuracy        (1/N) Σ_n 1[argmax p_n = y_n]                                                  Eq. 3.26
+nll             −(1/N) Σ_n log p_n[y_n] (+inf if a true class has probability 0)               Eq. 3.27
+ece             Σ_b (|B_b|/N) |acc(B_b) − conf(B_b)|; B_b the samples whose top-label          Eq. 3.28
+                confidence max_c p_n,c lies in ((b−1)/B, b/B], B = 15 equal-width bins
+kl              d_KL(p ‖ q) = (1/N) Σ_n Σ_c p_n,c log(p_n,c / q_n,c), with 0 log 0 = 0         Eqs. 7.2, 4.5
+disagreement    d_PDR = (1/N) Σ_n 1[argmax p_n ≠ argmax q_n]                                   Eq. 7.3
+correlation     (1/N) Σ_n Pearson(p_n, q_n), the correlation of the two C-vectors of sample n  Eq. 7.1 (read so)
+mask_distance   CD(A, B) = √(Σ_i |a_i − b_i|) (for 0/1 masks: √Hamming = Euclidean distance)   Eq. 3.13
+total_distance  TD = Σ_i Σ_j CD(M_i, M_j) over ordered pairs of a set of masks                 Eq. 3.14
+==============  =============================================================================  =================
 
 (The thesis's text cites the first three as Eqs. 3.15–3.17; they are numbered 3.26–3.28.) Eq. 7.1 as printed sums a
 covariance over classes and is ill-posed; :func:`correlation` is the per-sample Pearson correlation of the two

@@ -7,16 +7,16 @@ tokens → linear head. A block is a pair of residual sub-blocks x ↦ x + f(LN(
 and f a two-layer MLP with expansion γ and an activation in the middle. What differs is only how f acts on the effective
 width m = S·C (row-major flatten, see :mod:`.layers`):
 
-=========  ==============================================================  =============================================
-model      token sub-block f                                                channel sub-block f
-=========  ==============================================================  =============================================
-MLPMixer   W₂ φ(W₁ X): kron(W, I_C), density 1/C                            φ(X V₁ᵀ) V₂ᵀ: kron(I_S, V), density 1/S
-RPMixer    P₂ (I_C ⊗ W) P₁: the commutations replaced by uniform random     as the Mixer
-           permutations (RP-Mixer of Hayase & Karakida 2024),
-           ``permutations="commutation"`` = Mixer
-SWMLP      (M ⊙ W), static random masks of density 1/C (default)           (M ⊙ W), density 1/S (default)
-MonarchMLP one sub-block per block: Monarch layers m → γm → m with S blocks (no separate channel sub-block)
-=========  ==============================================================  =============================================
+==========  ================================================================  =======================================
+model       token sub-block f                                                 channel sub-block f
+==========  ================================================================  =======================================
+MLPMixer    W₂ φ(W₁ X): kron(W, I_C), density 1/C                             φ(X V₁ᵀ) V₂ᵀ: kron(I_S, V), density 1/S
+RPMixer     P₂ (I_C ⊗ W) P₁: the commutations replaced by uniform random      as the Mixer
+            permutations (RP-Mixer of Hayase & Karakida 2024),
+            ``permutations="commutation"`` = Mixer
+SWMLP       (M ⊙ W), static random masks of density 1/C (default)             (M ⊙ W), density 1/S (default)
+MonarchMLP  Monarch layers m → γm → m with S blocks, one sub-block per block  (no separate channel sub-block)
+==========  ================================================================  =======================================
 
 so each layer of SWMLP has the same number of connections (on average) as the Mixer layer it replaces: the budget
 Ω = γ(CS² + SC²)/2 of :func:`rmtnet.spectra.mixer.connections`. All models take a ``seed`` (weights, masks and
@@ -64,7 +64,7 @@ class MLP(nn.Module):
     """A dense MLP with widths n₀ → n₁ → … → n_L, in rmtnet.arch's convention: h_ℓ = W_ℓ x_{ℓ−1} + b_ℓ,
     x_ℓ = φ(h_ℓ), W_ℓ Gaussian N(0, σ_w²/n_{ℓ−1}) or σ_w × Haar orthogonal (a partial isometry scaled to the same
     entry variance when n_ℓ ≠ n_{ℓ−1}), b_ℓ ~ N(0, σ_b²); the last layer has φ only if ``last_activation``.
-    Inputs of any shape (…, *) are flattened to (…, n₀).
+    Inputs of any shape (…, ``*``) are flattened to (…, n₀).
 
     :meth:`from_arch` builds the torch face of an :func:`rmtnet.arch.mlp` description, so its input–output Jacobian
     at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`."""

@@ -88,7 +88,7 @@ def _per_example(model):
 def input_jacobian(model, x):
     """The input–output Jacobian J = ∂f/∂x at one example, shape (d_out, d_in) (input and output flattened).
 
-    ``x``: one example without the batch dimension, or a tuple (x, *context) whose other elements are held fixed
+    ``x``: one example without the batch dimension, or a tuple ``(x, *context)`` whose other elements are held fixed
     (e.g. the EMN adjacency A). Computed by reverse mode (torch.func.jacrev) in the model's dtype."""
     _check_model(model)
     x, *context = _inputs(model, x, batched=False)
@@ -139,7 +139,7 @@ def parameter_jacobian(model, x, chunk_size=None):
     """Per-example Jacobians of the flattened output with respect to every trainable parameter.
 
     ``x``: a batch (n, …) or a tuple of batches (inputs of ``model(*x)``). Returns {name: tensor of shape
-    (n, k, *param.shape)}, computed as vmap over examples of jacrev of torch.func.functional_call, in the model's
+    ``(n, k, *param.shape)``}, computed as vmap over examples of jacrev of torch.func.functional_call, in the model's
     dtype. For a MaskedLinear weight the entries at masked coordinates are exactly zero. ``chunk_size`` bounds how
     many examples vmap treats at once (memory)."""
     _check_model(model)

@@ -18,11 +18,13 @@ whatever ``net.last_activation`` says). Its diagonal is the mean-field length ma
 (q₁ = σ_w² q₀ + σ_b²).
 
 The expectation (2) has closed forms for
-  * ReLU, the degree-1 arc-cosine kernel (Cho & Saul 2009): E[relu(z₁)relu(z₂)] = √(c₁₁c₂₂)/(2π)·(sin θ + (π − θ)cos θ),
-    cos θ = c₁₂/√(c₁₁c₂₂);
-  * rmtnet's erf, φ(h) = erf(√π h/2) (Williams 1997): E[erf(a z₁)erf(a z₂)] = (2/π) arcsin(2a²c₁₂/√((1+2a²c₁₁)(1+2a²c₂₂))),
-    a = √π/2;
-  * linear: c₁₂;
+
+* ReLU, the degree-1 arc-cosine kernel (Cho & Saul 2009): E[relu(z₁)relu(z₂)] = √(c₁₁c₂₂)/(2π)·(sin θ + (π − θ)cos θ),
+  cos θ = c₁₂/√(c₁₁c₂₂);
+* rmtnet's erf, φ(h) = erf(√π h/2) (Williams 1997): E[erf(a z₁)erf(a z₂)] = (2/π) arcsin(2a²c₁₂/√((1+2a²c₁₁)(1+2a²c₂₂))),
+  a = √π/2;
+* linear: c₁₂;
+
 and is computed by quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
 user callables). GP regression (:func:`gp_posterior`) uses the posterior mean K(x*,X)K(X,X)⁻¹Y and variance
 K(x*,x*) − K(x*,X)K(X,X)⁻¹K(X,x*) (Rasmussen & Williams 2006, eqs. 2.25–2.26).

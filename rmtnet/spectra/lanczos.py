@@ -236,8 +236,8 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
     """Spectral measure of a symmetric operator A by stochastic Lanczos quadrature (module docstring).
 
     operator: a square array, sparse matrix, LinearOperator, an operator of :mod:`rmtnet.spectra.operators`, or a
-        callable (see :func:`as_block_operator`; ``dim``, ``backend``, ``block`` as there). Symmetry is assumed, not
-        checked.
+    callable (see :func:`as_block_operator`; ``dim``, ``backend``, ``block`` as there). Symmetry is assumed, not
+    checked.
     n_steps: Lanczos steps k per probe, 1 ≤ k ≤ m (the quadrature has k nodes; moments exact to order 2k − 1).
     n_probes: independent probes, run side by side as one (m, n_probes) block per operator call.
     probe: ``"rademacher"`` (±1 entries) or ``"gaussian"``, normalised to unit length; drawn from ``seed``.

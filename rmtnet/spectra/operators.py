@@ -19,8 +19,9 @@ permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations aro
                mixing replaced by independent uniform permutations (RP-Mixer,
                Hayase & Karakida 2024); ``permutations="commutation"`` puts them
                back (= kronecker)
-sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, first of density 1/C   2 CSR products, k·nnz
-               then 1/S (the Mixer's densities: the SW-MLP) or any ``density``; CSR
+sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, the first of         2 CSR products, k·nnz
+               density 1/C, then 1/S (the Mixer's densities: the SW-MLP) or any
+               ``density``; CSR
 dense          one m×m matrix (for checks against :mod:`rmtnet.spectra.montecarlo`)   1 GEMM, k·m²
 =============  =====================================================================  ==============================
 

@@ -151,6 +151,7 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
     """One entry of the small-budget benchmark (Table 5.1, §5.3.3): ``epochs`` epochs in all, Adam at lr 1e-3.
 
     ``method``:
+
     - ``"independent"`` — one model, ``epochs`` epochs;
     - ``"dropout"`` — the same model with Dropout(0.5) after every hidden layer;
     - ``"bagging"`` — ``members`` models from different initial weights, each trained ``epochs/members`` epochs
@@ -159,6 +160,7 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
       ``sparsity`` (random masks, or Neural Partitioning: anti-mask pairs) and tuned ``epochs/(2·members)`` epochs
       each; the parent (the same for both, given ``seed``) is reported as ``parent_*``. ``draw`` picks another set
       of masks and tuning order for the same parent (for the within-parent variance of R vs NP).
+
     Returns the averaged ensemble's test accuracy, NLL, ECE, its vote accuracy, the members' accuracy (for SSE also
     ``with_parent_*``: the parent averaged in as a ninth member, as Algs. 1–3 print it) and, for ensembles, the
     pairwise disagreement / KL / correlation. For SSE, ``mask_td_fraction`` = TD / (k(k−1)·√n), the
