@@ -65,7 +65,7 @@ def _check_jacobian(table):
 
 def _check_slq(gpu_bench, table):
     """The SLQ estimate of the benchmark's operator (side 32, 2 probes, 10 steps, seed 0) equals SLQ on the dense
-    JJᵀ it stands for, with the same probes; and its first moment is a Hutchinson estimate of tr(JJᵀ)/m."""
+    JJᵀ it stands for (the same probes from the same seed): nodes and moments to rounding."""
     (quad,) = table.cpu_result
     J = gpu_bench.mixer_network(32, 4, "numpy").jacobian()
     dense = lz.slq(J @ J.T, n_steps=10, n_probes=2, seed=0)
