@@ -8,9 +8,10 @@ order, for both representations compared) and whose columns are p features. Its 
     first only keeps the rounding error of a large offset out of K);
   * the Gaussian (RBF) kernel, K_ij = exp(−‖xᵢ − xⱼ‖² / (2σ²)). By default σ² = ``bandwidth``² × the median of the
     squared distances over all n² entries, zero diagonal included (the two middle values averaged when n² is even):
-    the rule of Kornblith et al.'s reference code, which their published RBF CKA values use. ``median=
-    "distinct_pairs"`` takes σ = ``bandwidth`` × the median Euclidean distance over the n(n−1)/2 pairs i < j instead,
-    the wording of their paper ("a fraction of the median distance"); it gives a slightly larger σ. See :func:`gram`.
+    the rule of Kornblith et al.'s reference code, which their published RBF CKA values use.
+    ``median="distinct_pairs"`` takes σ = ``bandwidth`` × the median Euclidean distance over the n(n−1)/2 pairs
+    i < j instead, the wording of their paper ("a fraction of the median distance"); it gives a slightly larger σ.
+    See :func:`gram`.
 
 With H = I − 11ᵀ/n and K̃, L̃ the Gram matrices with their diagonals set to zero, the two HSIC estimators are
 
