@@ -13,7 +13,7 @@ order, for both representations compared) and whose columns are p features. Its 
     i < j instead, the wording of their paper ("a fraction of the median distance"); it gives a slightly larger σ.
     See :func:`gram`.
 
-With H = I − 11ᵀ/n and K̃, L̃ the Gram matrices with their diagonals set to zero, the two HSIC estimators are
+With H = I − 11ᵀ/n and K̃, L̃ the Gram matrices with their diagonals set to zero, the two HSIC estimators are::
 
     HSIC₀(K, L) = tr(KHLH) / (n − 1)²                                    (Gretton et al. 2005, biased),
     HSIC₁(K, L) = [tr(K̃L̃) + (1ᵀK̃1)(1ᵀL̃1) / ((n−1)(n−2)) − 2/(n−2) · 1ᵀK̃L̃1] / (n(n − 3))
@@ -31,7 +31,7 @@ never is: it vanishes exactly when K̃ᵢⱼ = aᵢ + aⱼ off the diagonal (e.g
 CKA, a cosine, lies in [−1, 1]. A self-HSIC that is zero up to rounding raises ValueError instead of giving NaN or
 noise.
 
-Minibatch CKA (Nguyen, Raghu & Kornblith, ICLR 2021, §3.1) over k batches Xᵢ, Yᵢ of the same examples:
+Minibatch CKA (Nguyen, Raghu & Kornblith, ICLR 2021, §3.1) over k batches Xᵢ, Yᵢ of the same examples::
 
     CKA_mb = k⁻¹Σᵢ HSIC₁(XᵢXᵢᵀ, YᵢYᵢᵀ) / √(k⁻¹Σᵢ HSIC₁(XᵢXᵢᵀ, XᵢXᵢᵀ) · k⁻¹Σᵢ HSIC₁(YᵢYᵢᵀ, YᵢYᵢᵀ)).
 
