@@ -43,6 +43,16 @@ def positive_integers(**named):
     return [integer_at_least(name, value, 1) for name, value in named.items()]
 
 
+def mlp_description(name, net):
+    """Return ``net`` if it is a network description of :func:`rmtnet.arch.mlp` (duck-typed: depth, σ_w, σ_b and
+    the activation, so that rmtnet.spectra need not import rmtnet.arch), else raise ValueError naming ``name``."""
+    for attr in ("depth", "sigma_w", "sigma_b", "activation"):
+        if not hasattr(net, attr):
+            raise ValueError(f"{name} must be an rmtnet.arch.MLP (built with rmtnet.arch.mlp), got "
+                             f"{type(net).__name__}")
+    return net
+
+
 def one_of(name, value, allowed):
     """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices."""
     if value not in allowed:

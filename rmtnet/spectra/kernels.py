@@ -35,7 +35,7 @@ import numpy as np
 from scipy import linalg
 
 from .. import _backend as B
-from ._checks import finite_array, integer_at_least, real_scalar
+from ._checks import finite_array, integer_at_least, mlp_description, real_scalar
 from .meanfield import Activation, activation
 
 __all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kernel", "kernel_map", "nngp_kernel",
@@ -277,13 +277,6 @@ def _inputs(name, X):
     return X
 
 
-def _net(net):
-    for attr in ("depth", "sigma_w", "sigma_b", "activation"):
-        if not hasattr(net, attr):
-            raise ValueError(f"net must be an rmtnet.arch.MLP (built with rmtnet.arch.mlp), got {type(net).__name__}")
-    return net
-
-
 def _first_layer(net, Xa, Xb):
     """Σ₁ = σ_w² Xa Xbᵀ/n₀ + σ_b²."""
     return net.sigma_w ** 2 * (Xa @ Xb.T) / Xa.shape[1] + net.sigma_b ** 2
@@ -298,7 +291,7 @@ def nngp_kernel(net, X, method="auto", return_all=False):
     (the widths drop out of the infinite-width limit; n₀ is X.shape[1]). ``return_all=True`` gives the list
     [Σ₁, …, Σ_L]. ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise),
     ``"closed_form"`` or ``"quadrature"``."""
-    net = _net(net)
+    net = mlp_description("net", net)
     X = _inputs("X", X)
     method = _method(method)
     S = _first_layer(net, X, X)
@@ -368,7 +361,7 @@ def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", ful
     Y_train observed at X_train with noise variance ``noise``, at the rows of X_test. Only the kernel entries needed
     are propagated (train × train, test × train and the test diagonal, or test × test when ``full_cov``).
     Returns (mean, var) with var the posterior variances (T,) or, with ``full_cov``, the T × T covariance."""
-    net = _net(net)
+    net = mlp_description("net", net)
     Xa = _inputs("X_train", X_train)
     Xt = _inputs("X_test", X_test)
     if Xt.shape[1] != Xa.shape[1]:
@@ -507,7 +500,7 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
     (NumPy or CuPy: a CuPy X gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
     [(Σ₁, Θ₁), …, (Σ_L, Θ_L)]."""
-    net = _net(net)
+    net = mlp_description("net", net)
     X = _inputs("X", X)
     method = _method(method)
     if parameterization not in PARAMETERIZATIONS:
@@ -552,7 +545,7 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     Y_train (N_train,) or (N_train, k) (k outputs share the kernel). Returns (mean, cov): mean (T,) or (T, k), cov
     T × T (the same for every output); host NumPy, float64. Solves by the eigendecomposition of Θ(X, X) + λI; a
     matrix that is not numerically positive definite at t = ∞ raises ValueError (use diag_reg > 0)."""
-    net = _net(net)
+    net = mlp_description("net", net)
     Xa = B.to_numpy(_inputs("X_train", X_train))
     Xt = B.to_numpy(_inputs("X_test", X_test))
     if Xt.shape[1] != Xa.shape[1]:
@@ -622,7 +615,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
 
     ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
     axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64."""
-    net = _net(net)
+    net = mlp_description("net", net)
     X = _inputs("X", X)
     S = _count("n_samples", n_samples)
     if sampler not in SAMPLERS:
@@ -631,7 +624,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
         raise ValueError("sampler='marginal' needs net.weights == 'gaussian'; use sampler='weights'")
     if width is not None:
         width = _count("width", width)
-    from .montecarlo import layer_weights
+    from .random_matrices import layer_weights
     widths = (X.shape[1],) + tuple(net.scaled_widths(width)[1:])
     xp = B.native(backend)
     rng = B.rng(seed, backend)

@@ -235,3 +235,16 @@ def d2_law(act, q) -> Measure:
     if act.d2_atoms is not None:
         return act.d2_atoms(q)
     return gaussian_pushforward(lambda h: np.asarray(act.dphi(h), float) ** 2, q)
+
+
+def normalised_activation(act) -> Activation:
+    """φ̃ = (φ - E φ(ξ))/√Var φ(ξ), ξ ~ N(0, 1): centred with unit second moment (Fan & Wang's Assumption 3.1)."""
+    act = activation(act)
+    mean = gaussian_expectation(act.phi, 1.0, act.breakpoints)
+    var = second_moment(act, 1.0) - mean ** 2
+    if not var > 1e-14:
+        raise ValueError(f"activation {act.name!r} is constant under N(0, 1); it cannot be normalised")
+    sd = float(np.sqrt(var))
+    phi, dphi = act.phi, act.dphi
+    return Activation(f"normalised {act.name}", lambda h: (phi(h) - mean) / sd, lambda h: dphi(h) / sd,
+                      second_moment=None, breakpoints=act.breakpoints)

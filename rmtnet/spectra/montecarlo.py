@@ -8,114 +8,19 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _backend as B
-from .ntk import normalised_activation
+from ._checks import mlp_description, positive_integers
+from .meanfield import normalised_activation
+from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
+                              layer_weights, random_input, signed_permutation, wishart_eigs)
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "wishart_eigs",
            "ginibre_product_eigs", "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs",
            "sample_ck_eigs", "ntk_gram", "sample_ntk", "sample_ntk_eigs"]
 
 
-def _check_dims(**dims):
-    for name, v in dims.items():
-        if isinstance(v, bool) or int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-
-def ginibre(n, m, rng, backend=None, batch=None):
-    """n×m real Gaussian matrix (or a batch of them) with iid N(0, 1/m) entries."""
-    shape = (n, m) if batch is None else (batch, n, m)
-    return rng.standard_normal(shape, dtype="float64") / (m ** 0.5)
-
-
-def haar_orthogonal(n, rng, backend=None, batch=None):
-    """Haar-distributed orthogonal n×n matrices: QR of a Ginibre matrix with the sign of diag(R) folded into Q
-    (Mezzadri 2007), so the law is exactly Haar, not merely orthogonal. The square case of :func:`haar_isometry`."""
-    return haar_isometry(n, n, rng, backend, batch)
-
-
-def wishart_eigs(n, m, seed=None, backend=None, n_samples=1):
-    """Eigenvalues of XXᵀ, X n×m with entries N(0, 1/m): a draw of MarchenkoPastur(n/m). Shape (n_samples·n,)."""
-    _check_dims(n=n, m=m, n_samples=n_samples)
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
-    x = ginibre(n, m, rng, backend, batch=n_samples)
-    return xp.linalg.eigvalsh(x @ xp.swapaxes(x, -1, -2)).ravel()
-
-
-def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
-    """Eigenvalues of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s iid n×n Ginibre matrices (entries N(0, 1/n)): FussCatalan(s)."""
-    _check_dims(n=n, s=s, n_samples=n_samples)
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
-    p = ginibre(n, n, rng, backend, batch=n_samples)
-    for _ in range(s - 1):
-        p = ginibre(n, n, rng, backend, batch=n_samples) @ p
-    return xp.linalg.eigvalsh(p @ xp.swapaxes(p, -1, -2)).ravel()
-
-
-def free_product_eigs(diagonals, seed=None, backend=None):
-    """Eigenvalues of X Xᵀ with X = D_k O_k ⋯ D_1 O_1 for given diagonals d_i (arrays of length n, the square
-    roots of the factors' eigenvalues) and independent Haar orthogonal O_i: a draw of ⊠_i law(d_i²)."""
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
-    n = len(diagonals[0])
-    x = xp.eye(n)
-    for d in diagonals:
-        o = haar_orthogonal(n, rng, backend)
-        x = xp.asarray(d)[:, None] * (o @ x)
-    return xp.linalg.eigvalsh(x @ x.T)
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Random networks: weights, a propagated input, and the spectra of their Jacobian, Fisher dual and CK.
 # The net is an rmtnet.arch.MLP (duck-typed here: spectra does not import arch).
-
-def haar_isometry(n, m, rng, backend=None, batch=None):
-    """An n×m Haar partial isometry: orthonormal columns if n ≥ m, orthonormal rows otherwise (QR of a Gaussian
-    matrix with the signs of diag(R) folded in, so the law is exactly Haar). n = m gives :func:`haar_orthogonal`."""
-    xp = B.native(backend)
-    tall = n >= m
-    shape = (n, m) if tall else (m, n)
-    a = rng.standard_normal(shape if batch is None else (batch,) + shape, dtype="float64")
-    q, r = xp.linalg.qr(a)
-    d = xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))
-    d = xp.where(d == 0, 1.0, d)
-    q = q * d[..., None, :]
-    return q if tall else xp.swapaxes(q, -1, -2)
-
-
-def signed_permutation(n, rng, backend=None, batch=None):
-    """Uniformly random signed n×n permutation matrices, built densely: orthogonal but not Haar, and not
-    asymptotically free from diagonal matrices — the control of :mod:`~rmtnet.spectra.freeness`."""
-    xp = B.native(backend)
-    b = 1 if batch is None else batch
-    perm = xp.argsort(rng.random((b, n)), axis=-1)
-    sign = xp.where(rng.random((b, n)) < 0.5, -1.0, 1.0)
-    p = xp.zeros((b, n, n), dtype="float64")
-    p[xp.arange(b)[:, None], xp.arange(n)[None, :], perm] = sign
-    return p if batch is not None else p[0]
-
-
-def layer_weights(kind, n_out, n_in, sigma_w, rng, backend=None, batch=None):
-    """W ∈ ℝ^{n_out×n_in} with entries of variance σ_w²/n_in: ``"gaussian"``, or ``"orthogonal"``: a Haar
-    (partial) isometry scaled by σ_w·√(max(1, n_out/n_in)) (rmtnet.arch's convention; square: σ_w O), or
-    ``"permutation"`` (square only): σ_w times a random signed permutation, the non-free control."""
-    if kind == "gaussian":
-        return sigma_w * ginibre(n_out, n_in, rng, backend, batch)
-    if kind == "orthogonal":
-        return sigma_w * max(1.0, n_out / n_in) ** 0.5 * haar_isometry(n_out, n_in, rng, backend, batch)
-    if kind == "permutation":
-        if n_out != n_in:
-            raise ValueError(f"weights='permutation' needs square layers, got {n_out}×{n_in}")
-        return sigma_w * signed_permutation(n_in, rng, backend, batch)
-    raise ValueError(f"weights must be 'gaussian', 'orthogonal' or 'permutation', got {kind!r}")
-
-
-def _input(n, q0, rng, xp, batch):
-    """A random input direction scaled to ‖x₀‖²/n = q0 exactly, one per sample: shape (batch, n)."""
-    x = rng.standard_normal((batch, n), dtype="float64")
-    return x * xp.sqrt(q0 * n / xp.sum(x * x, axis=-1, keepdims=True))
-
 
 def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=None):
     """Draw ``n_samples`` networks and push one random input (‖x₀‖²/n₀ = net.q0) through each.
@@ -123,11 +28,11 @@ def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=Non
     Yields, for ℓ = 1 … L, (W_ℓ, x_{ℓ-1}, h_ℓ) with shapes (S, n_ℓ, n_{ℓ-1}), (S, n_{ℓ-1}), (S, n_ℓ): the actual
     pre-activations, so the empirical q_ℓ follow the mean-field recursion up to O(1/√n) fluctuations.
     ``weights`` overrides ``net.weights`` with any kind :func:`layer_weights` accepts."""
-    _check_dims(n_samples=n_samples)
+    positive_integers(n_samples=n_samples)
     widths = net.scaled_widths(width)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
-    x = _input(widths[0], net.q0, rng, xp, n_samples)
+    x = random_input(widths[0], net.q0, rng, xp, n_samples)
     phi = net.activation.phi
     for n_in, n_out in zip(widths[:-1], widths[1:]):
         w = layer_weights(weights or net.weights, n_out, n_in, net.sigma_w, rng, backend, batch=n_samples)
@@ -213,7 +118,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     """Eigenvalues of the conjugate kernel (1/d_L) X_Lᵀ X_L (n_data × n_data) of Fan & Wang (2020): X₀ has iid
     N(0, 1) entries (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
     centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1. Returns shape (n_samples·n_data,)."""
-    _check_dims(n_data=n_data, n_samples=n_samples)
+    positive_integers(n_data=n_data, n_samples=n_samples)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     widths = net.scaled_widths(width)
@@ -259,7 +164,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
                return_parts=False):
     """NTK Gram matrices (n_samples × n_data × n_data, on the backend) of random networks in Fan & Wang's setting
     (:func:`rmtnet.spectra.ntk.ntk_law`): :func:`ntk_gram` with W_ℓ iid N(0, 1) of the net's widths
-    (``net.scaled_widths(width)``), its activation normalised (:func:`~rmtnet.spectra.ntk.normalised_activation`),
+    (``net.scaled_widths(width)``), its activation normalised (:func:`~rmtnet.spectra.meanfield.normalised_activation`),
     and w ∈ ℝ^{d_L}.
 
     X: the inputs as columns (d₀ × n_data, of norm ≈ 1), default iid N(0, 1/d₀) entries drawn per network.
@@ -268,12 +173,11 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     moving each draw's whole spectrum; the sphere removes that part (the limit law is the same). A smaller
     fluctuation of the same kind remains one layer down (‖W_Lᵀw‖²/(d_{L−1}‖w‖²), about √(2/d_{L−1}) from 1): compare
     pooled draws with the law, and moments by their spread over draws."""
-    from .kernels import _net
-    net = _net(net)
+    net = mlp_description("net", net)
     if net.weights != "gaussian" or net.sigma_w != 1.0 or net.sigma_b != 0.0:
         raise ValueError(f"sample_ntk draws Fan & Wang's network: net must have weights='gaussian', sigma_w=1, "
                          f"sigma_b=0, got {net.weights!r}, {net.sigma_w}, {net.sigma_b}")
-    _check_dims(n_data=n_data, n_samples=n_samples)
+    positive_integers(n_data=n_data, n_samples=n_samples)
     if readout not in READOUTS:
         raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
     xp = B.native(backend)

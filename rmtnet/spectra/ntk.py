@@ -39,9 +39,9 @@ from .free import free_mult_scaled
 from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
 from .measures import Affine, GridDensity, Measure, PointMasses, Tabulated, resolved_tanh_sinh, tabulate
-from .meanfield import Activation, activation, gaussian_expectation, second_moment, variance_profile
+from .meanfield import activation, gaussian_expectation, normalised_activation, second_moment, variance_profile
 
-__all__ = ["normalised_activation", "fisher_law", "fisher_moments", "critical_learning_rate", "ck_law",
+__all__ = ["fisher_law", "fisher_moments", "critical_learning_rate", "ck_law",
            "ck_moments", "ntk_coefficients", "NTKLaw", "ntk_law", "ntk_moments"]
 
 
@@ -131,19 +131,6 @@ def critical_learning_rate(net, q0=None):
 
 # ------------------------------------------------------------------------------------------------------------------
 # Conjugate kernel
-
-def normalised_activation(act) -> Activation:
-    """φ̃ = (φ - E φ(ξ))/√Var φ(ξ), ξ ~ N(0, 1): centred with unit second moment (Fan & Wang's Assumption 3.1)."""
-    act = activation(act)
-    mean = gaussian_expectation(act.phi, 1.0, act.breakpoints)
-    var = second_moment(act, 1.0) - mean ** 2
-    if not var > 1e-14:
-        raise ValueError(f"activation {act.name!r} is constant under N(0, 1); it cannot be normalised")
-    sd = float(np.sqrt(var))
-    phi, dphi = act.phi, act.dphi
-    return Activation(f"normalised {act.name}", lambda h: (phi(h) - mean) / sd, lambda h: dphi(h) / sd,
-                      second_moment=None, breakpoints=act.breakpoints)
-
 
 def _ck_setup(net, n_data):
     if isinstance(n_data, bool) or int(n_data) != n_data or n_data < 1:

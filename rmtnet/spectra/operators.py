@@ -57,7 +57,7 @@ from scipy import sparse
 
 from .. import _backend as B
 from ._checks import integer_at_least, one_of, real_scalar
-from .montecarlo import _input, layer_weights
+from .random_matrices import layer_weights, random_input
 
 __all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "Permutation",
            "SparseFactor", "StructuredNetwork", "mixer_network", "sparse_network", "mlp_network", "commutation",
@@ -443,7 +443,7 @@ def mixer_network(net, tokens, channels, *, structure="kronecker", permutations=
     rng = B.rng(seed, be)
     m = S * C
     g = net.sigma_w ** 0.5
-    x0 = _input(m, net.q0, rng, xp, 1)[0]
+    x0 = random_input(m, net.q0, rng, xp, 1)[0]
     layers, biases = [], []
     for _ in range(net.depth):
         w = layer_weights(net.weights, S, S, g, rng, be)
@@ -480,7 +480,7 @@ def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=No
     be = B.get_backend() if backend is None else backend
     xp = B.native(be)
     rng = B.rng(seed, be)
-    x0 = _input(m, net.q0, rng, xp, 1)[0]
+    x0 = random_input(m, net.q0, rng, xp, 1)[0]
     layers, biases = [], []
     for _ in range(net.depth):
         layer = []
@@ -509,7 +509,7 @@ def mlp_network(net, width=None, *, seed=None, backend=None):
     xp = B.native(be)
     rng = B.rng(seed, be)
     n = widths[0]
-    x0 = _input(n, net.q0, rng, xp, 1)
+    x0 = random_input(n, net.q0, rng, xp, 1)
     layers, biases = [], []
     for _ in range(net.depth):
         w = layer_weights(net.weights, n, n, net.sigma_w, rng, be, batch=1)[0]

@@ -1,0 +1,110 @@
+"""Classical random-matrix ensembles, sampled on NumPy or CuPy in float64: Ginibre, Haar orthogonal matrices and
+partial isometries (QR with the signs of diag(R) folded in, Mezzadri 2007), random signed permutations, Wishart and
+Ginibre-product eigenvalues, free products of diagonals conjugated by Haar matrices, and the layer weights of a random
+network (Gaussian, orthogonal, permutation) in rmtnet.arch's convention.
+
+These are the bottom of rmtnet.spectra's sampling: the laws (``MarchenkoPastur.rvs``) and the network samplers of
+:mod:`rmtnet.spectra.montecarlo` build on them, and this module imports nothing else of rmtnet but the backend and
+the argument checks. ``rng`` arguments are generators from :func:`rmtnet._backend.rng`; ``seed`` arguments anything
+it accepts.
+"""
+from __future__ import annotations
+
+from .. import _backend as B
+from ._checks import positive_integers
+
+__all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "random_input",
+           "wishart_eigs", "ginibre_product_eigs", "free_product_eigs"]
+
+
+def ginibre(n, m, rng, backend=None, batch=None):
+    """n×m real Gaussian matrix (or a batch of them) with iid N(0, 1/m) entries."""
+    shape = (n, m) if batch is None else (batch, n, m)
+    return rng.standard_normal(shape, dtype="float64") / (m ** 0.5)
+
+
+def haar_orthogonal(n, rng, backend=None, batch=None):
+    """Haar-distributed orthogonal n×n matrices: QR of a Ginibre matrix with the sign of diag(R) folded into Q
+    (Mezzadri 2007), so the law is exactly Haar, not merely orthogonal. The square case of :func:`haar_isometry`."""
+    return haar_isometry(n, n, rng, backend, batch)
+
+
+def wishart_eigs(n, m, seed=None, backend=None, n_samples=1):
+    """Eigenvalues of XXᵀ, X n×m with entries N(0, 1/m): a draw of MarchenkoPastur(n/m). Shape (n_samples·n,)."""
+    positive_integers(n=n, m=m, n_samples=n_samples)
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    x = ginibre(n, m, rng, backend, batch=n_samples)
+    return xp.linalg.eigvalsh(x @ xp.swapaxes(x, -1, -2)).ravel()
+
+
+def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
+    """Eigenvalues of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s iid n×n Ginibre matrices (entries N(0, 1/n)): FussCatalan(s)."""
+    positive_integers(n=n, s=s, n_samples=n_samples)
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    p = ginibre(n, n, rng, backend, batch=n_samples)
+    for _ in range(s - 1):
+        p = ginibre(n, n, rng, backend, batch=n_samples) @ p
+    return xp.linalg.eigvalsh(p @ xp.swapaxes(p, -1, -2)).ravel()
+
+
+def free_product_eigs(diagonals, seed=None, backend=None):
+    """Eigenvalues of X Xᵀ with X = D_k O_k ⋯ D_1 O_1 for given diagonals d_i (arrays of length n, the square
+    roots of the factors' eigenvalues) and independent Haar orthogonal O_i: a draw of ⊠_i law(d_i²)."""
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    n = len(diagonals[0])
+    x = xp.eye(n)
+    for d in diagonals:
+        o = haar_orthogonal(n, rng, backend)
+        x = xp.asarray(d)[:, None] * (o @ x)
+    return xp.linalg.eigvalsh(x @ x.T)
+
+
+def haar_isometry(n, m, rng, backend=None, batch=None):
+    """An n×m Haar partial isometry: orthonormal columns if n ≥ m, orthonormal rows otherwise (QR of a Gaussian
+    matrix with the signs of diag(R) folded in, so the law is exactly Haar). n = m gives :func:`haar_orthogonal`."""
+    xp = B.native(backend)
+    tall = n >= m
+    shape = (n, m) if tall else (m, n)
+    a = rng.standard_normal(shape if batch is None else (batch,) + shape, dtype="float64")
+    q, r = xp.linalg.qr(a)
+    d = xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))
+    d = xp.where(d == 0, 1.0, d)
+    q = q * d[..., None, :]
+    return q if tall else xp.swapaxes(q, -1, -2)
+
+
+def signed_permutation(n, rng, backend=None, batch=None):
+    """Uniformly random signed n×n permutation matrices, built densely: orthogonal but not Haar, and not
+    asymptotically free from diagonal matrices — the control of :mod:`~rmtnet.spectra.freeness`."""
+    xp = B.native(backend)
+    b = 1 if batch is None else batch
+    perm = xp.argsort(rng.random((b, n)), axis=-1)
+    sign = xp.where(rng.random((b, n)) < 0.5, -1.0, 1.0)
+    p = xp.zeros((b, n, n), dtype="float64")
+    p[xp.arange(b)[:, None], xp.arange(n)[None, :], perm] = sign
+    return p if batch is not None else p[0]
+
+
+def layer_weights(kind, n_out, n_in, sigma_w, rng, backend=None, batch=None):
+    """W ∈ ℝ^{n_out×n_in} with entries of variance σ_w²/n_in: ``"gaussian"``, or ``"orthogonal"``: a Haar
+    (partial) isometry scaled by σ_w·√(max(1, n_out/n_in)) (rmtnet.arch's convention; square: σ_w O), or
+    ``"permutation"`` (square only): σ_w times a random signed permutation, the non-free control."""
+    if kind == "gaussian":
+        return sigma_w * ginibre(n_out, n_in, rng, backend, batch)
+    if kind == "orthogonal":
+        return sigma_w * max(1.0, n_out / n_in) ** 0.5 * haar_isometry(n_out, n_in, rng, backend, batch)
+    if kind == "permutation":
+        if n_out != n_in:
+            raise ValueError(f"weights='permutation' needs square layers, got {n_out}×{n_in}")
+        return sigma_w * signed_permutation(n_in, rng, backend, batch)
+    raise ValueError(f"weights must be 'gaussian', 'orthogonal' or 'permutation', got {kind!r}")
+
+
+def random_input(n, q0, rng, xp, batch):
+    """A random input direction scaled to ‖x₀‖²/n = q0 exactly, one per sample: shape (batch, n) (``xp``: the
+    array library of ``rng``)."""
+    x = rng.standard_normal((batch, n), dtype="float64")
+    return x * xp.sqrt(q0 * n / xp.sum(x * x, axis=-1, keepdims=True))
