@@ -13,9 +13,10 @@ from .meanfield import normalised_activation
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
                               layer_weights, random_input, signed_permutation, wishart_eigs)
 
-__all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "wishart_eigs",
-           "ginibre_product_eigs", "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs",
-           "sample_ck_eigs", "ntk_gram", "sample_ntk", "sample_ntk_eigs"]
+# The random-matrix ensembles (ginibre, haar_orthogonal, wishart_eigs, …) are imported from random_matrices and
+# stay reachable here; this module's own names are the network samplers.
+__all__ = ["propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs", "ntk_gram", "sample_ntk",
+           "sample_ntk_eigs"]
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Limit spectra of the one-sample Fisher information / NTK (Hayase & Karakida 2021) and of the conjugate kernel over
-data (Fan & Wang 2020) of deep random networks (REFERENCE §2; seed 002 §2).
+data (Fan & Wang 2020) of deep random networks: Hayase & Karakida (AISTATS 2021, arXiv 2006.07814) and Fan & Wang
+("Spectra of the conjugate kernel and neural tangent kernel for linear-width neural networks", NeurIPS 2020,
+arXiv 2005.11879).
 
 **Fisher / one-sample NTK.** For one input x₀ and the network of :mod:`rmtnet.arch` (square layers), the NTK of the
 output with respect to all weights, Θ = Σ_ℓ q̂_{ℓ-1} B_ℓ B_ℓᵀ (B_ℓ = ∂x_L/∂h_ℓ, q̂_ℓ = ‖x_ℓ‖²/n), is the dual of the
@@ -17,7 +19,7 @@ new law (no S-transform product closes the recursion), so each μ_ℓ is tabulat
 tabulate`) before it enters the next ⊠: one density table per layer instead of nested Newton solves. Moments stay
 exact (series of the factors' moments, then the affine binomial), which is the independent check of the density.
 m₁(μ_{ℓ+1}) = q̂_ℓ + σ_w² m₁(ν_ℓ) m₁(μ_ℓ) grows linearly in depth at criticality; gradient descent on the squared loss
-diverges for learning rates above 2/λ_max (seed 002's "red line"), λ_max the top of the support.
+diverges for learning rates above 2/λ_max (Hayase & Karakida 2021), λ_max the top of the support.
 
 **Conjugate kernel** (Fan & Wang 2020, Theorem 3.4). Data X₀ ∈ ℝ^{d₀×n} with iid N(0, 1) entries, X_ℓ = φ̃(W_ℓ X_{ℓ-1}),
 W_ℓ ∈ ℝ^{d_ℓ×d_{ℓ-1}} Gaussian with entries N(0, 1/d_{ℓ-1}), φ̃ normalised (E φ̃(ξ) = 0, E φ̃(ξ)² = 1, ξ ~ N(0, 1),
@@ -124,7 +126,7 @@ def _affine_moments(m, a, b):
 
 
 def critical_learning_rate(net, q0=None):
-    """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (seed 002)."""
+    """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (Hayase & Karakida, AISTATS 2021)."""
     law = fisher_law(net, q0)
     return 2.0 / law.hull()[1]
 
@@ -196,7 +198,7 @@ def _fan_wang_constants(net, n_data):
 
 
 def ntk_coefficients(net, n_data):
-    """(r₊, [c₀, …, c_L]) of Fan & Wang's linear-combination form of the NTK over data (REFERENCE §8):
+    """(r₊, [c₀, …, c_L]) of Fan & Wang's linear-combination form of the NTK over data:
     K_NTK − (r₊I + Σ_ℓ c_ℓ X_ℓᵀX_ℓ) → 0 in operator norm, c_ℓ = b^{2(L−ℓ)}, r₊ = Σ_{ℓ<L} (a^{L−ℓ} − b^{2(L−ℓ)}),
     a = E φ̃′(ξ)², b = E φ̃′(ξ) (Fan & Wang, NeurIPS 2020, arXiv 2005.11879, Theorem 3.4's NTK part)."""
     a, b, _ = _fan_wang_constants(net, n_data)
@@ -211,7 +213,7 @@ class NTKLaw(Measure):
     of Fan & Wang's network (:func:`ntk_law`), by deterministic equivalents peeled one layer at a time.
 
     **The equations.** Given X_{ℓ−1}, K_ℓ has the law of T_ℓ^{1/2}(GᵀG/d_ℓ)T_ℓ^{1/2} with T_ℓ = (1 − b²)I + b²K_{ℓ−1}
-    (REFERENCE §8), and for B = C + T^{1/2}(GᵀG/d)T^{1/2} with C, T given, (B − z)⁻¹ ≈ (C − z + T/(1 + δ))⁻¹ with
+    (Fan & Wang 2020), and for B = C + T^{1/2}(GᵀG/d)T^{1/2} with C, T given, (B − z)⁻¹ ≈ (C − z + T/(1 + δ))⁻¹ with
     δ = (1/d) tr[T(C − z + T/(1 + δ))⁻¹] (Couillet & Liao 2022, ch. 2). Write the resolvent at level j as
     Q_j = (Σ_{k≤j} c_k^{(j)} K_k − e_j)⁻¹, starting from c_k^{(L)} = c_k and e_L = z − r₊. Peeling K_j with
     δ_j turns c_j^{(j)}K_j into c_j^{(j)}T_j/(1 + δ_j), so
