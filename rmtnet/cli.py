@@ -258,9 +258,10 @@ def _one(path, a):
 
 def _init_worker(threads):
     """A worker process of ``--jobs N``: its BLAS, OpenMP and torch thread pools get ``threads`` threads (set
-    before NumPy or torch is imported in it)."""
+    before NumPy or torch is imported in it), and so do its parameter sweeps (``RMTNET_CORES``, read by
+    :func:`rmtnet.experiments.available_cores`: a sweep with ``n_jobs=-1`` then runs that many workers)."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "RMTNET_CORES"):
         os.environ[var] = str(threads)
 
 

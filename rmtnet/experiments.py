@@ -279,6 +279,25 @@ def _local_pool(n_jobs):
     return cf.ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context(method))
 
 
+def available_cores() -> int:
+    """The cores this process should use: ``$RMTNET_CORES`` when set (``rmtnet run --jobs N`` sets it in each
+    simulation's process to its share of the machine), else those of its CPU affinity (``os.cpu_count()`` where the
+    OS does not tell)."""
+    share = os.environ.get("RMTNET_CORES")
+    if share is not None:
+        try:
+            value = int(share)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"RMTNET_CORES must be a positive integer, got {share!r}")
+        return value
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                     # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
 def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, progress: bool = True,
           executor=None, on_error: str = "collect", scheduler=None) -> pd.DataFrame:
     """Run ``fn(**config, seed=seed)`` for every configuration of ``grid`` and every seed; return the table.
@@ -292,7 +311,8 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     store : the CSV file the runs are appended to as they finish (created if absent; the runs of other grids in it
         are left alone), or None to keep nothing on disk.
     n_jobs : 1 runs in this process; n > 1 a local ``ProcessPoolExecutor`` of n workers ("forkserver" start where
-        available, else "spawn"); -1 one worker per CPU. Ignored when an executor or a scheduler is in force.
+        available, else "spawn"); -1 one worker per core this process may use (:func:`available_cores`: under
+        ``rmtnet run --jobs N`` each simulation's share). Ignored when an executor or a scheduler is in force.
     executor : anything with ``submit(fn, *args) -> concurrent.futures.Future`` (a thread or process pool, Dask's
         ``Client.get_executor()``), or a Dask ``distributed.Client`` itself. The caller keeps ownership.
     scheduler : the address of a Dask scheduler (``"tcp://host:8786"``) or a Dask cluster object: the runs go to
@@ -314,7 +334,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
         raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
-    n_jobs = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    n_jobs = available_cores() if n_jobs == -1 else n_jobs
     if isinstance(seeds, (numbers.Integral, np.integer)):
         seeds = (seeds,)
     seeds = [_scalar("seeds", s) for s in seeds]

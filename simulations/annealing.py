@@ -102,7 +102,7 @@ def gains(runs):
     return pd.DataFrame(rows)
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=2, **overrides):
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
     s = settings(full, **overrides)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def summarise(runs):
     return out
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=2, **overrides):
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
     s = settings(full, **overrides)
     omega, configs = grid(s, torch_device(backend))
     outdir = Path(outdir)

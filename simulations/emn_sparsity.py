@@ -135,7 +135,7 @@ def draw(fig3, nets, conditions, s):
     return fig
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=2, **overrides):
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
     s = settings(full, **overrides)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

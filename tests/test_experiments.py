@@ -214,3 +214,18 @@ def test_executor_hook(tmp_path):
     pd.testing.assert_frame_equal(dask_like, serial, check_exact=True)
     with pytest.raises(ValueError, match="executor"):
         sweep(score, GRID, store=None, executor=object(), progress=False)
+
+
+def test_available_cores_is_the_share_rmtnet_run_gives(monkeypatch):
+    """n_jobs=-1 means the cores this process may use: $RMTNET_CORES (set by `rmtnet run --jobs N` in each
+    simulation's process) when present, else the CPU affinity; a bad value is an error naming the variable."""
+    from rmtnet import experiments
+    monkeypatch.delenv("RMTNET_CORES", raising=False)
+    assert experiments.available_cores() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("RMTNET_CORES", "1")
+    assert experiments.available_cores() == 1
+    runs = sweep(score, GRID, store=None, n_jobs=-1, progress=False)       # one core: runs in this process
+    assert len(runs) == len(experiments.expand_grid(GRID))
+    monkeypatch.setenv("RMTNET_CORES", "zero")
+    with pytest.raises(ValueError, match="RMTNET_CORES"):
+        experiments.available_cores()
