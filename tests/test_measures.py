@@ -82,17 +82,17 @@ def test_affine_pushforward(a, b):
     locs, masses = law.atoms()
     assert np.allclose(locs, [b]) and np.allclose(masses, [0.75])
     # cdf of a·X + b against P(X ≤ (x - b)/a) (a > 0) or P(X ≥ (x - b)/a) (a < 0)
-    xs = np.linspace(*law.hull(), 9)
+    xs = np.linspace(*law.support(), 9)
     y = (xs - b) / a
     expected = base.cdf(y) if a > 0 else 1.0 - base.cdf(y) + base._atom_mass_at(y)
     assert np.allclose(law.cdf(xs), expected, atol=1e-12)
     # density transforms with the Jacobian; G(z) = G_base((z - b)/a)/a off the axis
-    x_in = np.linspace(*law.support(), 7)[1:-1]
+    x_in = np.linspace(*law.continuous_support(), 7)[1:-1]
     assert np.allclose(law.pdf(x_in), base.pdf((x_in - b) / a) / abs(a), rtol=1e-12)
     zs = np.array([0.3 + 0.9j, -1.0 + 0.2j])
     assert np.allclose(law.cauchy(zs), base.cauchy((zs - b) / a) / a, rtol=1e-12)
-    # the methods scale() and shift() are this push-forward
-    assert np.allclose(base.scale(a).shift(b).cauchy(zs), law.cauchy(zs), rtol=1e-12)
+    # the methods dilate() and shift() are this push-forward
+    assert np.allclose(base.dilate(a).shift(b).cauchy(zs), law.cauchy(zs), rtol=1e-12)
 
 
 def test_quantile_inverts_cdf_with_and_without_atoms():
@@ -132,7 +132,7 @@ def test_relu_derivative_law_is_two_atoms():
     law = gaussian_pushforward(lambda h: (h > 0).astype(float), 1.3)
     locs, masses = law.atoms()
     assert np.allclose(locs, [0.0, 1.0]) and np.allclose(masses, [0.5, 0.5], atol=1e-14)
-    assert law.continuous_mass < 1e-14 and law.support() is None
+    assert law.continuous_mass < 1e-14 and law.continuous_support() is None
 
 
 @pytest.mark.parametrize("q", [0.25, 1.0, 3.0])
@@ -198,7 +198,7 @@ def test_cdf_above_equals_cdf_with_and_without_atoms():
     from rmtnet.spectra.laws import FussCatalan
     for law, lo, tol in ((FussCatalan(3), 1e-6, 1e-7),
                          (free_mult(Bernoulli(0.5), MarchenkoPastur(1.0, scale=2.0)), 1e-4, 1e-9)):
-        x = np.concatenate([[lo], np.geomspace(1.001 * lo, 1.1 * law.support()[1], 40)])
+        x = np.concatenate([[lo], np.geomspace(1.001 * lo, 1.1 * law.continuous_support()[1], 40)])
         assert np.max(np.abs(law.cdf_above(x, lo) - law.cdf(x))) < tol
     with pytest.raises(ValueError, match="x must be ≥ lo"):
         FussCatalan(3).cdf_above([1e-7, 1.0], 1e-6)
@@ -234,3 +234,37 @@ def test_resolved_tanh_sinh_splits_where_the_integrand_is_not_resolved():
     assert np.max(np.abs(c - (F(x) - F(0.0)))) < 1e-8
     smooth = resolved_tanh_sinh(np.exp, 0.0, 1.0, min_level=2)           # resolved: no split
     assert len(smooth) == 1
+
+
+def test_gaussian_pushforward_cdf_next_to_a_turning_point():
+    """f(h) = sech⁴h has its maximum 1 at h = 0, so the law of f(h), h ~ N(0, q), has an inverse-square-root edge at 1
+    (f ≈ 1 − 2h²). Its cdf is closed form, F(x) = 2Φ(−h(x)/√q) with h(x) = arcsech(x^{1/4}). The density there is
+    solved for on each monotone panel of f by a bracketed root; Newton from a linear guess lost 2.6e-4 of the mass."""
+    q = 0.7
+    law = gaussian_pushforward(lambda h: (1.0 - np.tanh(h) ** 2) ** 2, q)
+    x = np.array([1e-9, 1e-3, 0.2, 0.6, 0.9, 0.99, 1 - 1e-6, 1 - 1e-9])
+    exact = 2 * special.ndtr(-np.arccosh(x ** -0.25) / np.sqrt(q))
+    with pytest.warns(RuntimeWarning, match="next to the edge 1"):        # the tail the nodes cannot reach
+        F = law.cdf(x)
+    assert np.max(np.abs(F - exact)) < 1e-9
+    assert float(law.cdf(1.0)) == pytest.approx(1.0, abs=1e-9)
+    (edge, mass, beta), = [t for t in law.edge_tails() if t[0] == 1.0]
+    assert abs(beta + 0.5) < 1e-3
+    assert law.expect(lambda t: np.ones_like(t)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_quantile_of_many_atoms_falls_in_no_crack():
+    """Masses that do not add up exactly: F(a_k) − m_k and F(a_{k−1}) differ by rounding, and a q between them must
+    still pick a_{k−1} or a_k (it fell to the bottom of the support), like the pooled Lanczos quadratures."""
+    rng = np.random.default_rng(3)
+    locs = np.sort(rng.normal(size=48))
+    w = rng.uniform(0.1, 1.0, size=48)
+    law = PointMasses(locs, w / w.sum())
+    a, m = law.atoms()
+    top = law.cdf(a)
+    for k in range(1, a.size):
+        for q in (top[k] - m[k], top[k - 1]):
+            assert float(law.ppf(q)) in (a[k - 1], a[k])
+    q = np.linspace(0.001, 0.999, 500)
+    x = law.ppf(q)
+    assert np.all(law.cdf(x) >= q - 1e-15) and np.all(law.cdf(x) - law._atom_mass_at(x) <= q + 1e-15)

@@ -34,7 +34,9 @@ Z = np.array([0.7 + 0.3j, 2.5 + 0.05j, -1.0 + 0.0j, 4.0 + 2.0j])
 @settings(**SETTINGS)
 @given(measures(), measures())
 def test_first_two_moments_of_engine(a, b):
-    """m₁ multiplicative and the m₂ identity of REFERENCE §1, read off the engine's Cauchy transform."""
+    """m₁ multiplicative and the m₂ identity m₂(μ⊠ν) = m₂(μ)m₁(ν)² + m₁(μ)²m₂(ν) − m₁(μ)²m₁(ν)² (Nica & Speicher 2006,
+    Lectures on the Combinatorics of Free Probability, Cambridge UP), read off the engine's Cauchy
+    transform."""
     m = contour_moments(free_mult(a, b), 2)
     a1, a2, b1, b2 = a.moment(1), a.moment(2), b.moment(1), b.moment(2)
     assert abs(m[0] - a1 * b1) < 1e-9 * a1 * b1
@@ -52,9 +54,9 @@ def test_commutative(a, b):
 
 @settings(**SETTINGS)
 @given(measures(), measures(), st.floats(0.3, 3.0))
-def test_scale_commutes_with_product(a, b, c):
-    g1 = free_mult(a.scale(c), b).cauchy(Z)
-    g2 = free_mult(a, b).scale(c).cauchy(Z)
+def test_dilation_commutes_with_product(a, b, c):
+    g1 = free_mult(a.dilate(c), b).cauchy(Z)
+    g2 = free_mult(a, b).dilate(c).cauchy(Z)
     assert np.allclose(g1, g2, rtol=1e-9, atol=0)
 
 

@@ -1,4 +1,7 @@
-"""Closed-form laws (REFERENCE §2): Marchenko–Pastur, semicircle, Fuss–Catalan, Bernoulli, arcsine, point masses."""
+"""Closed-form laws: Marchenko–Pastur, semicircle, Fuss–Catalan, Bernoulli, arcsine, point masses.
+
+Parameters follow scipy.stats where it has one: ``scale`` multiplies the variable (the law of c·X), ``loc`` shifts
+it; each is kept under its own name as an attribute (``MarchenkoPastur(0.5, scale=2).scale == 2``)."""
 from __future__ import annotations
 
 from functools import cached_property
@@ -8,7 +11,7 @@ from scipy import special
 
 from .. import _backend as B
 from ._checks import finite_array, real_scalar
-from .measures import Measure, PointMasses, _order
+from .measures import Measure, PointMasses, _order, _probabilities
 
 __all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]
 
@@ -19,24 +22,28 @@ def _sqrt_cut(z, a, b):
 
 
 class MarchenkoPastur(Measure):
-    """Marchenko–Pastur law of σ²·XXᵀ, X N×M with iid entries of variance 1/M, ratio λ = N/M (REFERENCE §2).
+    """Marchenko–Pastur law of σ²·XXᵀ, X N×M with iid entries of variance 1/M, ratio λ = N/M (Marchenko & Pastur
+    1967, Math. USSR-Sbornik 1, 457–483). ``scale`` = σ² is scipy's scale parameter: MarchenkoPastur(λ, σ²) is the law
+    of σ²·W for W ~ MarchenkoPastur(λ), and :attr:`scale` holds it.
 
-    Density √((λ₊ - x)(x - λ₋))/(2πλσ²x) on [λ₋, λ₊], λ± = σ²(1 ± √λ)², plus an atom 1 - 1/λ at 0 when λ > 1.
-    Moments σ^{2k} Σ_j N(k, j) λ^{j-1} (Narayana numbers); S(w) = 1/(σ²(1 + λw)).
+    Density √((λ₊ - x)(x - λ₋))/(2πλσ²x) on [λ₋, λ₊], λ± = σ²(1 ± √λ)², plus an atom 1 - 1/λ at 0 when λ > 1
+    (then :meth:`support` is [0, λ₊] and :meth:`continuous_support` [λ₋, λ₊]). Moments σ^{2k} Σ_j N(k, j) λ^{j-1}
+    (Narayana numbers; Bai & Silverstein 2010, Spectral Analysis of Large Dimensional Random Matrices, 2nd ed.,
+    Springer, ch. 3), so mean σ² and variance λσ⁴; S(w) = 1/(σ²(1 + λw)).
     """
 
     def __init__(self, ratio, scale=1.0):
         self.ratio = real_scalar("ratio", ratio, lo=0, lo_open=True)
-        self.scale_ = real_scalar("scale", scale, lo=0, lo_open=True)
+        self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
         r = np.sqrt(self.ratio)
-        self.edges = (self.scale_ * (1 - r) ** 2, self.scale_ * (1 + r) ** 2)
+        self.edges = (self.scale * (1 - r) ** 2, self.scale * (1 + r) ** 2)
 
     def atoms(self):
         if self.ratio > 1:
             return np.array([0.0]), np.array([1.0 - 1.0 / self.ratio])
         return np.empty(0), np.empty(0)
 
-    def support(self):
+    def continuous_support(self):
         return self.edges
 
     def _g(self, z):
@@ -44,7 +51,7 @@ class MarchenkoPastur(Measure):
         # has no cancellation for large |z|.
         z = B.as_array(z, complex)
         a, b = self.edges
-        c = self.scale_ * (1 - self.ratio)
+        c = self.scale * (1 - self.ratio)
         R = _sqrt_cut(z, a, b)
         dR = (2 * z - a - b) / (2 * R)
         d = z - c + R
@@ -54,7 +61,7 @@ class MarchenkoPastur(Measure):
         # M = zG - 1 = (z + c - R)/(z - c + R), with z - R = ((a + b)z - ab)/(z + R) to avoid cancellation
         z = B.as_array(z, complex)
         a, b = self.edges
-        c = self.scale_ * (1 - self.ratio)
+        c = self.scale * (1 - self.ratio)
         R = _sqrt_cut(z, a, b)
         dR = (2 * z - a - b) / (2 * R)
         d = z - c + R
@@ -67,7 +74,7 @@ class MarchenkoPastur(Measure):
         a, b = self.edges
         inside = (x > a) & (x < b)
         xs = np.where(inside, x, 0.5 * (a + b))
-        rho = np.sqrt(np.maximum((b - xs) * (xs - a), 0.0)) / (2 * np.pi * self.ratio * self.scale_ * xs)
+        rho = np.sqrt(np.maximum((b - xs) * (xs - a), 0.0)) / (2 * np.pi * self.ratio * self.scale * xs)
         return np.where(inside, rho, 0.0)
 
     def moment(self, k):
@@ -76,37 +83,38 @@ class MarchenkoPastur(Measure):
             return 1.0
         j = np.arange(1, k + 1)
         narayana = special.comb(k, j) * special.comb(k, j - 1) / k
-        return float(self.scale_ ** k * np.sum(narayana * self.ratio ** (j - 1)))
+        return float(self.scale ** k * np.sum(narayana * self.ratio ** (j - 1)))
 
     def s_transform(self, w):
         w = finite_array("w", w, dtype=complex)
-        return 1.0 / (self.scale_ * (1 + self.ratio * w))
+        return 1.0 / (self.scale * (1 + self.ratio * w))
 
     def sample(self, n, seed=None, backend=None):
         """Eigenvalues of one σ²XXᵀ with N = n rows and M = round(n/λ) columns (finite-N Monte Carlo)."""
         from .montecarlo import wishart_eigs
-        return wishart_eigs(n, max(1, round(n / self.ratio)), seed=seed, backend=backend) * self.scale_
+        return wishart_eigs(n, max(1, round(n / self.ratio)), seed=seed, backend=backend) * self.scale
 
     def __repr__(self):
-        return f"MarchenkoPastur(ratio={self.ratio:g}, scale={self.scale_:g})"
+        return f"MarchenkoPastur(ratio={self.ratio:g}, scale={self.scale:g})"
 
 
 class Semicircle(Measure):
-    """Wigner's semicircle law with centre ``loc`` and variance ``var``: support loc ± 2√var.
+    """Wigner's semicircle law with centre ``loc`` and variance ``var`` (kept as :attr:`variance`; the method
+    :meth:`var` returns it): support loc ± 2√var (Wigner 1958, Ann. of Math. 67, 325–327).
 
     G(z) = (z - loc - √((z - loc)² - 4 var))/(2 var); even moments var^k · Catalan(k).
     """
 
     def __init__(self, var=1.0, loc=0.0):
-        self.var_ = real_scalar("var", var, lo=0, lo_open=True)
+        self.variance = real_scalar("var", var, lo=0, lo_open=True)
         self.loc = real_scalar("loc", loc)
-        r = 2 * np.sqrt(self.var_)
+        r = 2 * np.sqrt(self.variance)
         self.edges = (self.loc - r, self.loc + r)
 
     def var(self):
-        return self.var_
+        return self.variance
 
-    def support(self):
+    def continuous_support(self):
         return self.edges
 
     def _g(self, z):
@@ -121,11 +129,11 @@ class Semicircle(Measure):
     def pdf(self, x):
         x = finite_array("x", x)
         d = x - self.loc
-        return np.sqrt(np.maximum(4 * self.var_ - d * d, 0.0)) / (2 * np.pi * self.var_)
+        return np.sqrt(np.maximum(4 * self.variance - d * d, 0.0)) / (2 * np.pi * self.variance)
 
     def cdf(self, x):
         x = finite_array("x", x)
-        u = np.clip((x - self.loc) / (2 * np.sqrt(self.var_)), -1.0, 1.0)
+        u = np.clip((x - self.loc) / (2 * np.sqrt(self.variance)), -1.0, 1.0)
         return 0.5 + (u * np.sqrt(1 - u * u) + np.arcsin(u)) / np.pi
 
     def moment(self, k):
@@ -133,18 +141,20 @@ class Semicircle(Measure):
         total = 0.0
         for j in range(0, k + 1, 2):      # E (loc + X)^k, X centred semicircle
             cat = special.comb(j, j // 2) / (j // 2 + 1)
-            total += special.comb(k, j) * self.loc ** (k - j) * self.var_ ** (j // 2) * cat
+            total += special.comb(k, j) * self.loc ** (k - j) * self.variance ** (j // 2) * cat
         return float(total)
 
     def __repr__(self):
-        return f"Semicircle(var={self.var_:g}, loc={self.loc:g})"
+        return f"Semicircle(var={self.variance:g}, loc={self.loc:g})"
 
 
 class FussCatalan(Measure):
     """Fuss–Catalan law of order s: the limit spectrum of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s square Ginibre matrices with
     entry variance 1/N, i.e. MarchenkoPastur(1)^{⊠s}. Moments C((s+1)k, k)/(sk + 1); support [0, (s+1)^{s+1}/s^s].
+    ``scale`` (the attribute :attr:`scale`) is scipy's scale parameter, the law of scale·X.
 
-    Exact parametric density (Penson–Życzkowski 2011; Haagerup–Möller; Neuschel), 0 < φ < π/(s+1):
+    Exact parametric density (Penson & Życzkowski 2011, Phys. Rev. E 83, 061118; Haagerup & Möller 2012,
+    arXiv:1211.4457; Neuschel 2014, Random Matrices: Theory Appl. 3, 1450003), 0 < φ < π/(s+1):
     x(φ) = sin^{s+1}((s+1)φ)/(sin φ · sin^s(sφ)),  ρ(x(φ)) = sin²φ · sin^{s-1}(sφ)/(π sin^s((s+1)φ)).
     """
 
@@ -152,19 +162,19 @@ class FussCatalan(Measure):
         if isinstance(s, bool) or int(s) != s or s < 1:
             raise ValueError(f"s must be a positive integer, got {s!r}")
         self.s = int(s)
-        self.scale_ = real_scalar("scale", scale, lo=0, lo_open=True)
-        self.edges = (0.0, self.scale_ * (self.s + 1) ** (self.s + 1) / self.s ** self.s)
+        self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
+        self.edges = (0.0, self.scale * (self.s + 1) ** (self.s + 1) / self.s ** self.s)
 
-    def support(self):
+    def continuous_support(self):
         return self.edges
 
     def x_of_phi(self, phi):
         s = self.s
-        return self.scale_ * np.sin((s + 1) * phi) ** (s + 1) / (np.sin(phi) * np.sin(s * phi) ** s)
+        return self.scale * np.sin((s + 1) * phi) ** (s + 1) / (np.sin(phi) * np.sin(s * phi) ** s)
 
     def rho_of_phi(self, phi):
         s = self.s
-        return np.sin(phi) ** 2 * np.sin(s * phi) ** (s - 1) / (np.pi * np.sin((s + 1) * phi) ** s) / self.scale_
+        return np.sin(phi) ** 2 * np.sin(s * phi) ** (s - 1) / (np.pi * np.sin((s + 1) * phi) ** s) / self.scale
 
     def _phi_of_x(self, x):
         """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1)) by vectorised bisection (to machine precision)."""
@@ -191,12 +201,12 @@ class FussCatalan(Measure):
     def moment(self, k):
         k = _order(k)
         s = self.s
-        return float(self.scale_ ** k * special.comb((s + 1) * k, k, exact=True) / (s * k + 1))
+        return float(self.scale ** k * special.comb((s + 1) * k, k, exact=True) / (s * k + 1))
 
     @cached_property
     def _engine(self):
         from .free import free_mult_power
-        return free_mult_power(MarchenkoPastur(1.0, self.scale_ ** (1.0 / self.s)), self.s)
+        return free_mult_power(MarchenkoPastur(1.0, self.scale ** (1.0 / self.s)), self.s)
 
     def _g(self, z):
         return self._engine._g(z)
@@ -206,10 +216,10 @@ class FussCatalan(Measure):
 
     def s_transform(self, w):
         w = finite_array("w", w, dtype=complex)
-        return 1.0 / (self.scale_ * (1 + w) ** self.s)
+        return 1.0 / (self.scale * (1 + w) ** self.s)
 
     def __repr__(self):
-        return f"FussCatalan(s={self.s})"
+        return f"FussCatalan(s={self.s}, scale={self.scale:g})"
 
 
 class Bernoulli(PointMasses):
@@ -236,7 +246,7 @@ class Arcsine(Measure):
         if not self.hi > self.lo:
             raise ValueError(f"hi must exceed lo, got lo={lo!r}, hi={hi!r}")
 
-    def support(self):
+    def continuous_support(self):
         return self.lo, self.hi
 
     def _g(self, z):
@@ -258,9 +268,7 @@ class Arcsine(Measure):
         return 2.0 / np.pi * np.arcsin(np.sqrt(u))
 
     def quantile(self, q):
-        q = finite_array("q", q)
-        if np.any((q < 0) | (q > 1)):
-            raise ValueError("q must lie in [0, 1]")
+        q = _probabilities("q", q)
         return self.lo + (self.hi - self.lo) * np.sin(0.5 * np.pi * q) ** 2
 
     def moment(self, k):
