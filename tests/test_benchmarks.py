@@ -86,7 +86,7 @@ def _check_boxtimes(gpu_bench, table):
     x, pdf = result
     law = gpu_bench.boxtimes_law()
     assert x.shape == pdf.shape == (1000,) and np.all(pdf >= 0) and np.isfinite(pdf).all()
-    h = law.support()[1] / x.size
+    h = law.continuous_support()[1] / x.size
     np.testing.assert_allclose(np.diff(x), h, rtol=1e-9)
     half = sp.Rational(1, 2)
     exact = symbolic.free_mult_moments((symbolic.bernoulli_s_transform(half), 10), (symbolic.mp_s_transform(1, 2), 10),
@@ -145,7 +145,7 @@ def test_boxtimes_item_scales_the_cpu_time_to_the_grid(gpu_bench):
     rows = gpu_bench.boxtimes_item(points=400, cpu_points=100, repeats=1, gpu=False)
     assert rows[0]["cpu_s"] > 0 and "scaled linearly to 400" in rows[0]["note"]
     x, pdf = rows[0]["cpu_result"]
-    edge = gpu_bench.boxtimes_law().support()[1]
+    edge = gpu_bench.boxtimes_law().continuous_support()[1]
     np.testing.assert_allclose(x, edge * (np.arange(100) + 0.5) / 100, rtol=1e-15)
     # the density of the law at those points: a few of them solved on their own give the same values
     np.testing.assert_allclose(pdf[::25], gpu_bench.boxtimes_law().pdf(x[::25]), rtol=1e-8)

@@ -133,7 +133,7 @@ def test_engine_density_stays_on_the_device_and_equals_the_host(name, device):
 
 def test_pdf_backend_numpy_is_the_host_path():
     law = LAWS["(Bern ⊠ MP)^⊠3, the benchmark's law"]()
-    x = np.linspace(0.1, law.support()[1], 9)
+    x = np.linspace(0.1, law.continuous_support()[1], 9)
     np.testing.assert_array_equal(law.pdf(x, backend="numpy"), law.pdf(x))
     with pytest.raises(ValueError, match="backend"):
         law.pdf(x, backend="tpu")

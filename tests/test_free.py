@@ -55,10 +55,10 @@ def test_product_of_gaussian_layers_is_fuss_catalan(s):
     law = free_mult_power(MarchenkoPastur(1.0), s)
     exact = [float(sp.binomial((s + 1) * k, k) / (s * k + 1)) for k in range(1, 7)]
     assert rel([law.moment(k) for k in range(1, 7)], exact) < 1e-10
-    assert abs(law.support()[1] - (s + 1) ** (s + 1) / s ** s) < 1e-8
-    assert law.support()[0] == 0.0
+    assert abs(law.continuous_support()[1] - (s + 1) ** (s + 1) / s ** s) < 1e-8
+    assert law.continuous_support()[0] == 0.0
     fc = FussCatalan(s)
-    x = np.linspace(0.02, 0.98, 50) * fc.support()[1]
+    x = np.linspace(0.02, 0.98, 50) * fc.continuous_support()[1]
     assert np.max(np.abs(law.pdf(x) - fc.pdf(x))) < 1e-6
 
 
@@ -73,7 +73,7 @@ def test_relu_layer_atom_support_moments():
     law = free_mult(Bernoulli(0.5), MarchenkoPastur(1.0, scale=2.0))
     locs, masses = law.atoms()
     assert locs.tolist() == [0.0] and abs(masses[0] - 0.5) < 1e-15
-    lo, hi = law.support()
+    lo, hi = law.continuous_support()
     assert abs(lo - (3 - 2 * np.sqrt(2))) < 1e-8 and abs(hi - (3 + 2 * np.sqrt(2))) < 1e-8
     assert rel([law.moment(k) for k in range(1, 5)], [1, 3, 11, 45]) < 1e-12
     assert rel(contour_moments(law, 4), [1, 3, 11, 45]) < 1e-10
@@ -133,7 +133,7 @@ def test_tanh_power_monte_carlo(tanh_law):
 def test_free_add_semicircles_and_series():
     s = free_add(Semicircle(1.0), Semicircle(2.0, loc=1.0))
     ref = Semicircle(3.0, loc=1.0)
-    assert np.allclose(s.support(), ref.support(), atol=1e-8)
+    assert np.allclose(s.continuous_support(), ref.continuous_support(), atol=1e-8)
     x = np.linspace(-2.4, 4.4, 25)
     assert np.max(np.abs(s.pdf(x) - ref.pdf(x))) < 1e-8
     mp = MarchenkoPastur(0.5)

@@ -59,7 +59,7 @@ def test_cupy_engine_density_equals_numpy():
     laws = [free_mult(free_mult_power(Bernoulli(0.5), 4), free_mult_power(MarchenkoPastur(1.0, 2.0), 4)),
             jacobian_law(arch.mlp(4, 300, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0))]
     for law in laws:
-        x = np.linspace(0.0, law.support()[1] * 1.02, 2001)
+        x = np.linspace(0.0, law.continuous_support()[1] * 1.02, 2001)
         host = law.pdf(x)
         dev = law.pdf(x, backend="cupy")
         assert type(dev).__module__.startswith("cupy")
@@ -72,7 +72,7 @@ def test_cupy_engine_on_a_million_points():
     from rmtnet.spectra import Bernoulli, MarchenkoPastur, free_mult, free_mult_power
     cp = B.native("cupy")
     law = free_mult(free_mult_power(Bernoulli(0.5), 4), free_mult_power(MarchenkoPastur(1.0, 2.0), 4))
-    x = cp.linspace(1e-6, law.support()[1] * 1.02, 10 ** 6)
+    x = cp.linspace(1e-6, law.continuous_support()[1] * 1.02, 10 ** 6)
     dev = law.pdf(x, backend="cupy")
     assert type(dev).__module__.startswith("cupy") and dev.shape == (10 ** 6,)
     assert bool(cp.all(cp.isfinite(dev))) and float(dev.min()) >= 0.0

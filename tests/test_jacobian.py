@@ -12,7 +12,7 @@ SQRT2 = np.sqrt(2.0)
 @pytest.mark.parametrize("L, edge", [(1, 3 + 2 * SQRT2), (2, (11 + 5 * np.sqrt(5)) / 2)])
 def test_relu_gaussian_critical_edge(L, edge):
     law = jacobian_law(arch.mlp(L, weights="gaussian", sigma_w=SQRT2, activation="relu"))
-    assert abs(law.support()[1] - edge) < 1e-8 * edge
+    assert abs(law.continuous_support()[1] - edge) < 1e-8 * edge
     locs, masses = law.atoms()
     assert np.allclose(locs, [0.0]) and abs(masses[0] - 0.5) < 1e-14     # max of the D² atoms at 0
 
@@ -21,15 +21,15 @@ def test_relu_gaussian_critical_edge(L, edge):
 def test_relu_orthogonal_critical_edge(L):
     law = jacobian_law(arch.mlp(L, weights="orthogonal", sigma_w=SQRT2, activation="relu"))
     edge = L ** L / (L - 1) ** (L - 1)
-    assert abs(law.support()[1] - edge) < 1e-8 * edge
+    assert abs(law.continuous_support()[1] - edge) < 1e-8 * edge
 
 
 @pytest.mark.parametrize("L", [1, 3, 6])
 def test_linear_gaussian_is_fuss_catalan(L):
     law = jacobian_law(arch.mlp(L, weights="gaussian", activation="linear"))
     fc = FussCatalan(L)
-    assert abs(law.support()[1] - fc.support()[1]) < 1e-8 * fc.support()[1]
-    x = np.linspace(0.05, 0.95, 7) * fc.support()[1]
+    assert abs(law.continuous_support()[1] - fc.continuous_support()[1]) < 1e-8 * fc.continuous_support()[1]
+    x = np.linspace(0.05, 0.95, 7) * fc.continuous_support()[1]
     assert np.allclose(law.pdf(x), fc.pdf(x), rtol=1e-8)
 
 
@@ -49,7 +49,7 @@ def test_non_square_single_layer_is_mp():
     for r in (0.5, 2.0):
         law = jacobian_law(arch.mlp(1, 400, ratios=[r], weights="gaussian", sigma_w=1.3, activation="linear"))
         mp = MarchenkoPastur(r, scale=1.3 ** 2)
-        x = np.linspace(*mp.support(), 9)[1:-1]
+        x = np.linspace(*mp.continuous_support(), 9)[1:-1]
         assert np.allclose(law.pdf(x), mp.pdf(x), rtol=1e-9)
         assert np.allclose(law.atoms()[1], mp.atoms()[1]) and abs(law.moment(3) - mp.moment(3)) < 1e-10
 
@@ -80,7 +80,7 @@ def test_nested_product_is_tabulated_without_changing_the_law():
     (_, w1, d1), (r2, w2, d2) = _layers(net)
     exact = free_mult_scaled([OtherGram(free_mult_scaled([w1, d1, w2]), r2), d2])
     assert any(isinstance(f.base, Tabulated) for f, _ in law.factors if isinstance(f, OtherGram))
-    lo, hi = exact.support()
+    lo, hi = exact.continuous_support()
     x = lo + (hi - lo) * np.linspace(0.02, 0.98, 12)
     assert np.allclose(law.pdf(x), exact.pdf(x), rtol=1e-4, atol=0)
     assert np.allclose([law.moment(k) for k in (1, 2, 3)], [exact.moment(k) for k in (1, 2, 3)], rtol=1e-12)

@@ -297,7 +297,7 @@ def test_kronecker_gram_law_is_the_classical_product():
     n = 20_000
     prod = fc.rvs(n, seed=1) * fc.rvs(n, seed=2)
     assert plot.ks_distance(law, prod) < 0.015
-    assert law.support() == pytest.approx((0.0, 6.75 ** 2))
+    assert law.continuous_support() == pytest.approx((0.0, 6.75 ** 2))
 
 
 def test_linear_mixer_is_classical_rp_and_sparse_are_free():

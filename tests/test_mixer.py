@@ -45,7 +45,7 @@ def test_kronecker_and_permuted_singular_values():
 
 def test_sparse_law_edge_and_regime():
     law = mixer.sparse_weight_law(2048, 1024)
-    assert np.sqrt(law.support()[1]) == pytest.approx(mixer.c_gamma(2.0), rel=1e-12)
+    assert np.sqrt(law.continuous_support()[1]) == pytest.approx(mixer.c_gamma(2.0), rel=1e-12)
     assert mixer.c_gamma(1.0) == 2.0
     assert mixer.mp_regime(1 / 32, 2048) == pytest.approx(64 / np.log(2048))
     for bad in [lambda: mixer.connections(-1, 3), lambda: mixer.mp_regime(0, 10), lambda: mixer.c_gamma(0),

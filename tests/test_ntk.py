@@ -14,7 +14,7 @@ SQRT2 = np.sqrt(2.0)
 def test_linear_orthogonal_fisher_is_a_point_mass_at_L_q0(L, q0):
     net = arch.mlp(L, 300, weights="orthogonal", sigma_w=1.0, activation="linear")
     law = fisher_law(net, q0=q0)
-    assert isinstance(law, PointMasses) and law.support() is None
+    assert isinstance(law, PointMasses) and law.continuous_support() is None
     assert np.allclose(law.atoms()[0], [L * q0], rtol=1e-15) and np.allclose(law.atoms()[1], [1.0])
     eig = np.asarray(montecarlo.sample_fisher_eigs(net, n_samples=2, seed=0) if q0 == net.q0 else
                      montecarlo.sample_fisher_eigs(arch.mlp(L, 300, weights="orthogonal", activation="linear",

@@ -117,10 +117,10 @@ def test_top_layer_alone_is_the_conjugate_kernel_law():
     _, b, (g0, g1) = _fan_wang_constants(net, n)
     law = NTKLaw(0.0, [0.0, 1.0], b, [g1], MarchenkoPastur(g0))
     ref = ck_law(net, n)
-    x = np.linspace(*ref.support(), 9)[1:-1]
+    x = np.linspace(*ref.continuous_support(), 9)[1:-1]
     assert np.allclose(law.pdf(x), ref.pdf(x), rtol=1e-7, atol=1e-9)
-    lo, hi = law.support()
-    assert lo == pytest.approx(ref.support()[0], rel=1e-8) and hi == pytest.approx(ref.support()[1], rel=1e-8)
+    lo, hi = law.continuous_support()
+    assert lo == pytest.approx(ref.continuous_support()[0], rel=1e-8) and hi == pytest.approx(ref.continuous_support()[1], rel=1e-8)
 
 
 @pytest.mark.parametrize("act,depth", [("relu", 2), ("tanh", 3)])
@@ -135,7 +135,7 @@ def test_series_moments_are_the_density_moments(act, depth):
         assert Measure.moment(law.source, k) == pytest.approx(exact[k - 1], rel=1e-8)
         # the returned table interpolates the density linearly between its nodes: O(h²), measured 1.2e-5 in m₂
         assert GridDensity.moment(law, k) == pytest.approx(exact[k - 1], rel=1e-4)
-    assert law.cdf(law.support()[1]) == pytest.approx(1.0, abs=1e-9)
+    assert law.cdf(law.continuous_support()[1]) == pytest.approx(1.0, abs=1e-9)
 
 
 @pytest.mark.parametrize("act,depth", [("relu", 2), ("tanh", 2)])

@@ -118,7 +118,7 @@ def test_semicircles_far_from_the_origin_are_solved_on_their_own_scale():
         warnings.simplefilter("error")
         acc = accounted(law)
         assert np.max(np.abs(law.cdf(x) - exact.cdf(x))) <= 1e-7
-    lo, hi = law.support()
+    lo, hi = law.continuous_support()
     assert lo - 1e8 == pytest.approx(-2 * np.sqrt(2), abs=1e-6) and hi - 1e8 == pytest.approx(2 * np.sqrt(2), abs=1e-6)
     assert len(acc["bands"]) == 1
 
@@ -171,7 +171,7 @@ def test_deep_power_needs_no_norm_bound_in_float64():
     T = 513
     law = free_mult_power(MarchenkoPastur(1.0), T)
     edge = np.exp((T + 1) * np.log(T + 1) - T * np.log(T))
-    assert law.support()[1] == pytest.approx(edge, rel=1e-8)
+    assert law.continuous_support()[1] == pytest.approx(edge, rel=1e-8)
 
 
 def test_a_missed_band_is_an_error_not_a_short_law(monkeypatch):
@@ -198,7 +198,7 @@ def test_deep_relu_layer_power_edge(T):
     layer = free_mult(Bernoulli(0.5), MarchenkoPastur(1.0, scale=2.0))
     log_z = lambda w: np.log1p(w) + T * np.log1p(2 * w) - np.log(w)        # noqa: E731
     r = optimize.minimize_scalar(log_z, bounds=(1e-9, 1.0), method="bounded", options={"xatol": 1e-14})
-    assert free_mult_power(layer, T).support()[1] == pytest.approx(np.exp(r.fun), rel=1e-8)
+    assert free_mult_power(layer, T).continuous_support()[1] == pytest.approx(np.exp(r.fun), rel=1e-8)
 
 
 def test_deep_orthogonal_jacobian_law_builds():
@@ -206,7 +206,7 @@ def test_deep_orthogonal_jacobian_law_builds():
     from rmtnet import arch
     from rmtnet.spectra import jacobian_law
     law = jacobian_law(arch.mlp(1024, 100, weights="orthogonal", sigma_w=1.05, activation="tanh"))
-    lo, hi = law.support()
+    lo, hi = law.continuous_support()
     assert 0 <= lo < hi < np.inf and 0 < law.moment(1) <= hi
 
 
