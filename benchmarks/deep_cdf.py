@@ -27,7 +27,7 @@ from rmtnet.spectra.free import FreeProduct
 
 def cdf_time(depth, weights, activation):
     law = jacobian_law(arch.mlp(depth, 100, weights=weights, sigma_w=1.05, activation=activation))
-    law.support()
+    law.continuous_support()
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -41,7 +41,7 @@ def law(L):
 def engine_density(L, n):
     """Build the law, locate its support and evaluate the density on the grid (all inside the timing)."""
     nu = law(L)
-    edge = nu.support()[1]
+    edge = nu.continuous_support()[1]
     x = edge * (np.arange(n) + 0.5) / n
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

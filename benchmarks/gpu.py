@@ -268,7 +268,7 @@ def boxtimes_law(depth=10):
 
 def boxtimes_item(points, cpu_points, repeats, gpu):
     law = boxtimes_law()
-    edge = law.support()[1]
+    edge = law.continuous_support()[1]
     grid = lambda n, be: B.native(be).asarray(edge * (np.arange(n) + 0.5) / n)      # noqa: E731
     n_cpu = min(points, cpu_points)
     x_cpu = grid(n_cpu, "numpy")

@@ -135,7 +135,7 @@ def run(a):
     t = time.perf_counter()
     law = jacobian_law(net)
     series, quad = check_law(law)
-    lo, hi = law.support()
+    lo, hi = law.continuous_support()
     print(f"\n[2] prediction: jacobian_law (⊠ engine), support [{lo:.4f}, {hi:.4f}]  ({time.perf_counter() - t:.1f} s)")
     print("    moments m1..m4, S-transform series: " + " ".join(f"{v:.6f}" for v in series))
     print("    moments m1..m4, density quadrature: " + " ".join(f"{v:.6f}" for v in quad)
@@ -195,7 +195,7 @@ def run(a):
             print(f"    {'  ± s.e.':22s} {errs}")
         kl = mixer.kronecker_gram_law(fc)
         print(f"    (classical law: mass {kl.cdf(np.array([1e-6]))[0]:.3f} below 1e-6, "
-              f"{kl.cdf(np.array([1e-3]))[0]:.3f} below 1e-3, support [0, {kl.support()[1]:.1f}])")
+              f"{kl.cdf(np.array([1e-3]))[0]:.3f} below 1e-3, support [0, {kl.continuous_support()[1]:.1f}])")
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def _snap_to_atoms(law, s, rel=1e-9):
 
 def density_curve(law, n=600, pad=0.02):
     """(x, ρ(x)) on the continuous support of ``law``, with a little padding either side."""
-    lo, hi = law.support()
+    lo, hi = law.continuous_support()
     w = hi - lo
     x = np.linspace(max(lo - pad * w, 0.0 if lo >= 0 else lo - pad * w), hi + pad * w, n)
     return x, law.pdf(x)
@@ -95,7 +95,7 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, 
     name = label or repr(law)
     mc_label = f"Monte Carlo (KS {ks:.3f})"
     atom_note = "" if not locs.size else "; atoms " + ", ".join(f"{m:.3g}@{a:.3g}" for a, m in zip(locs, masses))
-    if law.support() is None:
+    if law.continuous_support() is None:
         mc_mass = (snapped[:, None] == locs[None, :]).mean(axis=0)
         pad = 0.1 * max(float(locs.max() - locs.min()), 0.1 * float(np.abs(locs).max()), 1e-3)
         ax.bar(locs, mc_mass, width=0.3 * pad, alpha=0.35, color=color or "C0", label=mc_label)
@@ -107,7 +107,7 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, 
         table.attrs["ks"] = ks
         return ax, table
     cont = snapped[~np.isin(snapped, locs)]
-    lo, hi = law.support()
+    lo, hi = law.continuous_support()
     hi_plot = hi if x_max is None else x_max
     edges = np.linspace(lo, hi_plot, bins + 1)
     heights, _ = np.histogram(cont, bins=edges)

@@ -80,7 +80,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
         bins = int(np.clip(law.continuous_mass * eig.size / 12, 10, 80))       # few eigenvalues: fewer bins
         ax, tables[key] = plot.overlay(law, eig, ax=ax, bins=bins, label=f"jacobian_law (var {law.var():.3g})",
                                        atom_rtol=ATOM_RTOL)
-        if law.support() is not None and law.support()[0] < 1e-6 and L > 1:   # density singular at 0: log y
+        if law.continuous_support() is not None and law.continuous_support()[0] < 1e-6 and L > 1:   # density singular at 0: log y
             ax.set_yscale("log")
         tables[key].attrs.update(sigma_w=net.sigma_w, sigma_b=net.sigma_b, q_star=net.q[0],
                                  var_theory=law.var(), var_mc=float(eig.var()))

@@ -117,8 +117,8 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     for s in COLORS:
         t = points[points.structure == s]
         ax.plot(t.m, t.top, "o-", color=COLORS[s], label=LABELS[s])
-    ax.axhline(classical.support()[1], color="C0", ls="--", lw=1, label="classical MP·MP edge 16")
-    ax.axhline(free.support()[1], color="C2", ls="--", lw=1, label="free MP⊠MP edge 27/4")
+    ax.axhline(classical.continuous_support()[1], color="C0", ls="--", lw=1, label="classical MP·MP edge 16")
+    ax.axhline(free.continuous_support()[1], color="C2", ls="--", lw=1, label="free MP⊠MP edge 27/4")
     ax.set(xscale="log", xlabel="effective width m = S·C", ylabel="top Ritz value", title="top of the spectrum")
     ax.legend(fontsize=7)
 

@@ -31,7 +31,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     for j, s in enumerate(ORDERS):
         law = free_mult_power(MarchenkoPastur(1.0), s)        # Fuss–Catalan(s) by the ⊠ engine
         eig = to_numpy(montecarlo.ginibre_product_eigs(n, s, seed=seed + 100 + j, backend=backend, n_samples=draws))
-        lo, hi = law.support()
+        lo, hi = law.continuous_support()
         ax, tables[f"Fuss-Catalan s={s}"] = plot.overlay(law, eig, ax=axes[1, j], label=f"MP(1)^⊠{s}",
                                                          x_max=hi)
         x = np.linspace(lo, hi, 400)[1:]

@@ -150,9 +150,6 @@ def _levels(law):
 # --- the battery ------------------------------------------------------------------------------------------------
 def test_support_holds_the_whole_law(kind):
     law = _law(kind)
-    if type(law).support is not Measure.support:
-        pytest.xfail(f"{type(law).__name__}.support() still returns the continuous part's hull: rename it "
-                     f"continuous_support()")
     lo, hi = law.support()
     locs, _ = law.atoms()
     cont = law.continuous_support()

@@ -407,7 +407,7 @@ class _Convolution(Measure):
         x = finite_array("x", x)
         xp = B.module_of(x)
         out = xp.zeros(x.shape)
-        sup = self.support()
+        sup = self.continuous_support()
         if sup is None:
             return out
         locs, _ = self.atoms()
@@ -771,7 +771,7 @@ class _Convolution(Measure):
             out += list(zip(cuts[:-1], cuts[1:]))
         return out
 
-    def support(self):
+    def continuous_support(self):
         if self._support is None:
             return None
         bands = self._support[0]
@@ -1210,7 +1210,7 @@ def free_mult(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
 def _single_atom(mu):
     """c if μ = δ_c, else None."""
     locs, masses = mu.atoms()
-    if locs.size == 1 and masses[0] > 1 - 1e-14 and mu.support() is None:
+    if locs.size == 1 and masses[0] > 1 - 1e-14 and mu.continuous_support() is None:
         return float(locs[0])
     return None
 

@@ -471,7 +471,7 @@ class LinearCdf(Measure):
     def atoms(self):
         return np.empty(0), np.empty(0)
 
-    def support(self):
+    def continuous_support(self):
         return float(self.x[0]), float(self.x[-1])
 
     def pdf(self, x):

@@ -330,12 +330,6 @@ class Measure:
     def continuous_support(self):
         """(lo, hi), the hull of the continuous part's bands (:meth:`intervals`), or ``None`` if the measure is
         purely atomic. :meth:`support` is the whole law's, atoms included."""
-        legacy = type(self).support
-        if legacy is not Measure.support:
-            # transitional: a kind whose support() still returns the continuous part's hull (the meaning support()
-            # had before it became scipy's whole support). Such a kind keeps its own support(); its override
-            # should be renamed continuous_support(), after which this branch is dead.
-            return legacy(self)
         raise NotImplementedError(f"{type(self).__name__} must implement continuous_support()")
 
     def pdf(self, x):

@@ -165,11 +165,11 @@ class ClassicalProduct(Measure):
         zero = self._b0 + (1 - self._b0) * float(ma[la == 0].sum())
         return (np.array([0.0]), np.array([zero])) if zero > 0 else (np.empty(0), np.empty(0))
 
-    def support(self):
-        sb = self.b.support()
+    def continuous_support(self):
+        sb = self.b.continuous_support()
         if sb is None:                                   # b = δ₀: the product is δ₀
             return None
-        sa = self.a.support()
+        sa = self.a.continuous_support()
         la, ma = self.a.atoms()
         nonzero = [float(x) for x, w in zip(la, ma) if x > 0 and w > 0]
         lo = ([sa[0]] if sa else []) + nonzero

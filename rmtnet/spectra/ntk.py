@@ -159,7 +159,7 @@ def ck_law(net, n_data, input_law=None) -> Measure:
     mu = MarchenkoPastur(gammas[0]) if input_law is None else input_law
     if not isinstance(mu, Measure):
         raise ValueError(f"input_law must be a Measure, got {type(mu).__name__}")
-    if mu.support() is None:
+    if mu.continuous_support() is None:
         # a data set's Gram spectrum (n atoms): the ⊠ engine would track every atom's band; the same map solved by
         # the deterministic equivalents of NTKLaw with r₊ = 0 and c = (0, …, 0, 1) (the two agree to 1e-7, tests)
         if mu.hull()[0] < 0:
@@ -252,7 +252,7 @@ class NTKLaw(Measure):
         self._moments_fn = moments
         self._cache = {}
         locs, masses = input_law.atoms()
-        if input_law.support() is None:             # a purely atomic input law (a data set's Gram spectrum): its
+        if input_law.continuous_support() is None:             # a purely atomic input law (a data set's Gram spectrum): its
             locs, inv = np.unique(locs, return_inverse=True)        # Cauchy transform as one matrix–vector product
             self._atoms0 = (locs, np.bincount(inv, weights=masses))
         else:
@@ -482,7 +482,7 @@ class NTKLaw(Measure):
     def intervals(self):
         return list(self._bands)
 
-    def support(self):
+    def continuous_support(self):
         bands = self._bands
         return (bands[0][0], bands[-1][1])
 
