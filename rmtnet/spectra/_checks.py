@@ -53,6 +53,21 @@ def mlp_description(name, net):
     return net
 
 
+def moment_order(k):
+    """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools are not integers)."""
+    if isinstance(k, bool) or int(k) != k or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    return int(k)
+
+
+def probabilities(name, q):
+    """q as a float array with every entry in [0, 1], or ValueError naming ``name``."""
+    q = finite_array(name, q)
+    if np.any((q < 0) | (q > 1)):
+        raise ValueError(f"{name} must lie in [0, 1], got values in [{float(np.min(q))!r}, {float(np.max(q))!r}]")
+    return q
+
+
 def one_of(name, value, allowed):
     """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices."""
     if value not in allowed:

@@ -66,8 +66,8 @@ from scipy import optimize
 
 from .. import _backend as B
 from . import series
-from ._checks import ConvergenceError, finite_array, log_upper, real_scalar
-from .measures import Affine, Measure, PointMasses, _cumulative_panels, _order, _poles
+from ._checks import ConvergenceError, finite_array, log_upper, moment_order, real_scalar
+from .measures import Affine, Measure, PointMasses, atom_cauchy, cumulative_panels
 
 __all__ = ["free_mult", "free_mult_scaled", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
 
@@ -442,12 +442,12 @@ class _Convolution(Measure):
         locs, masses = self.atoms()
         if locs.size:
             with np.errstate(all="ignore"):
-                poles, _ = _poles(zhat, locs, masses)
+                poles, _ = atom_cauchy(zhat, locs, masses)
             g = g - np.where(zhat.imag > 0, poles, 0.0)
         return g
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         if k == 0:
             return 1.0
         return float(self._moments(k)[k - 1])
@@ -681,17 +681,17 @@ class _Convolution(Measure):
         (:meth:`mass_accounting`): a band the search missed would otherwise make a law that is quietly short. The
         bands are first searched on the hull's 200-point grid (fast, and enough for most laws); where the books do
         not balance, again on the multi-scale grid (:meth:`_search_grid`), and a second failure raises."""
-        table = _cumulative_panels(self._panel_tables, self._tails)
+        table = cumulative_panels(self._panel_tables, self._tails)
         acc = self._accounting(*table[:2])
         if abs(1.0 - acc["total"]) > self._MASS_TOL and not self.__dict__.get("_multiscale"):
             # bands missing from the first search (200 points of the hull): search again on the multi-scale grid
             self._multiscale = True
             for name in ("_support", "_quad_panels", "_quad", "_panel_tables", "_tails", "_tail_cells", "_cdf_spline"):
                 self.__dict__.pop(name, None)
-            table = _cumulative_panels(self._panel_tables, self._tails)
+            table = cumulative_panels(self._panel_tables, self._tails)
             acc = self._accounting(*table[:2])
         if abs(1.0 - acc["total"]) > self._MASS_TOL and self._close_by_tail(1.0 - acc["total"]):
-            table = _cumulative_panels(self._panel_tables, self._tails)
+            table = cumulative_panels(self._panel_tables, self._tails)
             acc = self._accounting(*table[:2])
         self._account(acc)
         self._report_tails()

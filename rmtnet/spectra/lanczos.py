@@ -63,8 +63,8 @@ from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
 from .. import _backend as B
-from ._checks import ConvergenceError, integer_at_least, one_of, real_scalar
-from .measures import GridDensity, Measure, PointMasses, _binned_cauchy, _order
+from ._checks import ConvergenceError, integer_at_least, moment_order, one_of, real_scalar
+from .measures import GridDensity, Measure, PointMasses, binned_cauchy
 
 __all__ = ["slq", "top_eigenvalues", "SpectralQuadrature", "LinearCdf", "as_block_operator"]
 
@@ -292,7 +292,7 @@ class SpectralQuadrature(PointMasses):
 
     def probe_moments(self, p):
         """vᵀA^p v for each probe (array of n_probes)."""
-        p = _order(p)
+        p = moment_order(p)
         return np.array([np.sum(w * t ** p) for t, w in zip(self.probe_nodes, self.probe_weights)])
 
     def moment_stderr(self, p):
@@ -453,7 +453,7 @@ def _gauss_mix(x, centres, weights, sigma, chunk=512):
 class LinearCdf(Measure):
     """The law whose distribution function is linear between knots (x_i, F_i), F_0 = 0, F_n = 1 (a histogram with
     cells [x_i, x_{i+1}] of mass F_{i+1} − F_i): density, cdf, quantile and moments in closed form, the Cauchy
-    transform cell by cell (uniform cells in :func:`rmtnet.spectra.measures._binned_cauchy`)."""
+    transform cell by cell (uniform cells in :func:`rmtnet.spectra.measures.binned_cauchy`)."""
 
     def __init__(self, knots, F):
         x = np.asarray(knots, dtype=float).ravel()
@@ -498,7 +498,7 @@ class LinearCdf(Measure):
         return self.quantile(np.random.default_rng(seed).uniform(size=n))
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         a, b = self.x[:-1], self.x[1:]
         # mean of t^k over [a, b] as an average over Gauss–Legendre nodes (no cancellation in b^{k+1} − a^{k+1})
         s, ws = np.polynomial.legendre.leggauss(k // 2 + 1)
@@ -508,7 +508,7 @@ class LinearCdf(Measure):
     def _g(self, z):
         centres = 0.5 * (self.x[:-1] + self.x[1:])
         keep = self.mass > 0
-        return _binned_cauchy(z, centres[keep], self.width[keep], centres[keep], self.mass[keep], np.empty(0),
+        return binned_cauchy(z, centres[keep], self.width[keep], centres[keep], self.mass[keep], np.empty(0),
                               np.empty(0))
 
     def __repr__(self):

@@ -10,8 +10,8 @@ import numpy as np
 from scipy import special
 
 from .. import _backend as B
-from ._checks import finite_array, real_scalar
-from .measures import Measure, PointMasses, _order, _probabilities
+from ._checks import finite_array, moment_order, probabilities, real_scalar
+from .measures import Measure, PointMasses
 
 __all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]
 
@@ -78,7 +78,7 @@ class MarchenkoPastur(Measure):
         return np.where(inside, rho, 0.0)
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         if k == 0:
             return 1.0
         j = np.arange(1, k + 1)
@@ -91,7 +91,7 @@ class MarchenkoPastur(Measure):
 
     def sample(self, n, seed=None, backend=None):
         """Eigenvalues of one σ²XXᵀ with N = n rows and M = round(n/λ) columns (finite-N Monte Carlo)."""
-        from .montecarlo import wishart_eigs
+        from .random_matrices import wishart_eigs
         return wishart_eigs(n, max(1, round(n / self.ratio)), seed=seed, backend=backend) * self.scale
 
     def __repr__(self):
@@ -137,7 +137,7 @@ class Semicircle(Measure):
         return 0.5 + (u * np.sqrt(1 - u * u) + np.arcsin(u)) / np.pi
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         total = 0.0
         for j in range(0, k + 1, 2):      # E (loc + X)^k, X centred semicircle
             cat = special.comb(j, j // 2) / (j // 2 + 1)
@@ -199,7 +199,7 @@ class FussCatalan(Measure):
         return out
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         s = self.s
         return float(self.scale ** k * special.comb((s + 1) * k, k, exact=True) / (s * k + 1))
 
@@ -268,11 +268,11 @@ class Arcsine(Measure):
         return 2.0 / np.pi * np.arcsin(np.sqrt(u))
 
     def quantile(self, q):
-        q = _probabilities("q", q)
+        q = probabilities("q", q)
         return self.lo + (self.hi - self.lo) * np.sin(0.5 * np.pi * q) ** 2
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         w = self.hi - self.lo
         return float(sum(special.comb(k, j) * self.lo ** (k - j) * w ** j * special.comb(2 * j, j) / 4 ** j
                          for j in range(k + 1)))

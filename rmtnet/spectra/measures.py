@@ -38,7 +38,8 @@ from scipy import integrate, interpolate, special
 from scipy.optimize import elementwise
 
 from .. import _backend as B
-from ._checks import ConvergenceError, finite_array, probability_vector, real_scalar
+from ._checks import (ConvergenceError, finite_array, moment_order, probabilities, probability_vector,
+                      real_scalar)
 
 __all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "OtherGram", "GaussianPushforward",
            "gaussian_pushforward", "Tabulated", "tabulate", "adaptive_tanh_sinh",
@@ -266,7 +267,7 @@ def _power_law_start(d, c, r):
     return int(i[first[0]]) if first.size else 0
 
 
-def _cumulative_panels(panels, tails):
+def cumulative_panels(panels, tails):
     """(v, C(v), ρ(v)) over the panels' tables [(a, b, v, C, ρ)] (:func:`_panel_table`) laid end to end, with each
     panel's edge tails [(left mass, β), (right mass, β)] (:func:`_edge_tail`): a panel's ends join as nodes, C
     rising by the left tail's mass between a and the first node and by the right tail's between the last node and b
@@ -415,7 +416,7 @@ class Measure:
 
     def moment(self, k):
         """∫ x^k dμ: atoms plus double-exponential quadrature of the continuous part."""
-        k = _order(k)
+        k = moment_order(k)
         locs, masses = self.atoms()
         total = float(np.sum(masses * locs ** k))
         for x, w, fx, h in self._quad:
@@ -448,7 +449,7 @@ class Measure:
         """(x, C(x), ρ(x)): C the continuous part's cumulative integral on the quadrature nodes (cumulative Simpson
         in t, panel by panel), each panel's ends included as nodes with the mass of its edge tails
         (:meth:`edge_tails`); repeated abscissae (nodes that merge at a panel's end) are dropped."""
-        table = _cumulative_panels(self._panel_tables, self._tails)
+        table = cumulative_panels(self._panel_tables, self._tails)
         self._report_tails()
         return table
 
@@ -667,7 +668,7 @@ class Measure:
         """Inverse survival function ppf(1 − q) = min{x : sf(x) ≤ q}: scipy's rule for its continuous and its
         discrete laws alike (``rv_generic._isf`` is ``_ppf(1 − q)``). Like scipy's, it resolves the upper tail
         only as far as 1 − q does in float64 (q ≳ 1e-16)."""
-        q = _probabilities("q", q)
+        q = probabilities("q", q)
         return self.quantile(1.0 - q)
 
     def median(self):
@@ -677,7 +678,7 @@ class Measure:
     def interval(self, confidence):
         """(ppf((1 − c)/2), ppf((1 + c)/2)) for confidence c in [0, 1], as scipy's ``interval``: each tail outside
         holds at most (1 − c)/2 (exactly that for a continuous law). c = 1 gives :meth:`support`."""
-        c = _probabilities("confidence", confidence)
+        c = probabilities("confidence", confidence)
         return self.quantile(0.5 * (1.0 - c)), self.quantile(0.5 * (1.0 + c))
 
     def expect(self, func=None, lb=None, ub=None, conditional=False, *, rtol=1e-10, atol=None):
@@ -767,20 +768,6 @@ class Measure:
         return f"{type(self).__name__}()"
 
 
-def _order(k):
-    if isinstance(k, bool) or int(k) != k or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
-    return int(k)
-
-
-def _probabilities(name, q):
-    """q as a float array with every entry in [0, 1], or ValueError naming ``name``."""
-    q = finite_array(name, q)
-    if np.any((q < 0) | (q > 1)):
-        raise ValueError(f"{name} must lie in [0, 1], got values in [{float(np.min(q))!r}, {float(np.max(q))!r}]")
-    return q
-
-
 def _identity(x):
     return x
 
@@ -851,7 +838,7 @@ class PointMasses(Measure):
         return 0.0
 
     def _g(self, z):
-        return _poles(B.as_array(z, complex), self._locs, self._masses)
+        return atom_cauchy(B.as_array(z, complex), self._locs, self._masses)
 
     def _mt(self, z):
         z = B.as_array(z, complex)[..., None]
@@ -861,7 +848,7 @@ class PointMasses(Measure):
         return (a * d).sum(-1), (masses * z * d).sum(-1), -(a * d * d).sum(-1)
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         return float(np.sum(self._masses * self._locs ** k))
 
     def var(self):
@@ -934,7 +921,7 @@ def _bin_cauchy(z, c, w, mu):
     return g, dg
 
 
-def _binned_cauchy(z, centres, widths, means, masses, atom_locs, atom_masses, chunk=None):
+def binned_cauchy(z, centres, widths, means, masses, atom_locs, atom_masses, chunk=None):
     """(G, G′) of Σ_i masses_i · (linear density on bin i with the given mean) + Σ atoms, for complex z.
 
     On the host, points go through in chunks of 8, so that the (chunk × bins) temporaries of :func:`_bin_cauchy`
@@ -956,12 +943,12 @@ def _binned_cauchy(z, centres, widths, means, masses, atom_locs, atom_masses, ch
         dg[s:s + chunk] = np.einsum("ij,j->i", dgb, masses)
     g, dg = g.reshape(z.shape), dg.reshape(z.shape)
     if atom_locs.size:
-        ga, dga = _poles(z, atom_locs, atom_masses)
+        ga, dga = atom_cauchy(z, atom_locs, atom_masses)
         g, dg = g + ga, dg + dga
     return g, dg
 
 
-def _poles(z, locs, masses):
+def atom_cauchy(z, locs, masses):
     """(G, G′) of the atoms Σ_k masses_k δ_{locs_k} at complex z (an array of any backend; locs and masses are
     host arrays, brought to z's device): Σ m_k/(z − a_k) and −Σ m_k/(z − a_k)²."""
     locs, masses = B.as_array(locs, float, like=z), B.as_array(masses, float, like=z)
@@ -1026,7 +1013,7 @@ class GridDensity(Measure):
 
     @cached_property
     def _bins(self):
-        """The cells as bins for :func:`_binned_cauchy`: centre, width, mean of the linear density, mass."""
+        """The cells as bins for :func:`binned_cauchy`: centre, width, mean of the linear density, mass."""
         x0, x1 = self.x[:-1], self.x[1:]
         r0, r1 = self.rho[:-1], self.rho[1:]
         w = x1 - x0
@@ -1039,10 +1026,10 @@ class GridDensity(Measure):
     def _g(self, z):
         # the cell-by-cell closed form written with the small-cell series of _bin_cauchy: no cancellation between
         # log(z - x0) and log(z - x1) for the tiny cells at a tanh-sinh table's ends, nor far from the support
-        return _binned_cauchy(z, *self._bins, self._alocs, self._amasses)
+        return binned_cauchy(z, *self._bins, self._alocs, self._amasses)
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         # exact for piecewise-linear ρ: the integrand t^k·(linear) has degree k + 1, which Gauss–Legendre with
         # ⌈(k + 2)/2⌉ nodes per cell integrates exactly; unlike expanding the polynomial, this stays accurate for the
         # tiny cells at a tanh-sinh table's ends
@@ -1243,7 +1230,7 @@ class Affine(Measure):
         return 1.0 - self.base.cdf(y) + self.base._atom_mass_at(y)
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         return float(sum(special.comb(k, j) * self.a ** j * self.b ** (k - j) * self.base.moment(j)
                          for j in range(k + 1)))
 
@@ -1255,7 +1242,7 @@ class Affine(Measure):
         the base's right-continuous inverse: it is x = Q(p) unless F(x) = p, where F may stay flat to the right of x
         (x the top of an atom's jump or a band's end). There Q⁺ is x itself if x lies in a band below its end, and
         otherwise the next point where F rises: the next atom or band start above x."""
-        q = _probabilities("q", q)
+        q = probabilities("q", q)
         if self.a > 0:
             return self.a * self.base.quantile(q) + self.b
         p = 1.0 - q
@@ -1337,7 +1324,7 @@ class OtherGram(Measure):
         return self.base.pdf(x) / self.ratio
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         return 1.0 if k == 0 else self.base.moment(k) / self.ratio
 
     def __repr__(self):
@@ -1468,10 +1455,10 @@ class GaussianPushforward(Measure):
         return _tanh_sinh_pieces(g, list(zip(self._pa, self._pb)), -np.inf, np.inf, rtol, atol, self)
 
     def _g(self, z):
-        return _binned_cauchy(z, self._bc, self._bw, self._bm, self._bp, self._atom_locs, self._atom_masses)
+        return binned_cauchy(z, self._bc, self._bw, self._bm, self._bp, self._atom_locs, self._atom_masses)
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         return float(np.sum(self._wq * self._fq ** k) + np.sum(self._atom_masses * self._atom_locs ** k))
 
     def pdf(self, x):

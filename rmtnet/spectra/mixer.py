@@ -30,9 +30,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ._checks import finite_array, integer_at_least, real_scalar
+from ._checks import finite_array, integer_at_least, moment_order, real_scalar
 from .laws import MarchenkoPastur
-from .measures import Measure, _order
+from .measures import Measure
 
 __all__ = ["effective_width", "connections", "tokens_for_channels", "optimal_tokens_channels", "max_effective_width",
            "sparse_weight_law", "c_gamma", "kronecker_singular_values", "mp_regime", "ClassicalProduct",
@@ -214,7 +214,7 @@ class ClassicalProduct(Measure):
         return self._b0 / z + (g / y) @ wu, -self._b0 / z ** 2 + (dg / y ** 2) @ wu
 
     def moment(self, k):
-        k = _order(k)
+        k = moment_order(k)
         return float(self.a.moment(k) * self.b.moment(k))
 
     @cached_property
