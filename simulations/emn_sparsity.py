@@ -15,8 +15,8 @@ converged networks' errors are round-off and grow slowly with density (larger ou
 exponential" growth is not resolved at these sizes.
 Runs go through rmtnet.experiments.sweep into figures/emn_sparsity_runs.csv, appended run by run: an interrupted run
 of this script resumes where it stopped.
-Quick mode (default): n ∈ {5, 10, 20}, 3 conditions × 2 dtypes + 3 zero-diagonal runs, 1 seed: measured 1 min 30 s
-on 2 cores that other jobs kept at a load average of ~7. ``--full``: n up to 100 (an estimated 2–3 hours on 2 cores,
+Quick mode (default): n ∈ {5, 10}, 3 conditions × 2 dtypes + 3 zero-diagonal runs, 1 seed (``main(ns=(5, 10, 20))``
+adds n = 20). ``--full``: n up to 100 (an estimated 2–3 hours on 2 cores,
 not run).
 Writes figures/emn_sparsity.png and figures/emn_sparsity.csv (panel "fig3": error and expected error per run and
 density; panel "fig4": the learned row constants, readouts and their products per architecture and node).
@@ -41,7 +41,7 @@ ZERO_DIAGONAL_PAIR = (1, 8)
 def settings(full, **overrides):
     """Sizes, dtypes, (epochs, meta-epochs) pairs and the inspected network of quick or full mode. ``pairs`` maps a
     condition to one (epochs, meta-epochs) for every n; None takes the paper's Table 1 pair per (n, condition)."""
-    s = dict(ns=(5, 10, 20, 40, 100) if full else (5, 10, 20), dtypes=("float64", "float32"), pairs=None, seeds=1,
+    s = dict(ns=(5, 10, 20, 40, 100) if full else (5, 10), dtypes=("float64", "float32"), pairs=None, seeds=1,
              n_test=1000, inspect_n=5, inspect_meta_epochs=16)
     return {**s, **overrides}
 
