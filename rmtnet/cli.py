@@ -45,6 +45,7 @@ _CANDIDATES = (_PACKAGE / "simulations", _PACKAGE.parent / "simulations")
 SIMULATIONS_DIR = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
 BACKENDS = ("numpy", "cupy")
 TIMES_FILE = ".rmtnet-times.json"      # in --outdir: each simulation's last time, to start the longest first
+SHIPPED_TIMES = "times.json"           # beside the scripts: the times of a quick run on 2 cores, for a first run
 
 
 def _sim_dir() -> Path:
@@ -256,13 +257,38 @@ def _one(path, a):
                 runs=runs if runs is not None and runs.exists() else None)
 
 
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "RMTNET_CORES")
+
+
+@contextlib.contextmanager
+def _thread_environment(threads):
+    """Within the block, this process's environment gives every thread pool ``threads`` threads, so that worker
+    processes started in it inherit the limits before they import anything (a spawned worker imports rmtnet, and with
+    it NumPy, while unpickling its first task: setting the variables in the worker would come too late for BLAS)."""
+    saved = {var: os.environ.get(var) for var in _THREAD_VARS}
+    os.environ.update({var: str(threads) for var in _THREAD_VARS})
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
 def _init_worker(threads):
-    """A worker process of ``--jobs N``: its BLAS, OpenMP and torch thread pools get ``threads`` threads (set
-    before NumPy or torch is imported in it), and so do its parameter sweeps (``RMTNET_CORES``, read by
+    """A worker process of ``--jobs N``: BLAS, OpenMP and torch get ``threads`` threads (from the environment it
+    inherited, see :func:`_thread_environment`; thread pools already loaded are limited again here through
+    threadpoolctl), and so do its parameter sweeps (``RMTNET_CORES``, read by
     :func:`rmtnet.experiments.available_cores`: a sweep with ``n_jobs=-1`` then runs that many workers)."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "RMTNET_CORES"):
-        os.environ[var] = str(threads)
+    os.environ.update({var: str(threads) for var in _THREAD_VARS})
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                        # pragma: no cover - scikit-learn, a dependency, brings it
+        return
+    threadpool_limits(threads)
 
 
 def _report(record):
@@ -277,12 +303,20 @@ def _times_path(a):
     return Path(a.outdir) / TIMES_FILE
 
 
-def _read_times(a):
-    """The last run's seconds per simulation at this size (quick or --full), from --outdir; {} if none."""
+def _load_times(path, size):
     try:
-        return json.loads(_times_path(a).read_text())["full" if a.full else "quick"]
+        times = json.loads(Path(path).read_text())[size]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
+    return times if isinstance(times, dict) else {}
+
+
+def _read_times(a):
+    """Seconds per simulation at this size (quick or --full): the last run's, from --outdir, over the times shipped
+    with the scripts (``simulations/times.json``, measured on 2 cores), so that a first run also starts the
+    longest first; {} if neither has any."""
+    size = "full" if a.full else "quick"
+    return {**_load_times(_sim_dir() / SHIPPED_TIMES, size), **_load_times(_times_path(a), size)}
 
 
 def _write_times(a, records):
@@ -315,8 +349,9 @@ def _run_all(chosen, a):
     records = {}
     # by the module's import name, so that the workers find these functions when this file runs as __main__
     import rmtnet.cli as this
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=this._init_worker,
-                             initargs=(threads,)) as pool:
+    with _thread_environment(threads), ProcessPoolExecutor(
+            max_workers=jobs, mp_context=get_context("spawn"), initializer=this._init_worker,
+            initargs=(threads,)) as pool:
         futures = {pool.submit(this._one, path, a): path for path in order}
         for future in tqdm(as_completed(futures), total=len(futures), desc="simulations", unit="sim",
                            disable=None):

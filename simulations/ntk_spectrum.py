@@ -13,8 +13,9 @@ against L with a least-squares straight line (slope, intercept, relative residua
 Carlo largest eigenvalue; the critical learning rate 2/λ_max (ntk.critical_learning_rate's definition) is in the
 table and on the right axis.
 
-Quick mode (default): N = 1000, one draw, overlays at L = 2, 4, 8, λ_max at L = 1, 2, 3, 4, 8 (the L = 8 law alone
-takes about a minute: each level of the Fisher recursion is tabulated). ``--full``: N = 2000, four draws, overlays
+Quick mode (default): N = 1000, one draw, overlays at L = 2, 4, 8, λ_max at L = 1, 2, 3, 4, 8 (one recursion to the
+deepest L gives every shallower law on the way, fisher_law(..., return_all=True); each level is tabulated).
+``--full``: N = 2000, four draws, overlays
 at L = 2, 4, 8, 12, λ_max at L = 1 … 12 (several minutes).
 Writes figures/ntk_spectrum.png and figures/ntk_spectrum.csv.
 """
@@ -42,7 +43,8 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     n, draws = (2000, 4) if full else (1000, 1)
     overlay_depths = (2, 4, 8, 12) if full else (2, 4, 8)
     lmax_depths = tuple(range(1, 13)) if full else (1, 2, 3, 4, 8)
-    laws = {L: fisher_law(_net(L, n)) for L in sorted(set(overlay_depths) | set(lmax_depths))}
+    deepest = max(set(overlay_depths) | set(lmax_depths))
+    laws = dict(enumerate(fisher_law(_net(deepest, n), return_all=True), start=1))     # every depth, one recursion
     fig, axes = plt.subplots(1, len(overlay_depths) + 1, figsize=(4.6 * (len(overlay_depths) + 1), 4.3),
                              layout="constrained")
     tables = {}

@@ -4,6 +4,7 @@ figure script (running them all is for ``rmtnet run --all``; test_simulations.py
 import ast
 import inspect
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -232,6 +233,60 @@ def test_jobs_run_concurrently_and_start_the_longest_first(fake_sims, tmp_path, 
     (out / cli.TIMES_FILE).write_text(json.dumps({"quick": times}))
     assert [p.stem for p in sorted(cli.scripts(), key=lambda p: -cli._read_times(a).get(p.stem, float("inf")))] \
         == ["broken", "fake_plain", "fake_sweep"]                  # unknown first, then the slowest
+
+
+THREADS = '''
+"""Reports the thread limits its process runs under."""
+import json, os
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_info
+
+from rmtnet import experiments
+
+
+def main(full=False, outdir="figures", seed=0, backend=None):
+    np.linalg.eigvalsh(np.eye(50))                       # BLAS loaded and used
+    pools = {p["internal_api"]: p["num_threads"] for p in threadpool_info()}
+    Path(outdir).mkdir(parents=True, exist_ok=True)
+    (Path(outdir) / f"{Path(__file__).stem}.json").write_text(json.dumps(dict(
+        pools=pools, omp=os.environ.get("OMP_NUM_THREADS"), cores=experiments.available_cores())))
+'''
+
+
+def test_jobs_limit_every_thread_pool_of_their_workers(tmp_path, monkeypatch):
+    """Each of --jobs 2's workers runs BLAS/OpenMP with cores // 2 threads (at least 1), and its sweeps with that many
+    workers; without the limit two workers would each start one BLAS thread per core and oversubscribe them."""
+    sims = tmp_path / "sims"
+    sims.mkdir()
+    for name in ("threads_a", "threads_b"):
+        (sims / f"{name}.py").write_text(THREADS)
+    monkeypatch.setattr(cli, "SIMULATIONS_DIR", sims)
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    out = tmp_path / "out"
+    assert cli.main(["run", "--all", "--jobs", "2", "--outdir", str(out)]) == 0
+    share = max(1, cli.available_cores() // 2)
+    for name in ("threads_a", "threads_b"):
+        seen = json.loads((out / f"{name}.json").read_text())
+        assert seen["pools"] and set(seen["pools"].values()) == {share}, seen
+        assert seen["omp"] == str(share) and seen["cores"] == share
+    assert os.environ["OMP_NUM_THREADS"] == "7"                    # this process's own setting is restored
+
+
+def test_a_first_run_orders_by_the_times_shipped_with_the_scripts(fake_sims, tmp_path):
+    """Without a times file in --outdir, simulations/times.json orders the run; the outdir's own times win."""
+    (fake_sims / cli.SHIPPED_TIMES).write_text(json.dumps({"quick": {"fake_plain": 5.0, "fake_sweep": 50.0}}))
+    a = cli._parser()[0].parse_args(["run", "--all", "--outdir", str(tmp_path / "new")])
+    assert cli._read_times(a) == {"fake_plain": 5.0, "fake_sweep": 50.0}
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / cli.TIMES_FILE).write_text(json.dumps({"quick": {"fake_plain": 500.0}}))
+    assert cli._read_times(a) == {"fake_plain": 500.0, "fake_sweep": 50.0}
+
+
+def test_the_shipped_times_cover_every_simulation():
+    times = json.loads((ROOT / "simulations" / cli.SHIPPED_TIMES).read_text())["quick"]
+    assert set(times) == {p.stem for p in SCRIPTS} and all(t > 0 for t in times.values())
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two"])

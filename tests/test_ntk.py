@@ -199,3 +199,20 @@ def test_ck_rejects_settings_outside_fan_wang():
         ck_law(arch.mlp(1, 100, sigma_w=2.0), 50)
     with pytest.raises(ValueError, match="n_data"):
         ck_law(arch.mlp(1, 100), 0)
+
+
+def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
+    """fisher_law(net, return_all=True)[ℓ−1] is the law of the net cut after layer ℓ (linear read-out): checked
+    against fisher_law of those nets built on their own (cdf on a grid, moments), and the last entry is net's own."""
+    def net(L, last=False):
+        return arch.mlp(L, 300, weights="orthogonal", sigma_w=1.05, sigma_b=0.05, activation="hard_tanh",
+                        last_activation=last)
+    for last in (False, True):
+        laws = fisher_law(net(4, last), return_all=True)
+        assert len(laws) == 4
+        for L in (1, 2, 4):
+            alone = fisher_law(net(L, last and L == 4))
+            lo, hi = alone.support()
+            x = np.linspace(lo, hi, 41)
+            assert np.allclose(laws[L - 1].cdf(x), alone.cdf(x), atol=1e-12), (L, last)
+            assert laws[L - 1].moment(2) == pytest.approx(alone.moment(2), rel=1e-12)

@@ -74,23 +74,32 @@ def _fisher_levels(net):
     return out
 
 
-def fisher_law(net, q0=None) -> Measure:
+def fisher_law(net, q0=None, return_all=False):
     """Limit spectral law of the one-sample NTK / Fisher dual Θ of ``net`` (square, an :func:`rmtnet.arch.mlp`) by the
     Hayase–Karakida recursion (module docstring). ``q0`` overrides the input's ‖x₀‖²/n₀ (then every q_ℓ follows).
 
     Each level is tabulated before the next ⊠; purely atomic levels (linear or ReLU–orthogonal nets at small depth)
-    stay exact point masses. The top of the support is λ_max; :func:`critical_learning_rate` gives 2/λ_max."""
+    stay exact point masses. The top of the support is λ_max; :func:`critical_learning_rate` gives 2/λ_max.
+
+    ``return_all=True`` returns the list of laws [μ₁, …, μ_L] in one pass of the recursion: μ_ℓ (ℓ < L) is the law of
+    the network cut after layer ℓ with a linear read-out (``last_activation=False``) — the same q_ℓ and q̂_ℓ, since
+    they depend only on the layers below — and μ_L is this net's own law. A sweep over depth thus costs one deep
+    recursion instead of one per depth."""
     _square(net, "fisher_law")
     net = _with_input(net, q0)
     s2 = float(net.sigma_w) ** 2
     mp = MarchenkoPastur(1.0) if net.weights == "gaussian" else None
     levels = _fisher_levels(net)
     mu = PointMasses([levels[0][0]], [1.0])                         # μ₁ = δ_{q̂₀}
+    laws = [mu]
     for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
         core = free_mult_scaled([f for f in (d2, mp, mu) if f is not None], s2)
         mu = tabulate(Affine(core, 1.0, qhat))
+        laws.append(mu)
     d2_last = levels[-1][1]
-    return mu if d2_last is None else free_mult_scaled([d2_last, mu])
+    if d2_last is not None:
+        laws[-1] = free_mult_scaled([d2_last, mu])
+    return laws if return_all else laws[-1]
 
 
 def fisher_moments(net, K=4, q0=None):
