@@ -202,17 +202,22 @@ def test_ck_rejects_settings_outside_fan_wang():
 
 
 def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
-    """fisher_law(net, return_all=True)[ℓ−1] is the law of the net cut after layer ℓ (linear read-out): checked
-    against fisher_law of those nets built on their own (cdf on a grid, moments), and the last entry is net's own."""
-    def net(L, last=False):
-        return arch.mlp(L, 300, weights="orthogonal", sigma_w=1.05, sigma_b=0.05, activation="hard_tanh",
-                        last_activation=last)
-    for last in (False, True):
-        laws = fisher_law(net(4, last), return_all=True)
-        assert len(laws) == 4
-        for L in (1, 2, 4):
-            alone = fisher_law(net(L, last and L == 4))
-            lo, hi = alone.support()
-            x = np.linspace(lo, hi, 41)
-            assert np.allclose(laws[L - 1].cdf(x), alone.cdf(x), atol=1e-12), (L, last)
-            assert laws[L - 1].moment(2) == pytest.approx(alone.moment(2), rel=1e-12)
+    """fisher_law(net, return_all=True)[ℓ−1] is the law of the net cut after layer ℓ (linear read-out): its moments
+    are those of fisher_moments (exact series) of the cut net, its cdf that of fisher_law of the cut net built on
+    its own; with last_activation the last entry carries D_L (checked on an atomic ReLU–orthogonal net)."""
+    def net(L, **kw):
+        return arch.mlp(L, 300, **kw)
+    laws = fisher_law(net(3, weights="gaussian", activation="linear"), return_all=True)
+    assert len(laws) == 3
+    for L, law in enumerate(laws, start=1):
+        exact = ntk.fisher_moments(net(L, weights="gaussian", activation="linear"), K=3)
+        assert [law.moment(k) for k in (1, 2, 3)] == pytest.approx(exact, rel=1e-9), L
+    alone = fisher_law(net(2, weights="gaussian", activation="linear"))
+    x = np.linspace(*alone.support(), 41)
+    assert np.allclose(laws[1].cdf(x), alone.cdf(x), atol=1e-12)
+    relu = dict(weights="orthogonal", activation="relu")
+    atomic = fisher_law(net(3, last_activation=True, **relu), return_all=True)
+    for L in (1, 2, 3):
+        own = fisher_law(net(L, last_activation=(L == 3), **relu))
+        assert np.allclose(atomic[L - 1].atoms()[0], own.atoms()[0]) and np.allclose(atomic[L - 1].atoms()[1],
+                                                                                    own.atoms()[1]), L
