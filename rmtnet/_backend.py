@@ -110,6 +110,9 @@ def rng(seed, backend: str | None = None):
     passed as ``seed`` (e.g. a :class:`HostStream`) is returned as it is, so samplers accept either."""
     if hasattr(seed, "standard_normal"):
         return seed
+    if not (seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)
+            or isinstance(seed, np.random.SeedSequence)):
+        raise ValueError(f"seed must be None, a non-negative integer, a SeedSequence or a generator, got {seed!r}")
     lib = native(backend)
     return lib.random.default_rng(seed)
 

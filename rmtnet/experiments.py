@@ -355,7 +355,11 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     address = None if scheduler is None else scheduler_address(scheduler)
 
     store_path = None if store is None else Path(store)
-    writer = None if store_path is None else _Store(store_path)
+    try:
+        writer = None if store_path is None else _Store(store_path)
+    except OSError as exc:
+        raise ValueError(f"store={str(store)!r} cannot be created or read ({exc.strerror or exc}); give a path in "
+                         f"a writable folder, or store=None to keep nothing on disk") from exc
     done = writer.keys() if writer is not None else set()
     todo = [run for run in runs if run[2] not in done]
     kept, failures = [], []

@@ -229,3 +229,11 @@ def test_available_cores_is_the_share_rmtnet_run_gives(monkeypatch):
     monkeypatch.setenv("RMTNET_CORES", "zero")
     with pytest.raises(ValueError, match="RMTNET_CORES"):
         experiments.available_cores()
+
+
+def test_an_unwritable_store_is_a_clear_error_naming_it(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    store = blocker / "runs.csv"                        # its parent is a file: no folder can be made there
+    with pytest.raises(ValueError, match=r"store='.*a_file/runs.csv' cannot be created"):
+        sweep(score, GRID, store=store, progress=False)

@@ -257,3 +257,13 @@ def test_trains_on_cuda(digits):
     table = train(model, digits, epochs=2, batch_size=64, lr=0.05, device="cuda", progress=False)
     assert next(model.parameters()).is_cuda
     assert table["test_error"].iloc[-1] < 0.2
+
+
+def test_a_truncated_checkpoint_is_a_clear_error_naming_the_file(digits, tmp_path):
+    """A checkpoint cut short (a full disk, a copy interrupted) stops train with the file's name and what to do,
+    not torch's zip-reader message."""
+    ckpt = tmp_path / "run.pt"
+    train(mlp(), digits, epochs=1, batch_size=256, lr=0.05, checkpoint=ckpt)
+    ckpt.write_bytes(ckpt.read_bytes()[:200])
+    with pytest.raises(RuntimeError, match=r"checkpoint .*run\.pt cannot be read .* delete it to restart"):
+        train(mlp(), digits, epochs=1, batch_size=256, lr=0.05, checkpoint=ckpt)

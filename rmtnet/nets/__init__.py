@@ -1,10 +1,11 @@
 """Trainable torch models of rmtnet, their data, training loop and probes — the reusable library.
 
-Layers (:mod:`.layers`): static masks, token/channel and permuted mixing, Monarch, the EMN layers. Models
-(:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one training loop
-(:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`); the subnetwork-ensemble
-methods of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) — children by noise,
-pruning or annealing, partition masks, ensemble prediction (:mod:`.ensembles`) — and their metrics (:mod:`.metrics`).
+Layers (:mod:`.layers`): static masks (stored dense or sparse), token/channel and permuted mixing, Monarch, the EMN
+layers. Models (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one
+training loop (:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`); the
+subnetwork-ensemble methods of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) —
+children by noise, pruning or annealing, partition masks, ensemble prediction (:mod:`.ensembles`) — and their metrics
+(:mod:`.metrics`).
 
 The paper studies that use this library live in :mod:`rmtnet.studies`; the Ensemble Mask Network experiments of
 Luntzel (2023, arXiv 2309.06382) moved there (:mod:`rmtnet.studies.emn`) and stay importable from here under their
@@ -15,14 +16,15 @@ predictions.
 from . import data, ensembles, layers, metrics, models, probes, similarity, training
 from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
-                     TokenMixing, commutation)
+                     SparseMaskedLinear, TokenMixing, commutation)
 from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from .probes import effective_singular_values, empirical_ntk, input_jacobian, jacobian_spectrum, weight_singular_values
 from .similarity import MinibatchCKA, cka, cka_between, hsic, layer_features
 from .training import evaluate, train
 
 __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", "MonarchLinear", "PermutedMixing",
-           "TokenMixing", "commutation", "EMN", "MLP", "MLPMixer", "MonarchMLP", "RPMixer", "SWMLP", "empirical_ntk",
+           "SparseMaskedLinear", "TokenMixing", "commutation", "EMN", "MLP", "MLPMixer", "MonarchMLP", "RPMixer", "SWMLP",
+           "empirical_ntk",
            "input_jacobian", "jacobian_spectrum", "weight_singular_values", "effective_singular_values", "MinibatchCKA", "cka", "cka_between",
            "hsic", "layer_features", "evaluate", "train", "data", "layers", "models", "probes", "similarity",
            "training", "emn", "LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",

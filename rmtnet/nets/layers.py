@@ -11,18 +11,22 @@ so token mixing X ↦ W X is the layer kron(W, I_C) (density 1/C) and channel mi
 for the column-major vec, vec(W X V) = (Vᵀ ⊗ W) vec(X); the two differ by the commutation permutation
 (:func:`commutation`).
 
-No layer here builds a Kronecker product or a dense m×m mask: mixing is a matmul on one axis, RP mixing an index
-gather and a batched matmul, Monarch two batched matmuls, the EMN layer one einsum over the per-sample adjacency.
+No layer here builds a Kronecker product: mixing is a matmul on one axis, RP mixing an index gather and a batched
+matmul, Monarch two batched matmuls, the EMN layer one einsum over the per-sample adjacency. A static mask is either
+stored densely (:class:`MaskedLinear`: an n_out × n_in weight and mask, the reference at small widths) or as its kept
+weights alone in CSR form (:class:`SparseMaskedLinear`: memory and work ∝ the connections).
 Weights are initialised N(0, σ_w²/fan_in) with fan_in the number of *nonzero* inputs of a row (so a masked layer of
 density p uses σ_w²/(p·n_in)), biases at 0: the scaling under which the limit laws of :mod:`rmtnet.spectra` apply.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from rmtnet.spectra._checks import positive_integers
 
@@ -124,6 +128,237 @@ class MaskedLinear(nn.Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, density={self.density:.4g}, "
                 f"bias={self.bias is not None}")
+
+
+def uniform_subset(n, k, generator, chunk=2 ** 22):
+    """``k`` distinct integers drawn uniformly from range(``n``) — a uniform random k-subset — as a sorted int64
+    tensor, in O(k) memory (never an n-element tensor unless k itself is that large).
+
+    For k ≤ n/2: rounds of k − (kept so far) iid uniform draws, duplicates dropped, until k are distinct; the result
+    is the set of the first k distinct values of an iid uniform sequence, which is a uniform k-subset. For k > n/2 the
+    n − k left-out integers are drawn that way and the rest enumerated ``chunk`` at a time."""
+    n, k = int(n), int(k)
+    if not 0 <= k <= n:
+        raise ValueError(f"k must lie in [0, n] = [0, {n}], got {k}")
+    if 2 * k > n:
+        out = uniform_subset(n, n - k, generator, chunk)
+        kept = []
+        for lo in range(0, n, chunk):
+            block = torch.arange(lo, min(n, lo + chunk), dtype=torch.int64)
+            pos = torch.searchsorted(out, block).clamp_(max=max(out.numel() - 1, 0))
+            kept.append(block if out.numel() == 0 else block[out[pos] != block])
+        return torch.cat(kept) if kept else torch.empty(0, dtype=torch.int64)
+    have = torch.empty(0, dtype=torch.int64)
+    while have.numel() < k:
+        have = torch.unique(torch.cat([have, torch.randint(n, (k - have.numel(),), generator=generator)]))
+    return have
+
+
+def _csr(crow, col, values, shape):
+    """A sparse CSR tensor over existing index and value tensors (no invariant check: the layer builds them)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=False)
+
+
+class _CSRLinear(torch.autograd.Function):
+    """y = x Wᵀ for W in CSR form (crow, col, values): forward W xᵀ, input gradient Wᵀ gyᵀ through the stored
+    transposed CSR (tcrow, tcol; the values gathered by ``order``), value gradient (gyᵀ x) sampled at W's pattern
+    (``torch.sparse.sampled_addmm``): work and memory proportional to the connections, never to n_out × n_in.
+
+    The products run on feature-major (n × batch) operands, so y and ∂x are returned as transposed views of
+    feature-major results: an elementwise activation keeps that layout and the next layer reads it without a copy."""
+
+    @staticmethod
+    def forward(ctx, x, values, crow, col, tcrow, tcol, order, n_out):
+        n_in = tcrow.numel() - 1
+        xT = x.T.contiguous()
+        ctx.save_for_backward(xT, values, crow, col, tcrow, tcol, order)
+        ctx.n_out = n_out
+        out = (torch.empty if values.numel() else torch.zeros)(n_out, x.shape[0], dtype=x.dtype, device=x.device)
+        torch.addmm(out, _csr(crow, col, values, (n_out, n_in)), xT, beta=0.0, out=out)
+        return out.T
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gy):
+        xT, values, crow, col, tcrow, tcol, order = ctx.saved_tensors
+        n_out, n_in = ctx.n_out, tcrow.numel() - 1
+        gyT = gy.T.contiguous()
+        gx = gv = None
+        if ctx.needs_input_grad[0]:
+            new = torch.empty if values.numel() else torch.zeros
+            gx = new(n_in, gyT.shape[1], dtype=gyT.dtype, device=gyT.device)
+            torch.addmm(gx, _csr(tcrow, tcol, values.index_select(0, order), (n_in, n_out)), gyT, beta=0.0, out=gx)
+            gx = gx.T
+        if ctx.needs_input_grad[1]:
+            gv = torch.sparse.sampled_addmm(_csr(crow, col, values, (n_out, n_in)), gyT, xT.T, beta=0.0).values()
+        return gx, gv, None, None, None, None, None, None
+
+
+class SparseMaskedLinear(nn.Module):
+    """y = (M ⊙ W) x + b with a static random mask M, storing only the kept weights: the static-mask SW-MLP layer of
+    Hayase & Karakida (ICML 2024, arXiv 2306.01470) at a cost proportional to its connections.
+
+    The same law as :class:`MaskedLinear` — mask modes, initialisation N(0, σ_w²/(p·n_in)) of the kept entries, zero
+    bias — but the trainable parameter ``values`` holds exactly the kept weights (one per connection) and the mask is
+    its pattern in CSR form (buffers ``crow_indices``, ``col_indices``), together with the pattern of Mᵀ
+    (``t_crow_indices``, ``t_col_indices``, and ``t_order``: the position in ``values`` of each entry of Mᵀ), so that
+    the backward pass is two sparse products and a sampled one (``torch.sparse.sampled_addmm``). Indices are int32
+    when they fit. No tensor of n_out × n_in elements is created at any point: masks are drawn in index space
+    (:func:`uniform_subset`) and a given sparse mask is read from its indices.
+
+    Parameters
+    ----------
+    density : p ∈ (0, 1], the fraction of kept weights.
+    mask : ``"bernoulli"`` — iid Bernoulli(p) entries, drawn as their count K ~ Binomial(n_out·n_in, p) and then K
+        uniform distinct positions (the same law); ``"exact"`` — exactly round(p·n_out·n_in) kept entries at uniformly
+        random positions; or a 0/1 tensor of shape (out_features, in_features), dense or torch-sparse (COO/CSR, its
+        specified entries all 1), whose density is then its mean.
+    sigma_w : kept weights are N(0, σ_w²/(p·n_in)), as in :class:`MaskedLinear`.
+
+    Masked coordinates do not exist as parameters, so no optimizer can move them. Works on any device where torch
+    has sparse CSR products (CPU, CUDA). ``load_state_dict`` accepts a state of another mask of the same shape (the
+    index buffers and ``values`` take the stored number of connections). Gradients go through ``torch.autograd``
+    only: the functional transforms of ``torch.func`` (vmap, jacrev) do not apply to this layer — use
+    :class:`MaskedLinear` (``SWMLP(storage="dense")``) for Jacobians by torch.func.
+    """
+
+    _INDEX_BUFFERS = ("crow_indices", "col_indices", "t_crow_indices", "t_col_indices", "t_order")
+
+    def __init__(self, in_features, out_features, density=1.0, bias=True, mask="bernoulli", seed=None, sigma_w=1.0,
+                 device=None, dtype=None):
+        super().__init__()
+        positive_integers(in_features=in_features, out_features=out_features)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        if not sigma_w > 0:
+            raise ValueError(f"sigma_w must be > 0, got {sigma_w!r}")
+        n_cells = self.out_features * self.in_features
+        g = generator(seed)
+        if isinstance(mask, torch.Tensor):
+            rows, cols = self._given_mask(mask)
+            density = rows.numel() / n_cells
+        else:
+            if not 0.0 < density <= 1.0:
+                raise ValueError(f"density must lie in (0, 1], got {density!r}")
+            if mask == "bernoulli":
+                k = int(torch.binomial(torch.tensor(float(n_cells), dtype=torch.float64),
+                                       torch.tensor(float(density), dtype=torch.float64), generator=g))
+            elif mask == "exact":
+                k = max(1, round(density * n_cells))
+            else:
+                raise ValueError(f"mask must be 'bernoulli', 'exact' or a 0/1 tensor, got {mask!r}")
+            pos = uniform_subset(n_cells, k, g)
+            rows, cols = pos // self.in_features, pos % self.in_features
+            del pos
+        self.density, self.sigma_w = float(density), float(sigma_w)
+        factory = dict(device=device, dtype=dtype)
+        self.values = nn.Parameter(torch.empty(rows.numel(), **factory))
+        self.bias = nn.Parameter(torch.zeros(self.out_features, **factory)) if bias else None
+        std = self.sigma_w / math.sqrt(self.density * self.in_features)
+        with torch.no_grad():
+            for lo in range(0, rows.numel(), 2 ** 22):       # float64 draws a block at a time, as gaussian_ does
+                hi = min(rows.numel(), lo + 2 ** 22)
+                self.values[lo:hi] = torch.randn(hi - lo, generator=g, dtype=torch.float64).mul_(std)
+        for name, t in zip(self._INDEX_BUFFERS, self._csr_pattern(rows, cols)):
+            self.register_buffer(name, t.to(self.values.device))
+
+    def _given_mask(self, mask):
+        shape = (self.out_features, self.in_features)
+        if tuple(mask.shape) != shape:
+            raise ValueError(f"mask must have shape (out_features, in_features) = {shape}, got {tuple(mask.shape)}")
+        if mask.layout == torch.strided:
+            if not torch.all((mask == 0) | (mask == 1)):
+                raise ValueError("mask must contain only 0 and 1")
+            rows, cols = mask.detach().cpu().nonzero(as_tuple=True)
+        elif mask.layout in (torch.sparse_coo, torch.sparse_csr):
+            coo = (mask.to_sparse_coo() if mask.layout == torch.sparse_csr else mask).detach().cpu().coalesce()
+            if not torch.all(coo.values() == 1):
+                raise ValueError("a sparse mask must specify only entries equal to 1")
+            rows, cols = coo.indices()
+        else:
+            raise ValueError(f"mask must be a strided, sparse COO or sparse CSR tensor, got layout {mask.layout}")
+        if rows.numel() == 0:
+            raise ValueError("mask must keep at least one weight")
+        return rows, cols            # row-major order (nonzero and coalesce both sort by row, then column)
+
+    def _csr_pattern(self, rows, cols):
+        """CSR of M (crow, col) and of Mᵀ (tcrow, tcol, order), int32 when every index fits."""
+        n_out, n_in, nnz = self.out_features, self.in_features, rows.numel()
+        idx = torch.int32 if max(n_out, n_in, nnz) < 2 ** 31 - 1 else torch.int64
+        crow = torch.zeros(n_out + 1, dtype=torch.int64)
+        crow[1:] = torch.bincount(rows, minlength=n_out).cumsum(0)
+        order = torch.argsort(cols, stable=True)              # rows ascend within each column
+        tcrow = torch.zeros(n_in + 1, dtype=torch.int64)
+        tcrow[1:] = torch.bincount(cols, minlength=n_in).cumsum(0)
+        return crow.to(idx), cols.to(idx), tcrow.to(idx), rows[order].to(idx), order.to(idx)
+
+    @property
+    def connections(self):
+        """The number of kept weights (nonzeros of M)."""
+        return self.values.numel()
+
+    def indices(self):
+        """(rows, cols) of the kept weights, int64, in the order of ``values`` (row-major)."""
+        counts = self.crow_indices.diff().long()
+        rows = torch.repeat_interleave(torch.arange(self.out_features, device=counts.device), counts)
+        return rows, self.col_indices.long()
+
+    def sparse_weight(self):
+        """M ⊙ W as a torch sparse CSR tensor sharing ``values`` (differentiable through torch.autograd)."""
+        return _csr(self.crow_indices, self.col_indices, self.values, (self.out_features, self.in_features))
+
+    def effective_weight(self):
+        """M ⊙ W as a dense n_out × n_in tensor (for tests and small layers only)."""
+        rows, cols = self.indices()
+        dense = torch.zeros(self.out_features, self.in_features, dtype=self.values.dtype, device=self.values.device)
+        return dense.index_put((rows, cols), self.values)
+
+    def dense_mask(self):
+        """M as a dense 0/1 tensor of the values' dtype (for tests and small layers only)."""
+        rows, cols = self.indices()
+        dense = torch.zeros(self.out_features, self.in_features, dtype=self.values.dtype, device=self.values.device)
+        return dense.index_put_((rows, cols), torch.ones((), dtype=dense.dtype, device=dense.device))
+
+    @classmethod
+    def from_masked(cls, layer):
+        """The sparse layer with ``layer``'s mask, kept weights and bias (a :class:`MaskedLinear`; for tests and
+        conversion of small layers: it reads the dense mask)."""
+        out = cls(layer.in_features, layer.out_features, bias=layer.bias is not None, mask=layer.mask,
+                  sigma_w=layer.sigma_w, device=layer.weight.device, dtype=layer.weight.dtype)
+        rows, cols = out.indices()
+        with torch.no_grad():
+            out.values.copy_(layer.weight[rows, cols])
+            if layer.bias is not None:
+                out.bias.copy_(layer.bias)
+        out.density = layer.density
+        return out
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # another mask of the same shape may keep a different number of weights: take the stored sizes first
+        for name in ("values",) + self._INDEX_BUFFERS:
+            key = prefix + name
+            if key in state_dict and state_dict[key].shape != getattr(self, name).shape:
+                new = state_dict[key]
+                if name == "values":
+                    self.values.data = torch.empty(new.shape, dtype=self.values.dtype, device=self.values.device)
+                else:
+                    setattr(self, name, torch.empty(new.shape, dtype=new.dtype, device=getattr(self, name).device))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+    def forward(self, x):
+        lead = x.shape[:-1]
+        y = _CSRLinear.apply(x.reshape(-1, self.in_features), self.values, self.crow_indices, self.col_indices,
+                             self.t_crow_indices, self.t_col_indices, self.t_order, self.out_features)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*lead, self.out_features)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, density={self.density:.4g}, "
+                f"connections={self.connections}, bias={self.bias is not None}")
 
 
 # --------------------------------------------------------------------------------------------------------------

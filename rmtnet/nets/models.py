@@ -14,7 +14,8 @@ MLPMixer    W₂ φ(W₁ X): kron(W, I_C), density 1/C                          
 RPMixer     P₂ (I_C ⊗ W) P₁: the commutations replaced by uniform random      as the Mixer
             permutations (RP-Mixer of Hayase & Karakida 2024),
             ``permutations="commutation"`` = Mixer
-SWMLP       (M ⊙ W), static random masks of density 1/C (default)             (M ⊙ W), density 1/S (default)
+SWMLP       (M ⊙ W), static random masks of density 1/C (default), stored     (M ⊙ W), density 1/S (default)
+            sparse or dense (``storage``)
 MonarchMLP  Monarch layers m → γm → m with S blocks, one sub-block per block  (no separate channel sub-block)
 ==========  ================================================================  =======================================
 
@@ -32,9 +33,10 @@ from torch import nn
 from rmtnet.spectra._checks import positive_integers
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
-                     TokenMixing, commutation, gaussian_, generator)
+                     SparseMaskedLinear, TokenMixing, commutation, gaussian_, generator)
 
-__all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module"]
+__all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module", "sparse_storage",
+           "SPARSE_MIN_WIDTH", "SPARSE_MAX_DENSITY"]
 
 
 class _Erf(nn.Module):
@@ -249,25 +251,52 @@ class RPMixer(_PatchNet):
                                         **f))
 
 
+#: ``SWMLP(storage="auto")`` stores its masks sparse from this effective width m on …
+SPARSE_MIN_WIDTH = 256
+#: … when no layer is denser than this (a sparse layer's work is ∝ its connections, a dense-mask layer's ∝ m²;
+#: the crossover is measured by ``benchmarks/mixing.py --crossover``).
+SPARSE_MAX_DENSITY = 1 / 8
+
+
+def sparse_storage(width, density):
+    """The storage ``SWMLP(storage="auto")`` picks, ``"sparse"`` or ``"dense"``, for effective width m = ``width``
+    and largest layer density ``density``: sparse when m ≥ :data:`SPARSE_MIN_WIDTH` and density ≤
+    :data:`SPARSE_MAX_DENSITY`, else dense."""
+    positive_integers(width=width)
+    if not 0.0 < density <= 1.0:
+        raise ValueError(f"density must lie in (0, 1], got {density!r}")
+    return "sparse" if width >= SPARSE_MIN_WIDTH and density <= SPARSE_MAX_DENSITY else "dense"
+
+
 class SWMLP(_PatchNet):
     """Static-mask sparse MLP on the effective width m = S·C (the SW-MLP of Hayase & Karakida 2024): each Mixer layer is
     replaced by a :class:`MaskedLinear` M ⊙ W of the same shape on the flattened features, with a fixed random mask of
     density ``density`` — by default 1/C in the token-like and 1/S in the channel-like sub-block, the densities of the
     Mixer's kron(W, I_C) and kron(I_S, V), so both have Ω connections per layer on average. A single number sets every
     layer's density (``density=1`` is the dense MLP of width m with the same stem, norms and head). ``mask``:
-    ``"bernoulli"`` or ``"exact"`` (see :class:`MaskedLinear`)."""
+    ``"bernoulli"`` or ``"exact"`` (see :class:`MaskedLinear`).
+
+    ``storage``: ``"sparse"`` builds the layers as :class:`SparseMaskedLinear` (only the kept weights are stored
+    and multiplied: memory and time ∝ the connections), ``"dense"`` as :class:`MaskedLinear` (an n_out × n_in weight
+    and mask per layer: memory and time ∝ m², the reference for tests, and the storage that ``torch.func`` probes
+    need), ``"auto"`` (default) as :func:`sparse_storage` says. Both draw masks and kept weights from the same law, so
+    the choice does not change the model's distribution, only the draws a given seed gives."""
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
-                 density=None, mask="bernoulli", pool="mean", seed=None, device=None, dtype=None):
+                 density=None, mask="bernoulli", pool="mean", storage="auto", seed=None, device=None, dtype=None):
         super().__init__(tokens, in_channels, channels, n_classes, norm, generator(seed), device, dtype, pool)
         positive_integers(depth=depth)
         S, C, f = self.tokens, self.channels, self._factory
         m, gS, gC = S * C, _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
         p_token, p_channel = (1.0 / C, 1.0 / S) if density is None else (density, density)
         self.gamma = gamma
+        self.storage = sparse_storage(m, max(p_token, p_channel)) if storage == "auto" else storage
+        if self.storage not in ("sparse", "dense"):
+            raise ValueError(f"storage must be 'sparse', 'dense' or 'auto', got {storage!r}")
+        layer = SparseMaskedLinear if self.storage == "sparse" else MaskedLinear
 
         def masked(n_in, n_out, p):
-            return MaskedLinear(n_in, n_out, density=p, mask=mask, seed=self._seed(), **f)
+            return layer(n_in, n_out, density=p, mask=mask, seed=self._seed(), **f)
 
         for _ in range(depth):
             self.blocks.append(Residual(TwoLayer(masked(m, gS * C, p_token), masked(gS * C, m, p_token), activation,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import pickle
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -189,7 +190,11 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     metrics = None if metrics is None else Path(metrics)
     rows, epoch, step, wall_before = [], 0, 0, 0.0
     if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as exc:
+            raise RuntimeError(f"checkpoint {checkpoint} cannot be read (truncated or corrupt: {exc}); delete it "
+                               f"to restart this training from epoch 0, or put back an intact copy to resume") from exc
         changed = {k: (state["config"].get(k), v) for k, v in config.items() if state["config"].get(k) != v}
         if changed:
             raise ValueError(f"checkpoint {checkpoint} was written with other arguments (saved, given): {changed}; "

@@ -54,8 +54,9 @@ def mlp_description(name, net):
 
 
 def moment_order(k):
-    """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools are not integers)."""
-    if isinstance(k, bool) or int(k) != k or k < 0:
+    """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools, strings and None are not
+    integers; an integral float such as 3.0 is accepted)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Real) or not np.isfinite(k) or int(k) != k or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
     return int(k)
 
@@ -92,10 +93,21 @@ def probability_vector(name, masses, *, total=1.0, tol=1e-10):
 def finite_array(name, x, dtype=float):
     """``x`` as an array of ``dtype`` with every entry finite, or ValueError naming ``name``. The array stays where
     it is: a CuPy array comes back a CuPy array (host data, lists and scalars as NumPy)."""
-    arr = B.as_array(x, dtype)
+    try:
+        arr = B.as_array(x, dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be real numbers (a number or an array of them), got {_short(x)} "
+                         f"({exc})") from None
+    if arr.dtype == object:
+        raise ValueError(f"{name} must be real numbers, got {_short(x)}")
     if not bool(np.all(np.isfinite(arr))):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return arr
+
+
+def _short(x, limit=60):
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def log_upper(w):

@@ -495,7 +495,7 @@ class LinearCdf(Measure):
 
     def rvs(self, n, seed=None):
         n = integer_at_least("n", n, 0)
-        return self.quantile(np.random.default_rng(seed).uniform(size=n))
+        return self.quantile(B.rng(seed, "numpy").uniform(size=n))
 
     def moment(self, k):
         k = moment_order(k)

@@ -4,13 +4,14 @@ Parameters follow scipy.stats where it has one: ``scale`` multiplies the variabl
 it; each is kept under its own name as an attribute (``MarchenkoPastur(0.5, scale=2).scale == 2``)."""
 from __future__ import annotations
 
+import numbers
 from functools import cached_property
 
 import numpy as np
 from scipy import special
 
 from .. import _backend as B
-from ._checks import finite_array, moment_order, probabilities, real_scalar
+from ._checks import finite_array, integer_at_least, moment_order, probabilities, real_scalar
 from .measures import Measure, PointMasses
 
 __all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]
@@ -20,6 +21,14 @@ def _sqrt_cut(z, a, b):
     """√((z - a)(z - b)) with the cut on [a, b] and ~ z at infinity (for Im z ≥ 0 and real z off [a, b])."""
     return np.sqrt(z - a) * np.sqrt(z - b)
 
+
+
+def _integral(name, value):
+    """An integral real (3.0) as an int ≥ 1, or ValueError naming ``name`` (NaN, inf, 2.5, strings, bools)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
+            or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
 
 class MarchenkoPastur(Measure):
     """Marchenko–Pastur law of σ²·XXᵀ, X N×M with iid entries of variance 1/M, ratio λ = N/M (Marchenko & Pastur
@@ -159,9 +168,7 @@ class FussCatalan(Measure):
     """
 
     def __init__(self, s, scale=1.0):
-        if isinstance(s, bool) or int(s) != s or s < 1:
-            raise ValueError(f"s must be a positive integer, got {s!r}")
-        self.s = int(s)
+        self.s = integer_at_least("s", s, 1) if isinstance(s, numbers.Integral) else _integral("s", s)
         self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
         self.edges = (0.0, self.scale * (self.s + 1) ** (self.s + 1) / self.s ** self.s)
 

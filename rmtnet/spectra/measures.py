@@ -30,6 +30,7 @@ cdf for ``quantile``/``rvs``) that a subclass overrides where it knows better. T
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from functools import cached_property
 
@@ -38,8 +39,8 @@ from scipy import integrate, interpolate, special
 from scipy.optimize import elementwise
 
 from .. import _backend as B
-from ._checks import (ConvergenceError, finite_array, moment_order, probabilities, probability_vector,
-                      real_scalar)
+from ._checks import (ConvergenceError, finite_array, integer_at_least, moment_order, probabilities,
+                      probability_vector, real_scalar)
 
 __all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "OtherGram", "GaussianPushforward",
            "gaussian_pushforward", "Tabulated", "tabulate", "adaptive_tanh_sinh",
@@ -307,8 +308,48 @@ def _interleave(a, b):
     return out
 
 
+def _finite_moment(method):
+    """``moment`` that raises instead of returning NaN or inf: every moment of a probability law with the moments
+    rmtnet computes is a finite real, so a non-finite value is float64 overflow (m_k beyond ~1.8e308) or a failed
+    computation, and says so naming k."""
+    @functools.wraps(method)
+    def moment(self, k):
+        value = method(self, k)
+        if not np.all(np.isfinite(value)):
+            raise OverflowError(f"moment(k={k!r}) of {self!r} is not representable in float64 (got {value!r}): the "
+                                f"moment overflows, or the series for it failed at this order")
+        return value
+    moment.checked = True
+    return moment
+
+
+def _finite_s_transform(method):
+    """``s_transform`` that raises, naming w, where the S-transform has a pole or its branch ends, instead of
+    returning inf or NaN there."""
+    @functools.wraps(method)
+    def s_transform(self, w):
+        value = method(self, w)
+        bad = ~np.isfinite(np.asarray(value))
+        if np.any(bad):
+            where = np.asarray(w, dtype=complex)
+            where = where[bad] if where.shape == bad.shape else where
+            raise ValueError(f"s_transform of {self!r}: w = {np.ravel(where)[:3].tolist()} is a pole or lies outside "
+                             f"the domain of the S-transform (its value there is not finite)")
+        return value
+    s_transform.checked = True
+    return s_transform
+
+
 class Measure:
     """A probability measure on ℝ. See the module docstring for the interface and conventions."""
+
+    def __init_subclass__(cls, **kwargs):
+        """Every kind's own ``moment`` and ``s_transform`` get the finiteness checks of the base class."""
+        super().__init_subclass__(**kwargs)
+        for name, check in (("moment", _finite_moment), ("s_transform", _finite_s_transform)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "checked", False):
+                setattr(cls, name, check(method))
 
     # ----- what a subclass provides -------------------------------------------------------------------------
     def _g(self, z):
@@ -747,8 +788,8 @@ class Measure:
 
     def rvs(self, n, seed=None):
         """n iid draws by inversion of the cdf."""
-        n = int(real_scalar("n", n, lo=0))
-        u = np.random.default_rng(seed).uniform(size=n)
+        n = integer_at_least("n", n, 0)
+        u = B.rng(seed, "numpy").uniform(size=n)
         return self.quantile(u)
 
     # ----- push-forwards --------------------------------------------------------------------------------------
@@ -812,6 +853,10 @@ def _tanh_sinh_pieces(g, pieces, lo, hi, rtol, atol, who):
     return np.sum(res.integral)
 
 
+Measure.moment = _finite_moment(Measure.moment)
+Measure.s_transform = _finite_s_transform(Measure.s_transform)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 class PointMasses(Measure):
     """Σ_j p_j δ_{a_j}. ``masses`` must be non-negative and sum to 1."""
@@ -860,8 +905,8 @@ class PointMasses(Measure):
         return np.zeros_like(finite_array("x", x))
 
     def rvs(self, n, seed=None):
-        n = int(real_scalar("n", n, lo=0))
-        return np.random.default_rng(seed).choice(self._locs, size=n, p=self._masses)
+        n = integer_at_least("n", n, 0)
+        return B.rng(seed, "numpy").choice(self._locs, size=n, p=self._masses)
 
     def __repr__(self):
         return f"PointMasses(locations={self._locs.tolist()}, masses={self._masses.tolist()})"
@@ -977,8 +1022,13 @@ class GridDensity(Measure):
         if atoms is None:
             locs, masses = np.empty(0), np.empty(0)
         else:
+            if not isinstance(atoms, (tuple, list)) or len(atoms) != 2:
+                raise ValueError(f"atoms must be a pair (locations, masses) of equal-length arrays, got {atoms!r}")
             locs = finite_array("atoms locations", atoms[0]).ravel()
-            masses = probability_vector("atoms masses", atoms[1], total=None)
+            masses = probability_vector("atoms masses", np.ravel(atoms[1]), total=None)
+            if locs.shape != masses.shape:
+                raise ValueError(f"atoms must be a pair (locations, masses) of equal length, got {locs.size} "
+                                 f"locations and {masses.size} masses")
         cont = float(np.trapezoid(rho, x))
         if normalize:
             target = 1.0 - masses.sum()
@@ -1168,8 +1218,8 @@ class Mixture(Measure):
         return float(sum(w * m.moment(k) for w, m in zip(self.weights, self.components)))
 
     def rvs(self, n, seed=None):
-        n = int(real_scalar("n", n, lo=0))
-        rng = np.random.default_rng(seed)
+        n = integer_at_least("n", n, 0)
+        rng = B.rng(seed, "numpy")
         which = rng.choice(len(self.components), size=n, p=self.weights)
         out = np.empty(n)
         for k, m in enumerate(self.components):
@@ -1488,8 +1538,8 @@ class GaussianPushforward(Measure):
         return out.reshape(x.shape)
 
     def rvs(self, n, seed=None):
-        n = int(real_scalar("n", n, lo=0))
-        h = np.random.default_rng(seed).normal(0.0, np.sqrt(self.q), size=n)
+        n = integer_at_least("n", n, 0)
+        h = B.rng(seed, "numpy").normal(0.0, np.sqrt(self.q), size=n)
         return np.asarray(self.f(h), dtype=float)
 
     def __repr__(self):

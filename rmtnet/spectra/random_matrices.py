@@ -11,7 +11,7 @@ it accepts.
 from __future__ import annotations
 
 from .. import _backend as B
-from ._checks import positive_integers
+from ._checks import finite_array, positive_integers
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "random_input",
            "wishart_eigs", "ginibre_product_eigs", "free_product_eigs"]
@@ -52,9 +52,15 @@ def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
 def free_product_eigs(diagonals, seed=None, backend=None):
     """Eigenvalues of X Xᵀ with X = D_k O_k ⋯ D_1 O_1 for given diagonals d_i (arrays of length n, the square
     roots of the factors' eigenvalues) and independent Haar orthogonal O_i: a draw of ⊠_i law(d_i²)."""
+    if len(diagonals) == 0:
+        raise ValueError("diagonals must hold at least one array")
+    diagonals = [finite_array(f"diagonals[{i}]", d).ravel() for i, d in enumerate(diagonals)]
+    n = diagonals[0].size
+    if n == 0 or any(d.size != n for d in diagonals):
+        raise ValueError(f"diagonals must be non-empty arrays of the same length, got lengths "
+                         f"{[int(d.size) for d in diagonals]}")
     xp = B.native(backend)
     rng = B.rng(seed, backend)
-    n = len(diagonals[0])
     x = xp.eye(n)
     for d in diagonals:
         o = haar_orthogonal(n, rng, backend)

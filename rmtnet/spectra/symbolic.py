@@ -46,6 +46,31 @@ def _rational(x):
     return sp.sympify(x)
 
 
+def _parameter(name, x, *, lo=None, lo_open=False, hi=None):
+    """:func:`_rational` of ``x``, with a numeric value checked against [lo, hi] (``lo_open``: lo excluded); a
+    symbolic parameter (free symbols) passes unchecked. ValueError names ``name`` and the range."""
+    value = _rational(x)
+    if not isinstance(value, sp.Expr):
+        raise ValueError(f"{name} must be a number or a SymPy expression, got {x!r}")
+    if value.free_symbols:
+        return value
+    if not (value.is_real and value.is_finite):
+        raise ValueError(f"{name} must be a finite real number, got {x!r}")
+    below = lo is not None and (value <= lo if lo_open else value < lo)
+    if below or (hi is not None and value > hi):
+        left = "(" if lo_open else "["
+        span = f"{left}{'-oo' if lo is None else lo}, {'oo)' if hi is None else f'{hi}]'}"
+        raise ValueError(f"{name} must lie in {span}, got {x!r}")
+    return value
+
+
+def _order(K):
+    """The number of moments asked for: an integer K ≥ 0, or ValueError naming K."""
+    if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 0:
+        raise ValueError(f"K must be an integer >= 0, got {K!r}")
+    return int(K)
+
+
 def _tidy(x):
     """Numbers as they are; expressions (symbols, surds) expanded so that equal values print alike."""
     return x if x.is_Number else sp.expand(x)
@@ -130,6 +155,9 @@ def _moments_from_s_coeffs(s, K):
 
 def moments_from_s(S, K):
     """Moments m_1..m_K of the law whose S-transform is the expression ``S`` in :data:`w`."""
+    K = _order(K)
+    if K == 0:
+        return []
     s = _series_coeffs(S, K)
     if s[0] == 0:
         raise ValueError("S(0) = 1/m₁ must be non-zero")
@@ -139,6 +167,9 @@ def moments_from_s(S, K):
 def free_mult_moments(*factors, K=6):
     """Exact moments 1..K of a ⊠-product. Each factor is either a moment sequence (length ≥ K), an S-transform
     expression in :data:`w`, or a pair (factor, t) for the power μ^{⊠t} (t rational)."""
+    K = _order(K)
+    if K == 0:
+        return []
     S = [sp.Integer(1)] + [sp.Integer(0)] * (K - 1)
     for f in factors:
         t = sp.Integer(1)
@@ -159,25 +190,29 @@ def free_mult_moments(*factors, K=6):
 
 
 def mp_s_transform(ratio=1, scale=1):
-    """S-transform of MarchenkoPastur(ratio, scale): 1/(scale(1 + ratio·w))."""
-    return 1 / (_rational(scale) * (1 + _rational(ratio) * w))
+    """S-transform of MarchenkoPastur(ratio, scale): 1/(scale(1 + ratio·w)); ratio > 0, scale > 0."""
+    scale = _parameter("scale", scale, lo=0, lo_open=True)
+    return 1 / (scale * (1 + _parameter("ratio", ratio, lo=0, lo_open=True) * w))
 
 
 def bernoulli_s_transform(p):
-    """S-transform of (1 - p)δ₀ + pδ₁: (1 + w)/(p + w)."""
-    return (1 + w) / (_rational(p) + w)
+    """S-transform of (1 - p)δ₀ + pδ₁: (1 + w)/(p + w), for 0 < p ≤ 1 (p = 0 is δ₀, which has no
+    S-transform)."""
+    return (1 + w) / (_parameter("p", p, lo=0, lo_open=True, hi=1) + w)
 
 
 def narayana_moments(ratio, K):
     """Marchenko–Pastur moments Σ_j N(k, j) λ^{j-1}, exactly."""
-    lam = _rational(ratio)
+    lam = _parameter("ratio", ratio, lo=0, lo_open=True)
+    K = _order(K)
     return [_tidy(sp.Add(*[sp.binomial(k, j) * sp.binomial(k, j - 1) / k * lam ** (j - 1) for j in range(1, k + 1)]))
             for k in range(1, K + 1)]
 
 
 def fuss_catalan_moments(s, K):
     """C((s+1)k, k)/(sk + 1), exactly."""
-    s = _rational(s)
+    s = _parameter("s", s, lo=1)
+    K = _order(K)
     return [sp.binomial((s + 1) * k, k) / (s * k + 1) for k in range(1, K + 1)]
 
 
@@ -212,6 +247,7 @@ def moments_from_free_cumulants(kappa):
 
 def free_add_moments(*factors, K=6):
     """Exact moments 1..K of a ⊞-sum of moment sequences (or pairs (moments, t) for powers μ^{⊞t})."""
+    K = _order(K)
     kappa = [sp.Integer(0)] * K
     for f in factors:
         t = sp.Integer(1)
