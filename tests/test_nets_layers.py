@@ -8,7 +8,7 @@ import torch
 
 from rmtnet import plot
 from rmtnet.nets.layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear,
-                                PermutedMixing, TokenMixing, commutation)
+                                PermutedMixing, SparseMaskedLinear, TokenMixing, commutation, uniform_subset)
 from rmtnet.nets.models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from rmtnet.spectra import mixer
 
@@ -198,6 +198,199 @@ def test_sparse_layer_singular_values_follow_marchenko_pastur():
     w = layer.effective_weight().detach().numpy()
     ks = plot.ks_distance(mixer.sparse_weight_law(m, m), np.linalg.eigvalsh(w @ w.T))
     assert ks < 0.03, ks
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Static masks stored sparse
+
+def _dense_and_sparse(dtype, n_in=60, n_out=80, density=0.1, seed=1):
+    """A MaskedLinear with a nonzero bias and the SparseMaskedLinear holding the same mask, kept weights and bias."""
+    dense = MaskedLinear(n_in, n_out, density=density, seed=seed, dtype=dtype)
+    with torch.no_grad():
+        dense.bias.copy_(torch.randn(n_out, generator=torch.Generator().manual_seed(seed), dtype=dtype))
+    return dense, SparseMaskedLinear.from_masked(dense)
+
+
+@pytest.mark.parametrize("dtype, rel", [(torch.float32, 1e-6), (F64, 1e-14)])
+def test_sparse_layer_equals_dense_masked_layer(dtype, rel):
+    """Same mask, kept weights and bias: outputs and gradients w.r.t. the input, the kept weights and the bias agree
+    to ``rel`` times the largest entry (float32: 1e-6; float64: 1e-14), on (batch, tokens, features) inputs."""
+    dense, sparse = _dense_and_sparse(dtype)
+    rows, cols = sparse.indices()
+    assert sparse.connections == int(dense.mask.sum()) and torch.equal(sparse.dense_mask(), dense.mask)
+    assert torch.equal(sparse.effective_weight(), dense.effective_weight())
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(9, 3, 60, generator=g, dtype=dtype, requires_grad=True)
+    y_d, y_s = dense(x), sparse(x)
+    w = torch.randn(y_d.shape, generator=g, dtype=dtype)
+    gx_d, gw_d, gb_d = torch.autograd.grad(y_d, (x, dense.weight, dense.bias), w)
+    gx_s, gv_s, gb_s = torch.autograd.grad(y_s, (x, sparse.values, sparse.bias), w)
+    assert gv_s.shape == (sparse.connections,)
+    for got, ref in [(y_s, y_d), (gx_s, gx_d), (gv_s, gw_d[rows, cols]), (gb_s, gb_d)]:
+        assert got.shape == ref.shape and got.dtype == dtype
+        assert (got - ref).abs().max() <= rel * ref.abs().max(), float((got - ref).abs().max() / ref.abs().max())
+    assert torch.all(gw_d[dense.mask == 0] == 0)       # masked gradients of the dense layer: nothing the sparse lacks
+
+
+@pytest.mark.parametrize("opt", ["sgd_momentum", "adamw_decay"])
+def test_sparse_and_dense_masked_layers_train_alike(opt):
+    """20 optimizer steps (float64) from the same mask and weights: the sparse layer's values follow the dense layer's
+    kept weights to 1e-12, and the dense layer's masked weights stay exactly 0."""
+    dense, sparse = _dense_and_sparse(F64, 30, 20, density=0.3)
+    make = ((lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3)) if opt == "sgd_momentum" else
+            (lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)))
+    opt_d, opt_s = make(dense.parameters()), make(sparse.parameters())
+    g = torch.Generator().manual_seed(0)
+    v0 = sparse.values.detach().clone()
+    for _ in range(20):
+        x, y = torch.randn(16, 30, generator=g, dtype=F64), torch.randn(16, 20, generator=g, dtype=F64)
+        for layer, o in ((dense, opt_d), (sparse, opt_s)):
+            o.zero_grad()
+            torch.nn.functional.mse_loss(torch.tanh(layer(x)), y).backward()
+            o.step()
+    rows, cols = sparse.indices()
+    assert torch.all(dense.weight[dense.mask == 0] == 0)
+    assert (sparse.values - dense.weight[rows, cols]).abs().max() < 1e-12
+    assert (sparse.values - v0).abs().max() > 1e-2                      # they did train
+
+
+def test_sparse_layer_stores_only_connections_and_indices():
+    """m = 2¹⁶ (a dense mask would hold 2³² elements, 16 GiB in float32): parameters are the kept weights and the
+    bias, buffers the int32 CSR indices of M and Mᵀ; building it and a forward/backward pass allocate no tensor
+    beyond 64 MiB (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    m = 2 ** 16
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        layer = SparseMaskedLinear(m, m, density=2.0 ** -13, seed=0)
+        x = torch.randn(4, m, requires_grad=True)
+        layer(x).square().sum().backward()
+    nnz = layer.connections
+    assert abs(nnz - m * m * 2.0 ** -13) < 5 * np.sqrt(m * m * 2.0 ** -13)          # Binomial(m², p) count
+    params = {n: t.numel() for n, t in layer.named_parameters()}
+    buffers = {n: (t.numel(), t.dtype) for n, t in layer.named_buffers()}
+    assert params == {"values": nnz, "bias": m}
+    assert buffers == {"crow_indices": (m + 1, torch.int32), "col_indices": (nnz, torch.int32),
+                       "t_crow_indices": (m + 1, torch.int32), "t_col_indices": (nnz, torch.int32),
+                       "t_order": (nnz, torch.int32)}
+    stored = sum(params.values()) + sum(n for n, _ in buffers.values())
+    assert stored == 4 * nnz + 3 * m + 2                  # connections + their index storage (+ bias, row pointers)
+    assert layer.values.grad.shape == (nnz,) and x.grad.shape == (4, m)
+    largest = max(e.cpu_memory_usage for e in prof.events())
+    assert largest < 64 * 2 ** 20, largest
+
+
+def test_uniform_subset_is_uniform():
+    """Every 3-subset of range(6) equally likely (χ² over the 20 subsets, 4000 draws, below the 1e-4 quantile 50.8 of
+    χ²₁₉), both through the rejection rounds (k ≤ n/2) and the complement (k > n/2); sorted, distinct, in range."""
+    from itertools import combinations
+    from scipy.stats import chi2
+    g = torch.Generator().manual_seed(0)
+    for k in (3, 4):
+        subsets = {c: 0 for c in combinations(range(6), k)}
+        for _ in range(4000):
+            s = uniform_subset(6, k, g)
+            subsets[tuple(s.tolist())] += 1
+        counts = np.array(list(subsets.values()))
+        expected = 4000 / len(counts)
+        stat = float(((counts - expected) ** 2 / expected).sum())
+        assert stat < chi2.isf(1e-4, len(counts) - 1), (k, stat)
+    big = uniform_subset(2 ** 40, 1000, g)
+    assert big.numel() == 1000 and torch.all(big[1:] > big[:-1]) and 0 <= int(big[0]) and int(big[-1]) < 2 ** 40
+    assert torch.equal(uniform_subset(5, 5, g), torch.arange(5)) and uniform_subset(5, 0, g).numel() == 0
+    with pytest.raises(ValueError, match="k must"):
+        uniform_subset(5, 6, g)
+
+
+def test_sparse_mask_law_matches_masked_linear():
+    """The law of MaskedLinear without its dense draws. Bernoulli: the count over 400 layers of 30 × 40 at p = 0.2
+    has mean N·p and variance N·p(1 − p) (within 4 standard errors) and every cell is kept with frequency p (within
+    4.5 standard errors, 1200 cells); exact: exactly round(p·N) distinct cells; kept weights N(0, σ²/(p·n_in)) (sample
+    variance within 3 standard errors)."""
+    p, N, reps = 0.2, 1200, 400
+    counts, freq = [], torch.zeros(40, 30, dtype=F64)
+    for seed in range(reps):
+        layer = SparseMaskedLinear(30, 40, density=p, seed=seed, dtype=F64)
+        counts.append(layer.connections)
+        freq += layer.dense_mask()
+    counts = np.array(counts, dtype=float)
+    mean, var = N * p, N * p * (1 - p)
+    assert abs(counts.mean() - mean) < 4 * np.sqrt(var / reps)
+    assert abs(counts.var(ddof=1) - var) < 4 * var * np.sqrt(2 / (reps - 1))
+    assert float((freq / reps - p).abs().max()) < 4.5 * np.sqrt(p * (1 - p) / reps)
+    exact = SparseMaskedLinear(50, 40, density=0.25, mask="exact", seed=0)
+    rows, cols = exact.indices()
+    assert exact.connections == 500 and torch.unique(rows * 50 + cols).numel() == 500
+    big = SparseMaskedLinear(200, 200, density=0.25, seed=0, dtype=F64)
+    w = big.values.detach()
+    target = 1.0 / (0.25 * 200)
+    assert abs(float(w.var()) - target) < 3 * target * np.sqrt(2.0 / w.numel())
+
+
+def test_sparse_layer_given_masks_state_dict_and_bad_input():
+    g = torch.Generator().manual_seed(0)
+    mask = (torch.rand(7, 5, generator=g) < 0.4).to(F64)
+    from_dense = SparseMaskedLinear(5, 7, mask=mask, seed=0, dtype=F64)
+    from_coo = SparseMaskedLinear(5, 7, mask=mask.to_sparse(), seed=0, dtype=F64)
+    from_csr = SparseMaskedLinear(5, 7, mask=mask.to_sparse_csr(), seed=0, dtype=F64)
+    for layer in (from_dense, from_coo, from_csr):
+        assert torch.equal(layer.dense_mask(), mask) and layer.density == float(mask.mean())
+    assert torch.equal(from_coo.values, from_dense.values)
+    # a state of another mask (another number of connections) loads, buffers and values resized
+    other = SparseMaskedLinear(5, 7, density=0.9, seed=3, dtype=F64)
+    assert other.connections != from_dense.connections
+    other.load_state_dict(from_dense.state_dict())
+    x = torch.randn(3, 5, dtype=F64)
+    assert torch.equal(other(x), from_dense(x)) and torch.equal(other.dense_mask(), mask)
+    moved = copy.deepcopy(from_dense).to(torch.float32)
+    assert moved.values.dtype == torch.float32 and moved.col_indices.dtype == torch.int32
+    assert torch.allclose(moved(x.float()), from_dense(x).float(), atol=1e-6)
+    with pytest.raises(ValueError, match="density"):
+        SparseMaskedLinear(3, 3, density=0.0)
+    with pytest.raises(ValueError, match="density"):
+        SparseMaskedLinear(3, 3, density=1.5)
+    with pytest.raises(ValueError, match="mask"):
+        SparseMaskedLinear(3, 3, mask="dense")
+    with pytest.raises(ValueError, match="shape"):
+        SparseMaskedLinear(3, 3, mask=torch.ones(2, 3))
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        SparseMaskedLinear(3, 3, mask=torch.full((3, 3), 0.5))
+    with pytest.raises(ValueError, match="equal to 1"):
+        SparseMaskedLinear(3, 3, mask=(2 * torch.eye(3)).to_sparse())
+    with pytest.raises(ValueError, match="at least one"):
+        SparseMaskedLinear(3, 3, mask=torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="sigma_w"):
+        SparseMaskedLinear(3, 3, sigma_w=0.0)
+    with pytest.raises(ValueError, match="in_features"):
+        SparseMaskedLinear(0, 3)
+
+
+def test_sparse_layer_with_no_connection_is_its_bias():
+    """A Bernoulli mask may keep nothing (here N·p = 1.2e-4): the layer is then x ↦ b, with zero input gradient."""
+    layer = SparseMaskedLinear(30, 40, density=1e-7, seed=0)
+    assert layer.connections == 0
+    with torch.no_grad():
+        layer.bias.fill_(0.5)
+    x = torch.randn(3, 30, requires_grad=True)
+    y = layer(x)
+    y.sum().backward()
+    assert torch.equal(y, torch.full((3, 40), 0.5)) and torch.equal(x.grad, torch.zeros(3, 30))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_sparse_layer_on_cuda_equals_cpu():
+    """The same layer on CUDA (cuSPARSE products) and on the CPU: outputs and gradients to 1e-5 relative (float32)."""
+    dense, sparse = _dense_and_sparse(torch.float32, 300, 500, density=0.05)
+    gpu = copy.deepcopy(sparse).to("cuda")
+    x = torch.randn(64, 300, generator=torch.Generator().manual_seed(0))
+    outs = []
+    for layer, dev in ((sparse, "cpu"), (gpu, "cuda")):
+        xd = x.to(dev).requires_grad_()
+        y = layer(xd)
+        gx, gv = torch.autograd.grad(y.square().sum(), (xd, layer.values))
+        outs.append([t.cpu() for t in (y, gx, gv)])
+    for got, ref in zip(outs[1], outs[0]):
+        assert (got - ref).abs().max() <= 1e-5 * ref.abs().max()
 
 
 # ----------------------------------------------------------------------------------------------------------------

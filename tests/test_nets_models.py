@@ -87,3 +87,72 @@ def test_effective_singular_values_without_kron():
     sv = effective_singular_values(sw)
     assert set(sv) == {"stem"} | {f"blocks.{b}.f.layer{k}" for b in (0, 1) for k in (1, 2)}
     assert sv["blocks.0.f.layer1"].size == min(S * C, 2 * S * C)
+
+
+def _sparse_copy(model):
+    """A copy of a dense-storage SWMLP with every MaskedLinear replaced by the SparseMaskedLinear of the same mask,
+    kept weights and bias."""
+    import copy
+    from rmtnet.nets.layers import MaskedLinear, SparseMaskedLinear
+    out = copy.deepcopy(model)
+    for block in out.blocks:
+        for name in ("layer1", "layer2"):
+            layer = getattr(block.f, name)
+            assert isinstance(layer, MaskedLinear)
+            setattr(block.f, name, SparseMaskedLinear.from_masked(layer))
+    return out
+
+
+def test_swmlp_sparse_storage_is_the_dense_model():
+    """An SWMLP with its masks stored sparse computes the dense-mask model (same masks and weights): logits and every
+    parameter gradient to 1e-12 (float64), two blocks, S = 6, C = 5, the token layers of density 1/C."""
+    dense = SWMLP(6, 3, 5, 2, 4, gamma=2.0, storage="dense", seed=0, dtype=F64)
+    sparse = _sparse_copy(dense)
+    x = torch.randn(7, 6, 3, dtype=F64, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(4, (7,), generator=torch.Generator().manual_seed(2))
+    grads = []
+    for model in (dense, sparse):
+        model.zero_grad()
+        out = model(x)
+        torch.nn.functional.cross_entropy(out, y).backward()
+        grads.append((out.detach(), {n: p.grad for n, p in model.named_parameters()}))
+    (out_d, g_d), (out_s, g_s) = grads
+    assert torch.allclose(out_s, out_d, rtol=0, atol=1e-12)
+    for name, g in g_s.items():
+        if name.endswith(".values"):                      # the sparse layer's kept weights: the dense gradient there
+            dense_layer = dict(dense.named_modules())[name[:-len(".values")]]
+            rows, cols = dict(sparse.named_modules())[name[:-len(".values")]].indices()
+            ref = g_d[name[:-len("values")] + "weight"][rows, cols]
+            assert dense_layer.mask[rows, cols].min() == 1
+        else:
+            ref = g_d[name]
+        assert torch.allclose(g, ref, rtol=0, atol=1e-12), name
+
+
+def test_swmlp_storage_choice_and_size():
+    """``storage="auto"``: dense masks below SPARSE_MIN_WIDTH or above SPARSE_MAX_DENSITY, sparse otherwise; a sparse
+    SWMLP at S = C = 32 (m = 1024) stores one value per connection in its mixing layers (the Mixer's Ω per layer on
+    average: within 5 standard deviations of the Binomial count) and no tensor larger than one layer's connections."""
+    from rmtnet.nets.layers import MaskedLinear, SparseMaskedLinear
+    from rmtnet.nets.models import SPARSE_MAX_DENSITY, SPARSE_MIN_WIDTH, sparse_storage
+    from rmtnet.spectra import mixer
+    assert SWMLP(8, 4, 16, 1, 3, seed=0).storage == "dense"                       # m = 128
+    assert SWMLP(16, 4, 16, 1, 3, seed=0).storage == "sparse"                     # m = 256, p = 1/16
+    assert SWMLP(16, 4, 16, 1, 3, density=0.5, seed=0).storage == "dense"
+    assert sparse_storage(SPARSE_MIN_WIDTH, SPARSE_MAX_DENSITY) == "sparse"
+    assert sparse_storage(SPARSE_MIN_WIDTH - 1, SPARSE_MAX_DENSITY) == "dense"
+    assert sparse_storage(10 ** 6, 2 * SPARSE_MAX_DENSITY) == "dense"
+    S = C = 32
+    model = SWMLP(S, 4, C, 1, 3, storage="sparse", seed=0)
+    layers = [m for m in model.modules() if isinstance(m, (MaskedLinear, SparseMaskedLinear))]
+    assert len(layers) == 4 and all(isinstance(m, SparseMaskedLinear) for m in layers)
+    omega = mixer.connections(S, C, 2.0)                     # connections per layer, γ(CS² + SC²)/2 = 2·32³
+    for layer in layers:
+        n = layer.in_features * layer.out_features
+        assert abs(layer.connections - omega) < 5 * np.sqrt(n * layer.density * (1 - layer.density))
+    biggest = max(t.numel() for t in list(model.parameters()) + list(model.buffers()))
+    assert biggest < 1.1 * omega and omega == (S * C) ** 2 // 16, biggest   # a layer's values, never m² = 16·Ω
+    with pytest.raises(ValueError, match="storage"):
+        SWMLP(8, 4, 16, 1, 3, storage="csr")
+    with pytest.raises(ValueError, match="density"):
+        SWMLP(8, 4, 16, 1, 3, density=0.0)
