@@ -8,7 +8,8 @@ import torch
 
 from rmtnet import plot
 from rmtnet.nets.layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear,
-                                PermutedMixing, SparseMaskedLinear, TokenMixing, commutation, uniform_subset)
+                                PermutedMixing, SparseMaskedLinear, TokenMixing, bernoulli_positions, commutation,
+                                uniform_subset)
 from rmtnet.nets.models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from rmtnet.spectra import mixer
 
@@ -212,10 +213,16 @@ def _dense_and_sparse(dtype, n_in=60, n_out=80, density=0.1, seed=1):
 
 
 @pytest.mark.parametrize("dtype, rel", [(torch.float32, 1e-6), (F64, 1e-14)])
-def test_sparse_layer_equals_dense_masked_layer(dtype, rel):
+@pytest.mark.parametrize("block", [None, 16])
+def test_sparse_layer_equals_dense_masked_layer(dtype, rel, block, monkeypatch):
     """Same mask, kept weights and bias: outputs and gradients w.r.t. the input, the kept weights and the bias agree
-    to ``rel`` times the largest entry (float32: 1e-6; float64: 1e-14), on (batch, tokens, features) inputs."""
-    dense, sparse = _dense_and_sparse(dtype)
+    to ``rel`` times the largest entry (float32: 1e-6; float64: 1e-14), on (batch, tokens, features) inputs — stored
+    as one CSR block, and (``BLOCK = 16``) as 4 column blocks of M and 5 row blocks of Mᵀ."""
+    if block is not None:
+        monkeypatch.setattr(SparseMaskedLinear, "BLOCK", block)
+    dense, sparse = _dense_and_sparse(dtype, density=0.1 if block is None else 0.5)
+    blocks = (sparse.crow_indices.shape[0], sparse.t_crow_indices.shape[0])
+    assert blocks == ((1, 1) if block is None else (4, 5))
     rows, cols = sparse.indices()
     assert sparse.connections == int(dense.mask.sum()) and torch.equal(sparse.dense_mask(), dense.mask)
     assert torch.equal(sparse.effective_weight(), dense.effective_weight())
@@ -257,7 +264,8 @@ def test_sparse_and_dense_masked_layers_train_alike(opt):
 def test_sparse_layer_stores_only_connections_and_indices():
     """m = 2¹⁶ (a dense mask would hold 2³² elements, 16 GiB in float32): parameters are the kept weights and the
     bias, buffers the int32 CSR indices of M and Mᵀ; building it and a forward/backward pass allocate no tensor
-    beyond 64 MiB (torch profiler)."""
+    beyond 64 MiB (torch profiler). With blocks (m = 2¹⁴, p = 1/128): 8 column blocks of M, 8 row blocks of Mᵀ,
+    their row pointers within a quarter of the connections."""
     from torch.profiler import ProfilerActivity, profile
     m = 2 ** 16
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -271,12 +279,16 @@ def test_sparse_layer_stores_only_connections_and_indices():
     assert params == {"values": nnz, "bias": m}
     assert buffers == {"crow_indices": (m + 1, torch.int32), "col_indices": (nnz, torch.int32),
                        "t_crow_indices": (m + 1, torch.int32), "t_col_indices": (nnz, torch.int32),
-                       "t_order": (nnz, torch.int32)}
+                       "t_order": (nnz, torch.int32)}        # one block each: 2¹⁶ + 1 row pointers ≥ nnz/4 already
     stored = sum(params.values()) + sum(n for n, _ in buffers.values())
     assert stored == 4 * nnz + 3 * m + 2                  # connections + their index storage (+ bias, row pointers)
     assert layer.values.grad.shape == (nnz,) and x.grad.shape == (4, m)
     largest = max(e.cpu_memory_usage for e in prof.events())
     assert largest < 64 * 2 ** 20, largest
+    blocked = SparseMaskedLinear(2 ** 14, 2 ** 14, density=1 / 128, seed=0)
+    pointers = blocked.crow_indices.numel() + blocked.t_crow_indices.numel()
+    assert blocked.crow_indices.shape == blocked.t_crow_indices.shape == (8, 2 ** 14 + 1)
+    assert pointers <= blocked.connections / 2
 
 
 def test_uniform_subset_is_uniform():
@@ -299,6 +311,13 @@ def test_uniform_subset_is_uniform():
     assert torch.equal(uniform_subset(5, 5, g), torch.arange(5)) and uniform_subset(5, 0, g).numel() == 0
     with pytest.raises(ValueError, match="k must"):
         uniform_subset(5, 6, g)
+    # Bernoulli positions by geometric gaps: sorted, distinct, in range, a Binomial(n, p) count (5 sd)
+    pos = bernoulli_positions(2 ** 40, 2.0 ** -30, g)
+    assert torch.all(pos[1:] > pos[:-1]) and 0 <= int(pos[0]) and int(pos[-1]) < 2 ** 40
+    assert abs(pos.numel() - 1024) < 5 * 32
+    assert torch.equal(bernoulli_positions(5, 1.0, g), torch.arange(5))
+    with pytest.raises(ValueError, match="p must"):
+        bernoulli_positions(5, 0.0, g)
 
 
 def test_sparse_mask_law_matches_masked_linear():

@@ -154,6 +154,26 @@ def uniform_subset(n, k, generator, chunk=2 ** 22):
     return have
 
 
+def bernoulli_positions(n, p, generator, chunk=2 ** 22):
+    """The kept positions of n iid Bernoulli(``p``) trials, sorted int64, in O(kept) memory: the gaps between
+    successive kept positions are iid Geometric(p) on {1, 2, …}, drawn ``chunk`` at a time and summed."""
+    n, p = int(n), float(p)
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"p must lie in (0, 1], got {p!r}")
+    if p == 1.0:
+        return torch.arange(n, dtype=torch.int64)
+    pieces, last = [], -1                                    # last: the latest kept position so far
+    while True:
+        want = min(chunk, int(1.05 * p * (n - 1 - last)) + 64)
+        gaps = torch.empty(want, dtype=torch.float64).geometric_(p, generator=generator)
+        pos = gaps.cumsum_(0).add_(last).to(torch.int64)
+        inside = pos[pos < n]
+        pieces.append(inside)
+        if inside.numel() < pos.numel():
+            return torch.cat(pieces)
+        last = int(pos[-1])
+
+
 def _csr(crow, col, values, shape):
     """A sparse CSR tensor over existing index and value tensors (no invariant check: the layer builds them)."""
     with warnings.catch_warnings():
@@ -161,39 +181,67 @@ def _csr(crow, col, values, shape):
         return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=False)
 
 
-class _CSRLinear(torch.autograd.Function):
-    """y = x Wᵀ for W in CSR form (crow, col, values): forward W xᵀ, input gradient Wᵀ gyᵀ through the stored
-    transposed CSR (tcrow, tcol; the values gathered by ``order``), value gradient (gyᵀ x) sampled at W's pattern
-    (``torch.sparse.sampled_addmm``): work and memory proportional to the connections, never to n_out × n_in.
+def _bounds(n, blocks):
+    """The edges of ``blocks`` near-equal consecutive parts of range(n)."""
+    return [i * n // blocks for i in range(blocks + 1)]
 
-    The products run on feature-major (n × batch) operands, so y and ∂x are returned as transposed views of
+
+def _blocked_product(out, crow, col, values, offsets, bounds, dense):
+    """out = Σ_b W_b dense[bounds[b]:bounds[b+1]] for the column blocks W_b of a blocked CSR matrix (the rows of
+    ``crow`` are the blocks' row pointers, ``offsets`` their starts in ``col``/``values``): each block reads a slice of
+    ``dense`` small enough to stay in cache."""
+    first = True
+    for b in range(len(bounds) - 1):
+        lo, hi = offsets[b], offsets[b + 1]
+        if hi == lo:
+            continue
+        W = _csr(crow[b], col[lo:hi], values[lo:hi], (out.shape[0], bounds[b + 1] - bounds[b]))
+        torch.addmm(out, W, dense[bounds[b]:bounds[b + 1]], beta=0.0 if first else 1.0, out=out)
+        first = False
+    if first:
+        out.zero_()
+    return out
+
+
+class _BlockedCSRLinear(torch.autograd.Function):
+    """y = x Wᵀ for W stored as column blocks in CSR form: forward Σ_b W_b x_bᵀ, input gradient through the stored
+    blocked CSR of Wᵀ (its values gathered by ``order``), value gradient (gyᵀ x) sampled at each block's pattern
+    (``torch.sparse.sampled_addmm``): work and memory ∝ the connections, never ∝ n_out × n_in.
+
+    The products run on feature-major (features × batch) operands, so y and ∂x are returned as transposed views of
     feature-major results: an elementwise activation keeps that layout and the next layer reads it without a copy."""
 
     @staticmethod
-    def forward(ctx, x, values, crow, col, tcrow, tcol, order, n_out):
-        n_in = tcrow.numel() - 1
+    def forward(ctx, x, values, crow, col, tcrow, tcol, order, n_out, geometry):
+        n_in = tcrow.shape[1] - 1
         xT = x.T.contiguous()
         ctx.save_for_backward(xT, values, crow, col, tcrow, tcol, order)
-        ctx.n_out = n_out
-        out = (torch.empty if values.numel() else torch.zeros)(n_out, x.shape[0], dtype=x.dtype, device=x.device)
-        torch.addmm(out, _csr(crow, col, values, (n_out, n_in)), xT, beta=0.0, out=out)
-        return out.T
+        ctx.n_out, ctx.geometry = n_out, geometry
+        out = torch.empty(n_out, xT.shape[1], dtype=xT.dtype, device=xT.device)
+        col_bounds, offsets = geometry[0], geometry[1]
+        assert col_bounds[-1] == n_in
+        return _blocked_product(out, crow, col, values, offsets, col_bounds, xT).T
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gy):
         xT, values, crow, col, tcrow, tcol, order = ctx.saved_tensors
-        n_out, n_in = ctx.n_out, tcrow.numel() - 1
+        col_bounds, offsets, row_bounds, t_offsets = ctx.geometry
         gyT = gy.T.contiguous()
         gx = gv = None
         if ctx.needs_input_grad[0]:
-            new = torch.empty if values.numel() else torch.zeros
-            gx = new(n_in, gyT.shape[1], dtype=gyT.dtype, device=gyT.device)
-            torch.addmm(gx, _csr(tcrow, tcol, values.index_select(0, order), (n_in, n_out)), gyT, beta=0.0, out=gx)
-            gx = gx.T
+            gx = torch.empty(xT.shape, dtype=gyT.dtype, device=gyT.device)
+            gx = _blocked_product(gx, tcrow, tcol, values.index_select(0, order), t_offsets, row_bounds, gyT).T
         if ctx.needs_input_grad[1]:
-            gv = torch.sparse.sampled_addmm(_csr(crow, col, values, (n_out, n_in)), gyT, xT.T, beta=0.0).values()
-        return gx, gv, None, None, None, None, None, None
+            pieces = []
+            for b in range(len(col_bounds) - 1):
+                lo, hi = offsets[b], offsets[b + 1]
+                if hi > lo:
+                    W = _csr(crow[b], col[lo:hi], values[lo:hi], (ctx.n_out, col_bounds[b + 1] - col_bounds[b]))
+                    xb = xT[col_bounds[b]:col_bounds[b + 1]].T
+                    pieces.append(torch.sparse.sampled_addmm(W, gyT, xb, beta=0.0).values())
+            gv = torch.cat(pieces) if pieces else torch.zeros_like(values)
+        return gx, gv, None, None, None, None, None, None, None
 
 
 class SparseMaskedLinear(nn.Module):
@@ -201,29 +249,33 @@ class SparseMaskedLinear(nn.Module):
     Hayase & Karakida (ICML 2024, arXiv 2306.01470) at a cost proportional to its connections.
 
     The same law as :class:`MaskedLinear` — mask modes, initialisation N(0, σ_w²/(p·n_in)) of the kept entries, zero
-    bias — but the trainable parameter ``values`` holds exactly the kept weights (one per connection) and the mask is
-    its pattern in CSR form (buffers ``crow_indices``, ``col_indices``), together with the pattern of Mᵀ
-    (``t_crow_indices``, ``t_col_indices``, and ``t_order``: the position in ``values`` of each entry of Mᵀ), so that
-    the backward pass is two sparse products and a sampled one (``torch.sparse.sampled_addmm``). Indices are int32
-    when they fit. No tensor of n_out × n_in elements is created at any point: masks are drawn in index space
-    (:func:`uniform_subset`) and a given sparse mask is read from its indices.
+    bias — but the trainable parameter ``values`` holds exactly the kept weights, one per connection. Storage: the
+    columns (inputs) are cut into blocks of about :attr:`BLOCK` features, and each block of M is a CSR matrix
+    (buffers ``crow_indices``, one row of row pointers per block, and ``col_indices``, the column within the block;
+    ``values`` block after block); likewise Mᵀ by blocks of output rows (``t_crow_indices``, ``t_col_indices``) with
+    ``t_order``, the position in ``values`` of each of its entries. A product then reads one block's slice of the
+    batch at a time, which stays in cache; the backward pass is the blocked product by Mᵀ and a sampled product
+    (``torch.sparse.sampled_addmm``) per block. Indices are int32 when they fit. No tensor of n_out × n_in elements
+    is created at any point: masks are drawn in index space and a given sparse mask is read from its indices.
 
     Parameters
     ----------
     density : p ∈ (0, 1], the fraction of kept weights.
-    mask : ``"bernoulli"`` — iid Bernoulli(p) entries, drawn as their count K ~ Binomial(n_out·n_in, p) and then K
-        uniform distinct positions (the same law); ``"exact"`` — exactly round(p·n_out·n_in) kept entries at uniformly
-        random positions; or a 0/1 tensor of shape (out_features, in_features), dense or torch-sparse (COO/CSR, its
-        specified entries all 1), whose density is then its mean.
+    mask : ``"bernoulli"`` — iid Bernoulli(p) entries, drawn block by block as runs of Geometric(p) gaps between kept
+        positions (:func:`bernoulli_positions`, the same law); ``"exact"`` — exactly round(p·n_out·n_in) kept entries
+        at uniformly random positions (:func:`uniform_subset`); or a 0/1 tensor of shape (out_features,
+        in_features), dense or torch-sparse (COO/CSR, its specified entries all 1), whose density is then its mean.
     sigma_w : kept weights are N(0, σ_w²/(p·n_in)), as in :class:`MaskedLinear`.
 
     Masked coordinates do not exist as parameters, so no optimizer can move them. Works on any device where torch
     has sparse CSR products (CPU, CUDA). ``load_state_dict`` accepts a state of another mask of the same shape (the
-    index buffers and ``values`` take the stored number of connections). Gradients go through ``torch.autograd``
-    only: the functional transforms of ``torch.func`` (vmap, jacrev) do not apply to this layer — use
-    :class:`MaskedLinear` (``SWMLP(storage="dense")``) for Jacobians by torch.func.
+    index buffers and ``values`` take the stored sizes). Gradients go through ``torch.autograd`` only: the
+    functional transforms of ``torch.func`` (vmap, jacrev) do not apply to this layer — use :class:`MaskedLinear`
+    (``SWMLP(storage="dense")``) for Jacobians by torch.func.
     """
 
+    #: features per block of the stored CSR matrices (a batch of 128 float32 rows of this many features is 1 MiB)
+    BLOCK = 2048
     _INDEX_BUFFERS = ("crow_indices", "col_indices", "t_crow_indices", "t_col_indices", "t_order")
 
     def __init__(self, in_features, out_features, density=1.0, bias=True, mask="bernoulli", seed=None, sigma_w=1.0,
@@ -233,35 +285,52 @@ class SparseMaskedLinear(nn.Module):
         self.in_features, self.out_features = int(in_features), int(out_features)
         if not sigma_w > 0:
             raise ValueError(f"sigma_w must be > 0, got {sigma_w!r}")
-        n_cells = self.out_features * self.in_features
+        n_out, n_in = self.out_features, self.in_features
         g = generator(seed)
         if isinstance(mask, torch.Tensor):
             rows, cols = self._given_mask(mask)
-            density = rows.numel() / n_cells
+            density = rows.numel() / (n_out * n_in)
         else:
             if not 0.0 < density <= 1.0:
                 raise ValueError(f"density must lie in (0, 1], got {density!r}")
-            if mask == "bernoulli":
-                k = int(torch.binomial(torch.tensor(float(n_cells), dtype=torch.float64),
-                                       torch.tensor(float(density), dtype=torch.float64), generator=g))
-            elif mask == "exact":
-                k = max(1, round(density * n_cells))
-            else:
+            if mask not in ("bernoulli", "exact"):
                 raise ValueError(f"mask must be 'bernoulli', 'exact' or a 0/1 tensor, got {mask!r}")
-            pos = uniform_subset(n_cells, k, g)
-            rows, cols = pos // self.in_features, pos % self.in_features
-            del pos
+        n_cb = self._blocks(n_in, n_out, density)
+        col_bounds = _bounds(n_in, n_cb)
+        if mask == "bernoulli":
+            # block by block, so that the draws come out in storage order: (block, row, column)
+            rows, cols = [], []
+            for b in range(n_cb):
+                width = col_bounds[b + 1] - col_bounds[b]
+                pos = bernoulli_positions(n_out * width, density, g)
+                rows.append(pos // width)
+                cols.append(pos % width + col_bounds[b])
+            rows, cols = torch.cat(rows), torch.cat(cols)
+        else:
+            if mask == "exact":
+                pos = uniform_subset(n_out * n_in, max(1, round(density * n_out * n_in)), g)
+                rows, cols = pos // n_in, pos % n_in
+                del pos
+            block = torch.bucketize(cols, torch.tensor(col_bounds[1:-1], dtype=torch.int64), right=True)
+            perm = torch.argsort(block * n_out + rows, stable=True)      # row-major input → (block, row, column)
+            rows, cols = rows[perm], cols[perm]
+            del perm, block
         self.density, self.sigma_w = float(density), float(sigma_w)
         factory = dict(device=device, dtype=dtype)
         self.values = nn.Parameter(torch.empty(rows.numel(), **factory))
-        self.bias = nn.Parameter(torch.zeros(self.out_features, **factory)) if bias else None
-        std = self.sigma_w / math.sqrt(self.density * self.in_features)
+        self.bias = nn.Parameter(torch.zeros(n_out, **factory)) if bias else None
+        std = self.sigma_w / math.sqrt(self.density * n_in)
         with torch.no_grad():
             for lo in range(0, rows.numel(), 2 ** 22):       # float64 draws a block at a time, as gaussian_ does
                 hi = min(rows.numel(), lo + 2 ** 22)
                 self.values[lo:hi] = torch.randn(hi - lo, generator=g, dtype=torch.float64).mul_(std)
-        for name, t in zip(self._INDEX_BUFFERS, self._csr_pattern(rows, cols)):
+        for name, t in zip(self._INDEX_BUFFERS, self._pattern(rows, cols, col_bounds)):
             self.register_buffer(name, t.to(self.values.device))
+
+    def _blocks(self, n_in, n_out, density):
+        """Column blocks of about BLOCK features, but no more than keep the row pointers below a quarter of the
+        expected connections."""
+        return max(1, min(-(-n_in // self.BLOCK), int(density * n_in * n_out) // (4 * (n_out + 1))))
 
     def _given_mask(self, mask):
         shape = (self.out_features, self.in_features)
@@ -282,16 +351,32 @@ class SparseMaskedLinear(nn.Module):
             raise ValueError("mask must keep at least one weight")
         return rows, cols            # row-major order (nonzero and coalesce both sort by row, then column)
 
-    def _csr_pattern(self, rows, cols):
-        """CSR of M (crow, col) and of Mᵀ (tcrow, tcol, order), int32 when every index fits."""
+    def _pattern(self, rows, cols, col_bounds):
+        """Blocked CSR of M (crow, col) and of Mᵀ (tcrow, tcol, order) from the kept (rows, cols) in storage order."""
         n_out, n_in, nnz = self.out_features, self.in_features, rows.numel()
         idx = torch.int32 if max(n_out, n_in, nnz) < 2 ** 31 - 1 else torch.int64
-        crow = torch.zeros(n_out + 1, dtype=torch.int64)
-        crow[1:] = torch.bincount(rows, minlength=n_out).cumsum(0)
-        order = torch.argsort(cols, stable=True)              # rows ascend within each column
-        tcrow = torch.zeros(n_in + 1, dtype=torch.int64)
-        tcrow[1:] = torch.bincount(cols, minlength=n_in).cumsum(0)
-        return crow.to(idx), cols.to(idx), tcrow.to(idx), rows[order].to(idx), order.to(idx)
+        n_cb, n_rb = len(col_bounds) - 1, self._blocks(n_out, n_in, self.density)
+        row_bounds = _bounds(n_out, n_rb)
+        cb = torch.bucketize(cols, torch.tensor(col_bounds[1:-1], dtype=torch.int64), right=True)
+        rb = torch.bucketize(rows, torch.tensor(row_bounds[1:-1], dtype=torch.int64), right=True)
+        crow = torch.zeros(n_cb, n_out + 1, dtype=torch.int64)
+        crow[:, 1:] = torch.bincount(cb * n_out + rows, minlength=n_cb * n_out).reshape(n_cb, n_out).cumsum(1)
+        col = cols - torch.tensor(col_bounds[:-1])[cb]
+        # Mᵀ in (row block, column, row) order: stable by (row block, column), since storage has rows ascending
+        key = rb * n_in + cols
+        order = torch.argsort(key.to(idx) if idx == torch.int32 and n_rb * n_in < 2 ** 31 else key, stable=True)
+        tcrow = torch.zeros(n_rb, n_in + 1, dtype=torch.int64)
+        tcrow[:, 1:] = torch.bincount(key, minlength=n_rb * n_in).reshape(n_rb, n_in).cumsum(1)
+        tcol = (rows - torch.tensor(row_bounds[:-1])[rb])[order]
+        return crow.to(idx), col.to(idx), tcrow.to(idx), tcol.to(idx), order.to(idx)
+
+    def _geometry(self):
+        """Block edges and the blocks' starts in ``values`` (column blocks of M) and in Mᵀ's order (row blocks)."""
+        col_bounds = _bounds(self.in_features, self.crow_indices.shape[0])
+        row_bounds = _bounds(self.out_features, self.t_crow_indices.shape[0])
+        offsets = [0] + self.crow_indices[:, -1].long().cumsum(0).tolist()
+        t_offsets = [0] + self.t_crow_indices[:, -1].long().cumsum(0).tolist()
+        return col_bounds, offsets, row_bounds, t_offsets
 
     @property
     def connections(self):
@@ -299,14 +384,14 @@ class SparseMaskedLinear(nn.Module):
         return self.values.numel()
 
     def indices(self):
-        """(rows, cols) of the kept weights, int64, in the order of ``values`` (row-major)."""
-        counts = self.crow_indices.diff().long()
-        rows = torch.repeat_interleave(torch.arange(self.out_features, device=counts.device), counts)
-        return rows, self.col_indices.long()
-
-    def sparse_weight(self):
-        """M ⊙ W as a torch sparse CSR tensor sharing ``values`` (differentiable through torch.autograd)."""
-        return _csr(self.crow_indices, self.col_indices, self.values, (self.out_features, self.in_features))
+        """(rows, cols) of the kept weights, int64, in the order of ``values``."""
+        col_bounds, offsets, _, _ = self._geometry()
+        rows, cols = [], []
+        out_range = torch.arange(self.out_features, device=self.values.device)
+        for b in range(len(col_bounds) - 1):
+            rows.append(torch.repeat_interleave(out_range, self.crow_indices[b].diff().long()))
+            cols.append(self.col_indices[offsets[b]:offsets[b + 1]].long() + col_bounds[b])
+        return torch.cat(rows), torch.cat(cols)
 
     def effective_weight(self):
         """M ⊙ W as a dense n_out × n_in tensor (for tests and small layers only)."""
@@ -350,8 +435,9 @@ class SparseMaskedLinear(nn.Module):
 
     def forward(self, x):
         lead = x.shape[:-1]
-        y = _CSRLinear.apply(x.reshape(-1, self.in_features), self.values, self.crow_indices, self.col_indices,
-                             self.t_crow_indices, self.t_col_indices, self.t_order, self.out_features)
+        y = _BlockedCSRLinear.apply(x.reshape(-1, self.in_features), self.values, self.crow_indices, self.col_indices,
+                                    self.t_crow_indices, self.t_col_indices, self.t_order, self.out_features,
+                                    self._geometry())
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*lead, self.out_features)
