@@ -258,6 +258,12 @@ class SparseMaskedLinear(nn.Module):
     (``torch.sparse.sampled_addmm``) per block. Indices are int32 when they fit. No tensor of n_out × n_in elements
     is created at any point: masks are drawn in index space and a given sparse mask is read from its indices.
 
+    Masked coordinates do not exist as parameters, so no optimizer can move them. Works on any device where torch
+    has sparse CSR products (CPU, CUDA). ``load_state_dict`` accepts a state of another mask of the same shape (the
+    index buffers and ``values`` take the stored sizes). Gradients go through ``torch.autograd`` only: the
+    functional transforms of ``torch.func`` (vmap, jacrev) do not apply to this layer — use :class:`MaskedLinear`
+    (``SWMLP(storage="dense")``) for Jacobians by torch.func.
+
     Parameters
     ----------
     density : p ∈ (0, 1], the fraction of kept weights.
@@ -266,12 +272,6 @@ class SparseMaskedLinear(nn.Module):
         at uniformly random positions (:func:`uniform_subset`); or a 0/1 tensor of shape (out_features,
         in_features), dense or torch-sparse (COO/CSR, its specified entries all 1), whose density is then its mean.
     sigma_w : kept weights are N(0, σ_w²/(p·n_in)), as in :class:`MaskedLinear`.
-
-    Masked coordinates do not exist as parameters, so no optimizer can move them. Works on any device where torch
-    has sparse CSR products (CPU, CUDA). ``load_state_dict`` accepts a state of another mask of the same shape (the
-    index buffers and ``values`` take the stored sizes). Gradients go through ``torch.autograd`` only: the
-    functional transforms of ``torch.func`` (vmap, jacrev) do not apply to this layer — use :class:`MaskedLinear`
-    (``SWMLP(storage="dense")``) for Jacobians by torch.func.
     """
 
     #: features per block of the stored CSR matrices (a batch of 128 float32 rows of this many features is 1 MiB)
