@@ -182,12 +182,22 @@ def test_mask_kinds_and_bad_input():
     w = bern.weight.detach()[bern.mask == 1].double()
     target = 1.0 / (bern.density * 200)
     assert abs(float(w.var()) - target) < 3 * target * np.sqrt(2.0 / w.numel())
-    with pytest.raises(ValueError, match="density"):
-        MaskedLinear(3, 3, density=0.0)
-    with pytest.raises(ValueError, match="mask"):
-        MaskedLinear(3, 3, mask="dense")
-    with pytest.raises(ValueError, match="shape"):
-        MaskedLinear(3, 3, mask=torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("layer", [MaskedLinear, SparseMaskedLinear])
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((3, 3), dict(density=0.0), "density"),
+    ((3, 3), dict(density=1.5), "density"),
+    ((3, 3), dict(mask="dense"), "mask"),
+    ((3, 3), dict(mask=torch.ones(2, 3)), "shape"),
+    ((3, 3), dict(mask=torch.full((3, 3), 0.5)), "only 0 and 1"),
+    ((3, 3), dict(mask=torch.zeros(3, 3)), "at least one"),
+    ((0, 3), dict(), "in_features"),
+])
+def test_masked_layers_refuse_the_same_bad_input(layer, args, kwargs, message):
+    """The dense-mask and the sparse static-mask layer share one contract for their arguments."""
+    with pytest.raises(ValueError, match=message):
+        layer(*args, **kwargs)
 
 
 def test_sparse_layer_singular_values_follow_marchenko_pastur():
@@ -363,24 +373,10 @@ def test_sparse_layer_given_masks_state_dict_and_bad_input():
     moved = copy.deepcopy(from_dense).to(torch.float32)
     assert moved.values.dtype == torch.float32 and moved.col_indices.dtype == torch.int32
     assert torch.allclose(moved(x.float()), from_dense(x).float(), atol=1e-6)
-    with pytest.raises(ValueError, match="density"):
-        SparseMaskedLinear(3, 3, density=0.0)
-    with pytest.raises(ValueError, match="density"):
-        SparseMaskedLinear(3, 3, density=1.5)
-    with pytest.raises(ValueError, match="mask"):
-        SparseMaskedLinear(3, 3, mask="dense")
-    with pytest.raises(ValueError, match="shape"):
-        SparseMaskedLinear(3, 3, mask=torch.ones(2, 3))
-    with pytest.raises(ValueError, match="only 0 and 1"):
-        SparseMaskedLinear(3, 3, mask=torch.full((3, 3), 0.5))
-    with pytest.raises(ValueError, match="equal to 1"):
+    with pytest.raises(ValueError, match="equal to 1"):          # a sparse mask's specified entries
         SparseMaskedLinear(3, 3, mask=(2 * torch.eye(3)).to_sparse())
-    with pytest.raises(ValueError, match="at least one"):
-        SparseMaskedLinear(3, 3, mask=torch.zeros(3, 3))
     with pytest.raises(ValueError, match="sigma_w"):
         SparseMaskedLinear(3, 3, sigma_w=0.0)
-    with pytest.raises(ValueError, match="in_features"):
-        SparseMaskedLinear(0, 3)
 
 
 def test_sparse_layer_with_no_connection_is_its_bias():
