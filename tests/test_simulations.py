@@ -6,9 +6,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from rmtnet import _backend as B
 from rmtnet import cli
+from rmtnet.spectra import mixer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,6 +141,28 @@ def test_effective_width_grid_names_the_device_only_off_the_cpu():
     omega2, gpu = ns["grid"](s, "cuda")
     assert omega == omega2 and len(cpu) == len(gpu) == 3 * len(s["tokens"])
     assert all("device" not in c for c in cpu) and all(c.pop("device") == "cuda" for c in gpu) and cpu == gpu
+
+
+def test_effective_width_full_grid_is_the_published_budget():
+    """--full: Ω = 2¹⁹ (S* = C* = 64, Hayase & Karakida's budget); at every S the integer C whose budget is closest to
+    Ω (within 3.2 %: S = 256, C = 8 is the coarsest) and S = C = 64 on the grid;
+    the patches cut the 32 × 32 canvas into exactly S tokens (the data's shape), and quick mode keeps its patches."""
+    from rmtnet.studies.mixer_width import centre_pad, patched
+    ns = cli.load_simulation("effective_width")
+    s = ns["settings"](True)
+    omega, configs = ns["grid"](s)
+    assert omega == 2 ** 19
+    for c in configs[::3]:
+        S = (-(-32 // c["patch"])) ** 2
+        gap = [abs(mixer.connections(S, c["channels"] + k, 2.0) - omega) for k in (-1, 0, 1)]
+        assert gap[1] <= min(gap) and gap[1] / omega < 0.032
+    assert any(c["patch"] == 4 and c["channels"] == 64 for c in configs)
+    assert patched("digits", 2, canvas=32).shape == (256, 4)           # 8×8 digits on 32×32, 2×2 patches
+    x = torch.ones(1, 1, 28, 28)
+    assert centre_pad(x, 32)[0, 0, 2:30, 2:30].eq(1).all() and centre_pad(x, 32).sum() == 28 * 28
+    assert [ns["patch_for_tokens"](S, 28) for S in (4, 9, 16, 25, 36, 49, 100)] == [14, 10, 7, 6, 5, 4, 3]
+    with pytest.raises(ValueError, match="canvas"):
+        centre_pad(x, 20)
 
 
 @pytest.mark.gpu

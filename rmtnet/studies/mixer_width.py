@@ -29,13 +29,28 @@ def build(model, **kwargs):
     return MODELS[model](**kwargs)
 
 
+def centre_pad(images, canvas):
+    """Images ``(n, c, H, W)`` zero-padded to ``canvas × canvas``, centred (the first extra row/column goes on top/left
+    when the margin is odd): MNIST's 28 × 28 digits on a 32 × 32 canvas, as in LeNet-5 (LeCun et al. 1998)."""
+    height, width = images.shape[-2:]
+    if canvas < max(height, width):
+        raise ValueError(f"canvas must be at least the image side {max(height, width)}, got {canvas!r}")
+    top, left = (canvas - height + 1) // 2, (canvas - width + 1) // 2
+    return torch.nn.functional.pad(images, (left, canvas - width - left, top, canvas - height - top))
+
+
 @functools.lru_cache(maxsize=8)
-def patched(dataset, patch, seed=0):
-    """The offline data set ``dataset`` as (n, S, C_in) patch tokens of size ``patch`` (cached per process); images
-    are zero-padded at the bottom and right when ``patch`` does not divide their side (28 = 3·10 − 2: S = 100)."""
+def patched(dataset, patch, seed=0, canvas=None):
+    """The offline data set ``dataset`` as (n, S, C_in) patch tokens of size ``patch`` (cached per process).
+    ``canvas``: first centre the images on a zero canvas of that side (:func:`centre_pad`; 32 for MNIST gives
+    S = 64 tokens of 4 × 4). Images are then zero-padded at the bottom and right when ``patch`` does not divide their
+    side (28 = 3·10 − 2: S = 100)."""
     if dataset not in LOADERS:
         raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {dataset!r}")
-    return LOADERS[dataset](seed=seed).map_x(lambda x: datasets.to_patches(x, int(patch), pad=True))
+    data = LOADERS[dataset](seed=seed)
+    if canvas is not None:
+        data = data.map_x(lambda x: centre_pad(x, int(canvas)))
+    return data.map_x(lambda x: datasets.to_patches(x, int(patch), pad=True))
 
 
 def trainable_weights(net):
@@ -45,17 +60,18 @@ def trainable_weights(net):
 
 
 def fit(model, patch, channels, depth=2, gamma=2.0, epochs=10, lr=5e-3, weight_decay=0.05, batch_size=128,
-        pool="flatten", dataset="mnist5k", seed=0, threads=1, device="cpu", **model_kwargs):
+        pool="flatten", dataset="mnist5k", canvas=None, seed=0, threads=1, device="cpu", **model_kwargs):
     """Build ``model`` (see :data:`MODELS`) with S = (image side / patch)² tokens and ``channels`` channels, train it
     by AdamW with a one-cycle schedule, and return (the trained model, its metrics table, the data).
     ``pool="flatten"`` reads out all m = S·C features (no C-channel bottleneck at small C; see the models);
+    ``canvas``: the side the images are centred on before patching (:func:`patched`);
     ``model_kwargs`` go to the model (e.g. ``density`` for SW-MLP). ``threads``: torch's intra-op threads while
     training (one is fastest for these small models; the previous setting is restored). ``device``: where the
     model is trained (``"cuda"`` for a GPU; the weights are initialised on the CPU from ``seed`` either way)."""
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        data = patched(dataset, patch)
+        data = patched(dataset, patch, canvas=None if canvas is None else int(canvas))
         S, C_in = data.shape
         net = build(model, tokens=S, in_channels=C_in, channels=int(channels), depth=int(depth),
                     n_classes=data.n_classes, gamma=float(gamma), pool=pool, seed=int(seed), **model_kwargs)
