@@ -12,7 +12,8 @@ from .transforms import (cauchy, m_transform, psi, eta, s_transform, cauchy_inve
                          eta_inverse)
 from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
 from .jacobian import jacobian_law
-from .ntk import fisher_law, ck_law, critical_learning_rate, ntk_law, ntk_moments
+from .ntk import (fisher_law, ck_law, critical_learning_rate, ntk_factor_variance, ntk_law,
+                  ntk_moments)
 from .montecarlo import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
 from . import series, montecarlo, meanfield, jacobian, ntk, kernels, freeness, mixer
 
@@ -25,5 +26,5 @@ __all__ = [
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
     "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
     "freeness", "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
-    "sample_ntk_eigs",
+    "ntk_factor_variance", "sample_ntk_eigs",
 ]
