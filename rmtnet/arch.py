@@ -18,6 +18,8 @@ theory uses these per-layer q_ℓ, and the Monte Carlo propagates an actual inpu
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +31,7 @@ from .spectra.meanfield import Activation
 __all__ = ["MLP", "mlp"]
 
 WEIGHTS = ("gaussian", "orthogonal")
+SIGMA_RANGE = (1e-150, 1e150)     # σ_w, σ_b (other than σ_b = 0): their squares stay normal float64 numbers
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,13 @@ class MLP:
         """The widths with n₀ set to ``width`` and every other width scaled by the same factor (rounded)."""
         if width is None:
             return self.widths
-        if isinstance(width, bool) or int(width) != width or width < 1:
-            raise ValueError(f"width must be a positive integer, got {width!r}")
+        try:
+            ok = (not isinstance(width, bool) and isinstance(width, numbers.Real) and math.isfinite(width)
+                  and int(width) == width and width >= 1)
+        except OverflowError:
+            ok = False
+        if not ok:
+            raise ValueError(f"width must be a positive integer, got {width!r:.60}")
         f = int(width) / self.widths[0]
         return tuple(max(1, int(round(n * f))) for n in self.widths)
 
@@ -103,6 +111,10 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
     sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
+    for name, value in (("sigma_w", sigma_w), ("sigma_b", sigma_b)):
+        if value and not SIGMA_RANGE[0] <= value <= SIGMA_RANGE[1]:      # σ² enters every variance
+            raise ValueError(f"{name} must be 0 or lie in [{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}] (its square, "
+                             f"which every variance multiplies, must be a normal float64), got {value!r}")
     act = meanfield.activation(activation, dphi)
     if widths is not None:
         if ratios is not None:

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ._backend import to_numpy
+from .spectra._checks import finite_array, real_scalar
+from .spectra.measures import Measure
 
 __all__ = ["ks_distance", "overlay", "density_curve", "save"]
 
@@ -32,7 +34,14 @@ def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
     x ≥ floor, which still compares the mass below the floor, F_n(floor⁻) against F(floor), but not where inside
     [0, floor) the samples fell. F there is :meth:`Measure.cdf_above`, which needs the law's density above the
     floor only."""
-    s = _snap_to_atoms(law, np.sort(to_numpy(samples).ravel()), atom_rtol)
+    if not isinstance(law, Measure):
+        raise ValueError(f"law must be a Measure of rmtnet.spectra, got {type(law).__name__}")
+    samples = to_numpy(finite_array("samples", samples)).ravel()
+    if samples.size == 0:
+        raise ValueError("samples must hold at least one value, got an empty array")
+    atom_rtol = real_scalar("atom_rtol", atom_rtol, lo=0.0)
+    floor = real_scalar("floor", floor, lo=0.0)
+    s = _snap_to_atoms(law, np.sort(samples), atom_rtol)
     v, counts = np.unique(s, return_counts=True)
     n = s.size
     Fn = np.cumsum(counts) / n

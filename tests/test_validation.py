@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from rmtnet.spectra import (Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, PointMasses, Semicircle,
-                            free_mult_power)
+from scipy import special
+
+from rmtnet import arch, plot
+from rmtnet.experiments import sweep
+from rmtnet.spectra import (Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses,
+                            Semicircle, free_mult, free_mult_power, kernels, montecarlo)
 from rmtnet.spectra import symbolic as S
 from rmtnet.spectra.random_matrices import free_product_eigs
 
@@ -88,3 +92,243 @@ def test_free_product_eigs_refuses_nan_diagonals():
         free_product_eigs([np.ones(4), np.array([1.0, np.nan, 1.0, 1.0])], seed=0)
     with pytest.raises(ValueError, match="same length"):
         free_product_eigs([np.ones(4), np.ones(3)], seed=0)
+
+
+# --- defects the generated fuzz (tests/test_fuzz.py) found ----------------------------------------------------------
+def test_moments_of_huge_order_take_no_time_and_name_k():
+    """Semicircle.moment(2**40) looped 2^39 times (a hang) and MP(0.5, scale 2).moment(10**6) raised Python's bare
+    OverflowError (34, 'Numerical result out of range'); orders above 10⁴ are now O(1) in k."""
+    with pytest.raises(OverflowError, match=r"moment\(k=1099511627776\)"):
+        Semicircle(1.0).moment(2 ** 40)
+    with pytest.raises(OverflowError, match=r"moment\(k=1000000\)"):
+        MarchenkoPastur(0.5, scale=2.0).moment(10 ** 6)
+    assert MarchenkoPastur(0.5, scale=0.1).moment(10 ** 6) == 0.0           # |m_k| ≤ 0.29^k underflows
+    # r = 1 exactly: neither bound decides, the quadrature does; m_k of MP(1, ¼) is Catalan(k)/4^k
+    k = 50_000
+    exact = np.exp(special.gammaln(2 * k + 1) - special.gammaln(k + 1) - special.gammaln(k + 2) - k * np.log(4))
+    assert MarchenkoPastur(1.0, scale=0.25).moment(k) == pytest.approx(exact, rel=1e-6)
+
+
+def test_huge_python_integers_are_numbers_or_named():
+    """real_scalar and moment_order called np.isfinite on an int beyond int64: TypeError 'ufunc isfinite not
+    supported', naming nothing."""
+    assert Semicircle(1.0, loc=10 ** 30).loc == 1e30
+    with pytest.raises(ValueError, match="b must be a finite real number"):
+        Affine(Semicircle(), 1.0, 10 ** 400)
+    with pytest.raises(OverflowError, match=r"moment\(k="):
+        Semicircle(1.0).moment(10 ** 30)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: MP.s_transform("1"), "w must be complex numbers"),              # was S(1), text parsed as a number
+    (lambda: MP.s_transform(True), "w must be complex numbers"),
+    (lambda: MP.pdf(np.array([1 + 1j])), "x must be real numbers"),           # was the real part, silently
+    (lambda: PointMasses([0.0, 1.0], "a"), "masses must be real numbers"),    # was "could not convert string"
+    (lambda: Mixture([Bernoulli(0.5), Semicircle()], "a"), "weights must be real numbers"),
+])
+def test_text_bools_and_complex_are_not_real_numbers(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: MarchenkoPastur(1e300, scale=1e10), "ratio and scale = .* put the support's ends beyond float64"),
+    (lambda: FussCatalan(2, scale=1e308), "s and scale = .* put the support's ends beyond float64"),
+    (lambda: Affine(Semicircle(), 1e308).support(), r"a = 1e\+308, b = 0.0 map the support"),
+])
+def test_supports_beyond_float64_are_refused(call, message):
+    """Before: laws with an infinite support end, whose mean was inf or whose moment(1) raised."""
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_fuss_catalan_of_large_order_has_a_finite_support():
+    """(s + 1)^{s+1}/s^s in integers then divided: OverflowError 'integer division result too large' at s = 10⁶."""
+    hi = FussCatalan(10 ** 6).support()[1]
+    assert hi == pytest.approx(np.e * (10 ** 6 + 1), rel=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tol=1e308), r"tol must lie in \(0.0, 1.0\)"),          # accepted before
+    (dict(tol=0.0), r"tol must lie in \(0.0, 1.0\)"),
+    (dict(max_iter=None), "max_iter must be an integer >= 1"),    # int(None) deep inside before
+    (dict(max_iter=float("inf")), "max_iter must be an integer >= 1"),
+])
+def test_engine_settings_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        free_mult(MarchenkoPastur(0.5), MarchenkoPastur(0.3), **kwargs)
+    with pytest.raises(ValueError, match=message):
+        free_mult_power(MarchenkoPastur(0.5), 2, **kwargs)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: S.fuss_catalan_moments("a", 3), "s must be a number or a SymPy expression, got 'a'"),  # a Symbol before
+    (lambda: S.free_cumulants([None]), r"moments\[0\] must be a number"),
+    (lambda: S.free_cumulants(float("nan")), "moments must be a sequence"),
+    (lambda: S.free_cumulants([1.0, float("nan")]), r"moments\[1\] must be a finite number"),
+    (lambda: S.moments_from_free_cumulants("ab"), "kappa must be a sequence"),
+    (lambda: S.free_add_moments(["a", 1, 2], K=2), r"factors\[0\]\[0\] must be a number"),
+])
+def test_symbolic_sequences_are_checked(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_samplers_name_a_bad_net_and_width():
+    net = arch.mlp(2, 8, sigma_w=1.2, activation="tanh")
+    with pytest.raises(ValueError, match="net must be an rmtnet.arch.MLP"):    # AttributeError before
+        montecarlo.sample_jacobian_eigs(3.0, seed=0)
+    with pytest.raises(ValueError, match="width must be a positive integer, got nan"):   # int(nan) before
+        montecarlo.sample_jacobian_eigs(net, width=float("nan"), seed=0)
+    with pytest.raises(ValueError, match="width must be a positive integer"):
+        montecarlo.sample_jacobian_eigs(net, width=[], seed=0)
+
+
+def test_kernels_refuse_inputs_whose_products_overflow():
+    """nngp_kernel of inputs ~1e77 returned [[inf]] (c₁₁c₂₂ overflows in the arc-cosine kernel)."""
+    net = arch.mlp(2, 3, sigma_w=1.3, sigma_b=0.1)
+    X = np.full((1, 3), 8.9e76)
+    for f in (kernels.nngp_kernel, kernels.ntk_kernel):
+        with pytest.raises(ValueError, match="X must have entries of magnitude at most 1e"):
+            f(net, X)
+    assert np.isfinite(kernels.nngp_kernel(net, np.full((1, 3), 1e70))).all()
+
+
+@pytest.mark.parametrize("sigma_w", [1e-308, 1e308])
+def test_mlp_sigma_whose_square_leaves_float64_is_refused(sigma_w):
+    """1e-308: ZeroDivisionError in the fixed point (σ_w² = 0); 1e308: OverflowError (34, 'Numerical result out of
+    range')."""
+    with pytest.raises(ValueError, match="sigma_w must be 0 or lie in"):
+        arch.mlp(2, 10, sigma_w=sigma_w)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(samples=[]), "samples must hold at least one value"),                  # 0.0 before
+    (dict(atom_rtol=float("nan")), "atom_rtol must be a finite real number"),    # accepted before
+    (dict(floor=float("nan")), "floor must be a finite real number"),
+    (dict(floor=-1.0), r"floor must lie in \[0.0, inf\]"),
+    (dict(law=3.0), "law must be a Measure"),                                    # AttributeError before
+    (dict(samples=["a"]), "samples must be real numbers"),
+])
+def test_ks_distance_checks_its_arguments(kwargs, message):
+    args = dict(law=MarchenkoPastur(0.5), samples=[0.3, 1.0, 2.0])
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        plot.ks_distance(**args)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(seeds=float("nan")), "seeds must be an integer or a non-empty list"),  # 'float' is not iterable before
+    (dict(on_error=np.array([])), "on_error must be one of"),                    # ambiguous truth value before
+])
+def test_sweep_checks_seeds_and_on_error(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        sweep(_score, {"a": [1]}, store=tmp_path / "r.csv", progress=False, **kwargs)
+
+
+def _score(a, seed):
+    return {"v": float(a)}
+
+
+# --- torch: layers, models, data ---------------------------------------------------------------------------------
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("layer", ["MaskedLinear", "SparseMaskedLinear"])
+@pytest.mark.parametrize("sigma_w", [float("nan"), 0.0, float("inf"), "a", None])
+def test_masked_layers_refuse_a_bad_sigma_w(layer, sigma_w):
+    """MaskedLinear took σ_w = NaN (NaN weights) and 0; both took strings to a raw float()/comparison error."""
+    from rmtnet.nets import layers
+    with pytest.raises(ValueError, match="sigma_w must"):
+        getattr(layers, layer)(4, 3, density=0.5, sigma_w=sigma_w, seed=0)
+
+
+@pytest.mark.parametrize("layer", ["MaskedLinear", "SparseMaskedLinear"])
+@pytest.mark.parametrize("density", [True, "a", np.array([])])
+def test_masked_layers_refuse_a_bad_density(layer, density):
+    from rmtnet.nets import layers
+    with pytest.raises(ValueError, match="density must be a finite real number"):
+        getattr(layers, layer)(4, 3, density=density, seed=0)
+
+
+def test_masked_layer_whose_weights_overflow_is_refused():
+    """density 2e-309: kept weights of standard deviation 1/√(p·n) ≈ 1e154, inf in float32 (NaN after masking)."""
+    from rmtnet.nets import layers
+    with pytest.raises(ValueError, match=r"sigma_w \(over √\(density·in_features\)\) gives initial weights"):
+        layers.MaskedLinear(4, 3, density=2.2e-309, seed=0)
+
+
+def test_bernoulli_positions_with_a_tiny_density_end():
+    """Geometric gaps beyond 2⁶³ wrapped to negative int64 positions: SparseMaskedLinear(density=1e-300) never
+    returned."""
+    from rmtnet.nets import layers
+    assert layers.bernoulli_positions(12, 1e-300, torch.Generator().manual_seed(0)).numel() == 0
+
+
+@pytest.mark.parametrize("layer, args", [("TokenMixing", (4, 3)), ("ChannelMixing", (4, 3)),
+                                         ("MonarchLinear", (4, 4, 2)), ("AdjacencyLinear", (3,)),
+                                         ("ClusterLinear", (3, 1, 1)), ("PermutedMixing", (2, 2, 2))])
+def test_other_layers_refuse_a_bad_sigma_w(layer, args):
+    from rmtnet.nets import layers
+    for bad in (float("nan"), -1.0, "a"):
+        with pytest.raises(ValueError, match="sigma_w must"):
+            getattr(layers, layer)(*args, sigma_w=bad, seed=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sigma_w=float("inf")), "sigma_w must be a finite real number"),       # accepted before
+    (dict(sigma_w=True), "sigma_w must be a finite real number"),
+    (dict(sigma_b=float("inf")), "sigma_b must be a finite real number"),
+    (dict(sigma_b=1e40), "sigma_b gives initial weights"),                        # inf biases in float32 before
+    (dict(sigma_w=1e300, weights="orthogonal"), "sigma_w = 1e\\+300 gives initial weights"),
+    (dict(widths=float("nan")), "widths must be a sequence"),                     # 'float' is not iterable before
+    (dict(activation=[]), "activation must be one of"),                           # unhashable type before
+])
+def test_mlp_checks_its_arguments(kwargs, message):
+    from rmtnet.nets import models
+    args = dict(widths=[4, 3, 2], seed=0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        models.MLP(**args)
+
+
+def test_mixer_checks_gamma():
+    from rmtnet.nets import models
+    for bad in ("a", True, np.array([]), float("nan")):
+        with pytest.raises(ValueError, match="gamma must be a finite real number"):
+            models.MLPMixer(4, 3, 4, 1, 2, gamma=bad, seed=0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_dataset_refuses_non_finite_inputs_and_targets(bad):
+    from rmtnet.nets.data import Dataset
+    x = torch.zeros(2, 3)
+    x[1, 2] = bad
+    with pytest.raises(ValueError, match="x_train must be finite"):
+        Dataset(x, torch.zeros(2, 1), torch.zeros(2, 3), torch.zeros(2, 1), None, "t", (3,))
+    with pytest.raises(ValueError, match="y_test must be finite"):
+        Dataset(torch.zeros(2, 3), torch.zeros(2, 1), torch.zeros(2, 3), x[:, 2:], None, "t", (3,))
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(dtype=torch.int64), TypeError, "dtype must be a floating-point torch dtype"),   # int64 images before
+    (dict(dtype="float32"), TypeError, "dtype must be a floating-point torch dtype"),
+    (dict(seed=2.5), ValueError, "seed must be an integer >= 0, got 2.5"),                # int(2.5) = 2 before
+    (dict(seed=-1), ValueError, "seed must be an integer >= 0"),                          # scikit-learn's message
+    (dict(seed=float("nan")), ValueError, "seed must be an integer >= 0"),                # int(nan) before
+    (dict(test_fraction=0.004), ValueError, "test_fraction = 0.004 gives 8 test"),        # scikit-learn's message
+])
+def test_digits_checks_its_arguments(kwargs, exc, message):
+    from rmtnet.nets import data
+    with pytest.raises(exc, match=message):
+        data.digits(**kwargs)
+
+
+def test_generated_data_check_seed_and_dtype():
+    from rmtnet.nets import data
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):      # torch took -1 before
+        data.teacher_student(5, 3, 2, 4, seed=-1)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        data.spirals(20, 10, seed="a")
+    with pytest.raises(TypeError, match="dtype must be a floating-point"):
+        data.spirals(20, 10, dtype=torch.int32)

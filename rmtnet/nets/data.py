@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rmtnet.spectra._checks import integer_at_least
+
 __all__ = [
     "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "spirals", "cifar10",
     "to_patches", "from_patches",
@@ -81,6 +83,10 @@ class Dataset:
                                  f"got {[len(t) for t in xs]} and {len(y)}")
             if len(y) == 0:
                 raise ValueError(f"the {split} split is empty")
+            if any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in xs):
+                raise ValueError(f"x_{split} must be finite (no NaN or inf)")
+            if y.is_floating_point() and not bool(torch.isfinite(y).all()):
+                raise ValueError(f"y_{split} must be finite (no NaN or inf)")
             if self.n_classes is None:
                 if not y.is_floating_point():
                     raise ValueError(f"y_{split} must be floating point for regression (n_classes=None)")
@@ -187,12 +193,34 @@ def _check_fraction(test_fraction):
     return float(test_fraction)
 
 
+def _seed(seed, hi=None):
+    """A loader's ``seed``: an integer ≥ 0 (and ≤ ``hi``, the range of the generator it seeds), or ValueError."""
+    seed = integer_at_least("seed", seed, 0)
+    if hi is not None and seed > hi:
+        raise ValueError(f"seed must be an integer in [0, {hi}], got {seed!r}")
+    return seed
+
+
+def _float_dtype(dtype):
+    """A loader's ``dtype``: a floating-point torch dtype (inputs are standardised reals), or TypeError."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point torch dtype (torch.float32, torch.float64, …), got "
+                        f"{dtype!r}")
+    return dtype
+
+
 def _classification(name, x, y, shape, test_fraction, seed, dtype, n_classes=10):
     """Stratified seeded split, scalar standardisation with training statistics, tensors of ``dtype``."""
     from sklearn.model_selection import train_test_split
 
-    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=_check_fraction(test_fraction), stratify=y,
-                                              random_state=int(seed))
+    test_fraction, seed, dtype = _check_fraction(test_fraction), _seed(seed, 2 ** 32 - 1), _float_dtype(dtype)
+    n_test = math.ceil(test_fraction * len(y))             # scikit-learn's rounding of a fractional test_size
+    classes = len(np.unique(y))
+    if min(n_test, len(y) - n_test) < classes:
+        raise ValueError(f"test_fraction = {test_fraction!r} gives {n_test} test and {len(y) - n_test} training "
+                         f"samples of {len(y)}; a stratified split of {classes} classes needs at least {classes} in "
+                         f"each")
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=test_fraction, stratify=y, random_state=seed)
     x_tr, x_te = standardise(x_tr, x_te)
     return Dataset(x_train=torch.as_tensor(x_tr.reshape(-1, *shape), dtype=dtype),
                    y_train=torch.as_tensor(y_tr, dtype=torch.int64),
@@ -244,7 +272,9 @@ def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 20 or n_samples % 10:
         raise ValueError(f"n_samples must be a multiple of 10 and >= 20, got {n_samples!r}")
     args = mnist1d.data.get_dataset_args()
-    args.num_samples, args.seed, args.train_split = n_samples, int(seed), 1.0 - _check_fraction(test_fraction)
+    dtype = _float_dtype(dtype)
+    args.num_samples, args.seed, args.train_split = n_samples, _seed(seed, 2 ** 32 - 1), 1.0 - _check_fraction(
+        test_fraction)
     np_state, py_state = np.random.get_state(), random.getstate()
     try:
         raw = mnist1d.data.make_dataset(args)
@@ -289,7 +319,8 @@ def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, no
         phi = _ACTIVATIONS[activation]
     else:
         raise ValueError(f"activation must be one of {tuple(_ACTIVATIONS)} or a callable, got {activation!r}")
-    gen = torch.Generator().manual_seed(int(seed))
+    seed, dtype = _seed(seed, 2 ** 63 - 1), _float_dtype(dtype)
+    gen = torch.Generator().manual_seed(seed)
     f64 = torch.float64
     x = torch.randn(n_train + n_test, d, generator=gen, dtype=f64)
     W = torch.randn(width, d, generator=gen, dtype=f64)
@@ -320,7 +351,8 @@ def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: 
         ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
         if not ok or value < 0 or (lo_open and value == 0):
             raise ValueError(f"{name} must be a finite number {'> 0' if lo_open else '>= 0'}, got {value!r}")
-    rng = np.random.default_rng(int(seed))
+    seed, dtype = _seed(seed), _float_dtype(dtype)
+    rng = np.random.default_rng(seed)
     n = n_train + n_test
     c = rng.integers(0, 2, size=n)
     t = rng.uniform(0.0, 1.0, size=n)
@@ -340,6 +372,7 @@ def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) ->
     per channel, with the training images' mean and standard deviation of the pixel values in [0, 1].
     Raises ImportError without torchvision and FileNotFoundError without the files.
     """
+    dtype = _float_dtype(dtype)
     try:
         from torchvision.datasets import CIFAR10
     except ImportError as exc:

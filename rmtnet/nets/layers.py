@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from rmtnet.spectra._checks import positive_integers
+from rmtnet.spectra._checks import positive_integers, real_scalar
 
 
 def generator(seed, device=None):
@@ -38,12 +38,26 @@ def generator(seed, device=None):
     return g
 
 
-def gaussian_(tensor, std, generator):
+def gaussian_(tensor, std, generator, name="sigma_w"):
     """Fill ``tensor`` in place with N(0, std²) draws from ``generator`` (drawn on the CPU, so the same seed gives the
-    same weights on every device)."""
+    same weights on every device). Draws that overflow the tensor's dtype (std near its largest value) raise
+    ValueError naming ``name``, the parameter std comes from."""
     with torch.no_grad():
         tensor.copy_(torch.randn(tensor.shape, generator=generator, dtype=torch.float64).mul_(std))
+        if not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{name} gives initial weights of standard deviation {std!r}, beyond what "
+                             f"{tensor.dtype} holds; give a smaller {name}")
     return tensor
+
+
+def init_scale(name, value):
+    """A standard deviation parameter (σ_w) of a layer: a finite real > 0, or ValueError naming ``name``."""
+    return real_scalar(name, value, lo=0.0, lo_open=True)
+
+
+def density_value(value):
+    """The density p of a masked layer: a finite real in (0, 1], or ValueError naming ``density``."""
+    return real_scalar("density", value, lo=0.0, hi=1.0, lo_open=True)
 
 
 def commutation(rows, cols, device=None):
@@ -80,6 +94,7 @@ class MaskedLinear(nn.Module):
                  device=None, dtype=None):
         super().__init__()
         positive_integers(in_features=in_features, out_features=out_features)
+        sigma_w = init_scale("sigma_w", sigma_w)
         self.in_features, self.out_features = int(in_features), int(out_features)
         factory = dict(device=device, dtype=dtype)
         g = generator(seed)
@@ -94,8 +109,7 @@ class MaskedLinear(nn.Module):
             if density == 0.0:
                 raise ValueError("mask must keep at least one weight")
         else:
-            if not 0.0 < density <= 1.0:
-                raise ValueError(f"density must lie in (0, 1], got {density!r}")
+            density = density_value(density)
             if mask == "bernoulli":
                 m = (torch.rand(shape, generator=g, dtype=torch.float64) < density).to(torch.float64)
             elif mask == "exact":
@@ -109,7 +123,8 @@ class MaskedLinear(nn.Module):
         self.weight = nn.Parameter(torch.empty(shape, **factory))
         self.bias = nn.Parameter(torch.zeros(self.out_features, **factory)) if bias else None
         self.register_buffer("mask", m.to(device=self.weight.device, dtype=self.weight.dtype))
-        gaussian_(self.weight, self.sigma_w / math.sqrt(self.density * self.in_features), g)
+        gaussian_(self.weight, self.sigma_w / math.sqrt(self.density * self.in_features), g, "sigma_w (over "
+                  "√(density·in_features))")
         self.enforce_mask()
 
     @torch.no_grad()
@@ -166,8 +181,8 @@ def bernoulli_positions(n, p, generator, chunk=2 ** 22):
     while True:
         want = min(chunk, int(1.05 * p * (n - 1 - last)) + 64)
         gaps = torch.empty(want, dtype=torch.float64).geometric_(p, generator=generator)
-        pos = gaps.cumsum_(0).add_(last).to(torch.int64)
-        inside = pos[pos < n]
+        pos = gaps.cumsum_(0).add_(last)        # float64: a gap beyond 2⁶³ (p ~ 1e-19) must not wrap as an int
+        inside = pos[pos < n].to(torch.int64)
         pieces.append(inside)
         if inside.numel() < pos.numel():
             return torch.cat(pieces)
@@ -283,16 +298,14 @@ class SparseMaskedLinear(nn.Module):
         super().__init__()
         positive_integers(in_features=in_features, out_features=out_features)
         self.in_features, self.out_features = int(in_features), int(out_features)
-        if not sigma_w > 0:
-            raise ValueError(f"sigma_w must be > 0, got {sigma_w!r}")
+        sigma_w = init_scale("sigma_w", sigma_w)
         n_out, n_in = self.out_features, self.in_features
         g = generator(seed)
         if isinstance(mask, torch.Tensor):
             rows, cols = self._given_mask(mask)
             density = rows.numel() / (n_out * n_in)
         else:
-            if not 0.0 < density <= 1.0:
-                raise ValueError(f"density must lie in (0, 1], got {density!r}")
+            density = density_value(density)
             if mask not in ("bernoulli", "exact"):
                 raise ValueError(f"mask must be 'bernoulli', 'exact' or a 0/1 tensor, got {mask!r}")
         n_cb = self._blocks(n_in, n_out, density)
@@ -324,6 +337,9 @@ class SparseMaskedLinear(nn.Module):
             for lo in range(0, rows.numel(), 2 ** 22):       # float64 draws a block at a time, as gaussian_ does
                 hi = min(rows.numel(), lo + 2 ** 22)
                 self.values[lo:hi] = torch.randn(hi - lo, generator=g, dtype=torch.float64).mul_(std)
+            if not bool(torch.isfinite(self.values).all()):
+                raise ValueError(f"sigma_w (over √(density·in_features)) gives initial weights of standard deviation "
+                                 f"{std!r}, beyond what {self.values.dtype} holds; give a smaller sigma_w")
         for name, t in zip(self._INDEX_BUFFERS, self._pattern(rows, cols, col_bounds)):
             self.register_buffer(name, t.to(self.values.device))
 
@@ -458,6 +474,7 @@ class TokenMixing(nn.Module):
     def __init__(self, tokens_in, tokens_out, bias=True, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
         positive_integers(tokens_in=tokens_in, tokens_out=tokens_out)
+        sigma_w = init_scale("sigma_w", sigma_w)
         self.tokens_in, self.tokens_out = int(tokens_in), int(tokens_out)
         self.weight = nn.Parameter(torch.empty(self.tokens_out, self.tokens_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.tokens_out, device=device, dtype=dtype)) if bias else None
@@ -479,6 +496,7 @@ class ChannelMixing(nn.Module):
     def __init__(self, channels_in, channels_out, bias=True, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
         positive_integers(channels_in=channels_in, channels_out=channels_out)
+        sigma_w = init_scale("sigma_w", sigma_w)
         self.channels_in, self.channels_out = int(channels_in), int(channels_out)
         self.weight = nn.Parameter(torch.empty(self.channels_out, self.channels_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.channels_out, device=device, dtype=dtype)) if bias else None
@@ -507,6 +525,7 @@ class PermutedMixing(nn.Module):
                  device=None, dtype=None):
         super().__init__()
         positive_integers(n_blocks=n_blocks, d_in=d_in, d_out=d_out)
+        sigma_w = init_scale("sigma_w", sigma_w)
         self.n_blocks, self.d_in, self.d_out = int(n_blocks), int(d_in), int(d_out)
         g = generator(seed)
         self.register_buffer("perm_in", self._perm(perm_in, self.n_blocks * self.d_in, g, "perm_in", device))
@@ -561,6 +580,7 @@ class MonarchLinear(nn.Module):
                  dtype=None):
         super().__init__()
         positive_integers(in_features=in_features, out_features=out_features, n_blocks=n_blocks)
+        sigma_w = init_scale("sigma_w", sigma_w)
         if in_features % n_blocks or out_features % n_blocks:
             raise ValueError(f"n_blocks = {n_blocks} must divide in_features = {in_features} and "
                              f"out_features = {out_features}")
@@ -613,6 +633,7 @@ class AdjacencyLinear(nn.Module):
                  device=None, dtype=None):
         super().__init__()
         positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
+        sigma_w = init_scale("sigma_w", sigma_w)
         self.n, self.c_in, self.c_out, self.self_loops = int(n_nodes), int(copies_in), int(copies_out), bool(self_loops)
         self.weight = nn.Parameter(torch.empty(self.n * self.c_out, self.n * self.c_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.n * self.c_out, device=device, dtype=dtype)) if bias else None
@@ -642,6 +663,7 @@ class ClusterLinear(nn.Module):
     def __init__(self, n_nodes, copies_in, copies_out, bias=False, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
         positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
+        sigma_w = init_scale("sigma_w", sigma_w)
         self.n, self.c_in, self.c_out = int(n_nodes), int(copies_in), int(copies_out)
         self.weight = nn.Parameter(torch.empty(self.n, self.c_out, self.c_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.n * self.c_out, device=device, dtype=dtype)) if bias else None

@@ -30,7 +30,7 @@ import math
 import torch
 from torch import nn
 
-from rmtnet.spectra._checks import positive_integers
+from rmtnet.spectra._checks import positive_integers, real_scalar
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      SparseMaskedLinear, TokenMixing, commutation, gaussian_, generator)
@@ -54,7 +54,7 @@ def activation_module(name):
     """The torch module of an activation name (the names of :mod:`rmtnet.spectra.meanfield`, plus ``gelu``)."""
     if isinstance(name, nn.Module):
         return name
-    if name not in _ACTIVATIONS:
+    if not isinstance(name, str) or name not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)} or an nn.Module, got {name!r}")
     return _ACTIVATIONS[name]()
 
@@ -74,14 +74,17 @@ class MLP(nn.Module):
     def __init__(self, widths, activation="relu", weights="gaussian", sigma_w=1.0, sigma_b=0.0, last_activation=False,
                  bias=True, seed=None, device=None, dtype=None):
         super().__init__()
+        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+            raise ValueError(f"widths must be a sequence of integers n₀, n₁, …, got {widths!r}")
         widths = tuple(widths)
         if len(widths) < 2:
             raise ValueError(f"widths must list at least n₀ and n₁, got {widths!r}")
         positive_integers(**{f"widths[{i}]": n for i, n in enumerate(widths)})
-        if weights not in ("gaussian", "orthogonal"):
+        widths = tuple(int(n) for n in widths)
+        if not isinstance(weights, str) or weights not in ("gaussian", "orthogonal"):
             raise ValueError(f"weights must be 'gaussian' or 'orthogonal', got {weights!r}")
-        if not sigma_w > 0 or not sigma_b >= 0:
-            raise ValueError(f"sigma_w must be > 0 and sigma_b ≥ 0, got {sigma_w!r}, {sigma_b!r}")
+        sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
+        sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
         self.widths, self.last_activation = widths, bool(last_activation)
         g = generator(seed)
         self.layers = nn.ModuleList()
@@ -92,8 +95,11 @@ class MLP(nn.Module):
             else:
                 with torch.no_grad():
                     lin.weight.copy_(_haar_isometry(n_out, n_in, g) * (sigma_w * math.sqrt(max(n_out, n_in) / n_in)))
+                    if not bool(torch.isfinite(lin.weight).all()):
+                        raise ValueError(f"sigma_w = {sigma_w!r} gives initial weights beyond what "
+                                         f"{lin.weight.dtype} holds; give a smaller sigma_w")
             if bias:
-                gaussian_(lin.bias, sigma_b, g)
+                gaussian_(lin.bias, sigma_b, g, "sigma_b")
             self.layers.append(lin)
         self.phi = activation_module(activation)
 
@@ -195,7 +201,8 @@ class _PatchNet(nn.Module):
 
 
 def _expanded(gamma, n, name):
-    if not gamma > 0 or round(gamma * n) < 1:
+    gamma = real_scalar("gamma", gamma, lo=0.0, lo_open=True)
+    if round(gamma * n) < 1:
         raise ValueError(f"gamma must be > 0 with round(gamma·{name}) ≥ 1, got {gamma!r}")
     return int(round(gamma * n))
 

@@ -16,11 +16,23 @@ class ConvergenceError(RuntimeError):
         super().__init__(f"{message} (z={z!r}, iteration={iteration}, residual={residual!r})")
 
 
+def _finite_float(value):
+    """``value`` as a finite float, or None: bools, non-reals, NaN, ±inf and integers beyond float64 are not."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        value = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return value if np.isfinite(value) else None
+
+
 def real_scalar(name, value, *, lo=None, hi=None, lo_open=False, hi_open=False):
-    """Return ``value`` as a float, or raise ValueError naming ``name`` and the allowed range."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    value = float(value)
+    """Return ``value`` as a float, or raise ValueError naming ``name`` and the allowed range (a bool, a string, an
+    array, NaN, ±inf or an integer beyond float64 is not a finite real number)."""
+    original, value = value, _finite_float(value)
+    if value is None:
+        raise ValueError(f"{name} must be a finite real number, got {_short(original)}")
     bad_lo = lo is not None and (value <= lo if lo_open else value < lo)
     bad_hi = hi is not None and (value >= hi if hi_open else value > hi)
     if bad_lo or bad_hi:
@@ -56,9 +68,12 @@ def mlp_description(name, net):
 def moment_order(k):
     """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools, strings and None are not
     integers; an integral float such as 3.0 is accepted)."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Real) or not np.isfinite(k) or int(k) != k or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
-    return int(k)
+    if isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 0:
+        return int(k)
+    value = _finite_float(k)
+    if value is None or int(value) != value or value < 0:
+        raise ValueError(f"k must be a non-negative integer, got {_short(k)}")
+    return int(value)
 
 
 def probabilities(name, q):
@@ -78,11 +93,9 @@ def one_of(name, value, allowed):
 
 def probability_vector(name, masses, *, total=1.0, tol=1e-10):
     """Masses that are finite, non-negative and sum to ``total`` (within ``tol``)."""
-    masses = np.asarray(masses, dtype=float)
+    masses = finite_array(name, masses)
     if masses.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {masses.shape}")
-    if not np.all(np.isfinite(masses)):
-        raise ValueError(f"{name} must be finite")
     if np.any(masses < 0):
         raise ValueError(f"{name} must be non-negative, got min {masses.min()!r}")
     if total is not None and abs(masses.sum() - total) > tol:
@@ -92,7 +105,12 @@ def probability_vector(name, masses, *, total=1.0, tol=1e-10):
 
 def finite_array(name, x, dtype=float):
     """``x`` as an array of ``dtype`` with every entry finite, or ValueError naming ``name``. The array stays where
-    it is: a CuPy array comes back a CuPy array (host data, lists and scalars as NumPy)."""
+    it is: a CuPy array comes back a CuPy array (host data, lists and scalars as NumPy). Text is not numbers, even
+    text NumPy could parse ("1"), nor are bools, and complex values are not real ones where ``dtype`` is real."""
+    kind = _kind(x)
+    if kind in ("U", "S", "V", "b") or (kind == "c" and not np.issubdtype(np.dtype(dtype), np.complexfloating)):
+        want = "complex" if np.issubdtype(np.dtype(dtype), np.complexfloating) else "real"
+        raise ValueError(f"{name} must be {want} numbers (a number or an array of them), got {_short(x)}")
     try:
         arr = B.as_array(x, dtype)
     except (TypeError, ValueError) as exc:
@@ -103,6 +121,20 @@ def finite_array(name, x, dtype=float):
     if not bool(np.all(np.isfinite(arr))):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return arr
+
+
+def _kind(x):
+    """The NumPy dtype kind of ``x`` as given ('f', 'c', 'U' for text, …), or None where NumPy cannot tell (a ragged
+    list: :func:`finite_array` then reports NumPy's own refusal)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        return getattr(dtype, "kind", None)
+    if isinstance(x, (str, bytes)):
+        return "U"
+    try:
+        return np.asarray(x).dtype.kind
+    except (ValueError, TypeError):
+        return None
 
 
 def _short(x, limit=60):

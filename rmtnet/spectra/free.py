@@ -66,7 +66,7 @@ from scipy import optimize
 
 from .. import _backend as B
 from . import series
-from ._checks import ConvergenceError, finite_array, log_upper, moment_order, real_scalar
+from ._checks import ConvergenceError, finite_array, integer_at_least, log_upper, moment_order, real_scalar
 from .measures import Affine, Measure, PointMasses, atom_cauchy, cumulative_panels
 
 __all__ = ["free_mult", "free_mult_scaled", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
@@ -1157,6 +1157,12 @@ class FreeSum(_Convolution):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+def _solver_settings(tol, max_iter):
+    """``tol`` in (0, 1) and ``max_iter`` an integer ≥ 1, or ValueError naming them."""
+    return (real_scalar("tol", tol, lo=0.0, hi=1.0, lo_open=True, hi_open=True),
+            integer_at_least("max_iter", max_iter, 1))
+
+
 def _collect(cls, pairs, tol, max_iter):
     """Flatten nested convolutions of the same kind and merge repeated factors (powers add).
 
@@ -1196,6 +1202,7 @@ def free_mult(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
     tolerance; ``max_iter`` caps the Newton iterations per point (a :class:`ConvergenceError` reports z, iteration
     and residual when it is reached).
     """
+    tol, max_iter = _solver_settings(tol, max_iter)
     if len(measures) == 1 and isinstance(measures[0], (list, tuple)):
         measures = tuple(measures[0])
     if len(measures) < 1:
@@ -1235,6 +1242,7 @@ def free_mult_scaled(factors, scale=1.0, **kwargs):
 
 def free_mult_power(mu, t, *, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
     """μ^{⊠t} for real t ≥ 1: the measure with S-transform S_μ^t (for integer t, μ ⊠ … ⊠ μ, t times)."""
+    tol, max_iter = _solver_settings(tol, max_iter)
     if not isinstance(mu, Measure):
         raise ValueError(f"mu must be a Measure, got {type(mu).__name__}")
     t = real_scalar("t", t, lo=1.0)
@@ -1244,6 +1252,7 @@ def free_mult_power(mu, t, *, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
 
 def free_add(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
     """Free additive convolution μ₁ ⊞ μ₂ ⊞ … (R-transforms add), by the same continuation engine."""
+    tol, max_iter = _solver_settings(tol, max_iter)
     if len(measures) == 1 and isinstance(measures[0], (list, tuple)):
         measures = tuple(measures[0])
     if len(measures) < 1:
@@ -1256,6 +1265,7 @@ def free_add(*measures, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
 
 def free_add_power(mu, t, *, tol=_DEFAULT_TOL, max_iter=_DEFAULT_MAX_ITER):
     """μ^{⊞t} for real t ≥ 1 (free cumulants times t)."""
+    tol, max_iter = _solver_settings(tol, max_iter)
     if not isinstance(mu, Measure):
         raise ValueError(f"mu must be a Measure, got {type(mu).__name__}")
     t = real_scalar("t", t, lo=1.0)

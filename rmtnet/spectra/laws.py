@@ -30,6 +30,14 @@ def _integral(name, value):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
+def _finite_edges(edges, names, *values):
+    """The support's ends, or ValueError naming the parameters when they overflow float64."""
+    if not all(np.isfinite(e) for e in edges):
+        raise ValueError(f"{names} = {', '.join(repr(v) for v in values)} put the support's ends beyond float64 "
+                         f"(got {tuple(float(e) for e in edges)})")
+    return tuple(float(e) for e in edges)
+
+
 class MarchenkoPastur(Measure):
     """Marchenko–Pastur law of σ²·XXᵀ, X N×M with iid entries of variance 1/M, ratio λ = N/M (Marchenko & Pastur
     1967, Math. USSR-Sbornik 1, 457–483). ``scale`` = σ² is scipy's scale parameter: MarchenkoPastur(λ, σ²) is the law
@@ -45,7 +53,8 @@ class MarchenkoPastur(Measure):
         self.ratio = real_scalar("ratio", ratio, lo=0, lo_open=True)
         self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
         r = np.sqrt(self.ratio)
-        self.edges = (self.scale * (1 - r) ** 2, self.scale * (1 + r) ** 2)
+        self.edges = _finite_edges((self.scale * (1 - r) ** 2, self.scale * (1 + r) ** 2), "ratio and scale",
+                                   ratio, scale)
 
     def atoms(self):
         if self.ratio > 1:
@@ -118,7 +127,7 @@ class Semicircle(Measure):
         self.variance = real_scalar("var", var, lo=0, lo_open=True)
         self.loc = real_scalar("loc", loc)
         r = 2 * np.sqrt(self.variance)
-        self.edges = (self.loc - r, self.loc + r)
+        self.edges = _finite_edges((self.loc - r, self.loc + r), "var and loc", var, loc)
 
     def var(self):
         return self.variance
@@ -170,7 +179,10 @@ class FussCatalan(Measure):
     def __init__(self, s, scale=1.0):
         self.s = integer_at_least("s", s, 1) if isinstance(s, numbers.Integral) else _integral("s", s)
         self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
-        self.edges = (0.0, self.scale * (self.s + 1) ** (self.s + 1) / self.s ** self.s)
+        s = self.s        # (s + 1)^{s+1}/s^s exactly for small s; as (s + 1)(1 + 1/s)^s (→ e(s + 1)) beyond
+        top = (s + 1) ** (s + 1) / s ** s if s <= 100 else (s + 1) * (1.0 + 1.0 / s) ** s
+        with np.errstate(over="ignore"):
+            self.edges = _finite_edges((0.0, self.scale * top), "s and scale", s, scale)
 
     def continuous_support(self):
         return self.edges

@@ -29,6 +29,7 @@ def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=Non
     Yields, for ℓ = 1 … L, (W_ℓ, x_{ℓ-1}, h_ℓ) with shapes (S, n_ℓ, n_{ℓ-1}), (S, n_{ℓ-1}), (S, n_ℓ): the actual
     pre-activations, so the empirical q_ℓ follow the mean-field recursion up to O(1/√n) fluctuations.
     ``weights`` overrides ``net.weights`` with any kind :func:`layer_weights` accepts."""
+    net = mlp_description("net", net)
     positive_integers(n_samples=n_samples)
     widths = net.scaled_widths(width)
     xp = B.native(backend)
@@ -70,6 +71,7 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     mass down there — Fuss–Catalan s = 32 at n = 800: x₀ ≈ 3e-27 with 15.7 % of the mass below it, and the float64
     samples pile up in [1e-36, 1e-30] where the law puts 9 % of its mass below 1e-35 (full KS 0.09; on x ≥ x₀
     0.004). Pass it as ``floor`` to :func:`rmtnet.plot.ks_distance`."""
+    net = mlp_description("net", net)
     xp = B.native(backend)
     dphi = net.activation.dphi
     L = net.depth
@@ -93,6 +95,7 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
     fluctuate by O(√(L/n)) from sample to sample (the norms perform a multiplicative random walk) and carry an
     O(L/n) bias in m₂. ``qhat="mean_field"``: the limits q̂_ℓ = E φ(h_ℓ)² instead, everything else unchanged — the
     same limit law with that scalar source of finite-n noise removed."""
+    net = mlp_description("net", net)
     xp = B.native(backend)
     if len(set(net.scaled_widths(width))) != 1:
         raise ValueError("sample_fisher_eigs needs equal widths (a square network)")
@@ -119,6 +122,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     """Eigenvalues of the conjugate kernel (1/d_L) X_Lᵀ X_L (n_data × n_data) of Fan & Wang (2020): X₀ has iid
     N(0, 1) entries (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
     centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1. Returns shape (n_samples·n_data,)."""
+    net = mlp_description("net", net)
     positive_integers(n_data=n_data, n_samples=n_samples)
     xp = B.native(backend)
     rng = B.rng(seed, backend)

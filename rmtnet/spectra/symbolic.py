@@ -43,13 +43,35 @@ def _rational(x):
         return sp.Rational(int(x.numerator), int(x.denominator))
     if isinstance(x, numbers.Real):
         return sp.nsimplify(float(x))
-    return sp.sympify(x)
+    if isinstance(x, numbers.Number):            # complex: kept exactly, refused by the real-valued checks
+        return sp.sympify(x)
+    raise ValueError(f"expected a number or a SymPy expression, got {type(x).__name__} {x!r:.60}")
+
+
+def _sequence(name, values):
+    """A sequence of numbers or SymPy expressions (a moment or cumulant sequence), each through :func:`_rational`,
+    or ValueError naming ``name``: not a sequence, an entry that is no number, or NaN/±inf."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of numbers or SymPy expressions, got {values!r:.60}")
+    out = []
+    for i, x in enumerate(values):
+        try:
+            value = _rational(x)
+        except ValueError:
+            raise ValueError(f"{name}[{i}] must be a number or a SymPy expression, got {x!r:.60}") from None
+        if not isinstance(value, sp.Expr) or value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            raise ValueError(f"{name}[{i}] must be a finite number or a SymPy expression, got {x!r:.60}")
+        out.append(value)
+    return out
 
 
 def _parameter(name, x, *, lo=None, lo_open=False, hi=None):
     """:func:`_rational` of ``x``, with a numeric value checked against [lo, hi] (``lo_open``: lo excluded); a
     symbolic parameter (free symbols) passes unchecked. ValueError names ``name`` and the range."""
-    value = _rational(x)
+    try:
+        value = _rational(x)
+    except ValueError:
+        raise ValueError(f"{name} must be a number or a SymPy expression, got {x!r:.60}") from None
     if not isinstance(value, sp.Expr):
         raise ValueError(f"{name} must be a number or a SymPy expression, got {x!r}")
     if value.free_symbols:
@@ -64,10 +86,10 @@ def _parameter(name, x, *, lo=None, lo_open=False, hi=None):
     return value
 
 
-def _order(K):
+def _order(K, name="K"):
     """The number of moments asked for: an integer K ≥ 0, or ValueError naming K."""
     if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 0:
-        raise ValueError(f"K must be an integer >= 0, got {K!r}")
+        raise ValueError(f"{name} must be an integer >= 0, got {K!r:.60}")
     return int(K)
 
 
@@ -134,8 +156,10 @@ def _s_coeffs_from_moments(m, K):
 
 def s_series_from_moments(moments, order=None):
     """S(w) as a polynomial in ``w`` through w^{K-1}, K = len(moments) (needs m₁ ≠ 0)."""
-    m = [_rational(x) for x in moments]
-    K = len(m) if order is None else order
+    m = _sequence("moments", moments)
+    if not m:
+        raise ValueError("moments must hold at least m₁")
+    K = len(m) if order is None else _order(order, "order")
     if m[0] == 0:
         raise ValueError("the S-transform needs m₁ ≠ 0")
     m = m + [sp.Integer(0)] * max(0, K - len(m))
@@ -171,15 +195,15 @@ def free_mult_moments(*factors, K=6):
     if K == 0:
         return []
     S = [sp.Integer(1)] + [sp.Integer(0)] * (K - 1)
-    for f in factors:
+    for i, f in enumerate(factors):
         t = sp.Integer(1)
         if isinstance(f, tuple):
             f, t = f
-            t = _rational(t)
+            t = _parameter(f"the power of factors[{i}]", t, lo=0, lo_open=True)
         if isinstance(f, sp.Basic):
             Sf = _series_coeffs(f, K)
         else:
-            m = [_rational(x) for x in list(f)[:K]]
+            m = _sequence(f"factors[{i}]", f)[:K]
             if len(m) < K:
                 raise ValueError(f"a moment sequence factor needs at least K = {K} moments, got {len(m)}")
             if m[0] == 0:
@@ -222,8 +246,9 @@ def fuss_catalan_moments(s, K):
 def free_cumulants(moments):
     """Free cumulants κ_1..κ_K: R(g) = G⁻¹(g) - 1/g with G(z) = Σ_{k≥0} m_k z^{-k-1}, via Lagrange inversion of
     f(y) = y·M(y) (M(y) = 1 + Σ m_k y^k), since C(f(y)) = M(y) and C(w) = 1 + Σ κ_n w^n."""
+    moments = _sequence("moments", moments)
     K = len(moments)
-    M = [sp.Integer(1)] + [_rational(x) for x in moments]
+    M = [sp.Integer(1)] + moments
     # [w^n] C(w) = [w^n] M(f^{-1}(w)); Lagrange–Bürmann: [w^n] H(f^{-1}(w)) = (1/n)[u^{n-1}] H'(u) (u/f(u))^n
     dM = [k * M[k] for k in range(1, K + 1)]
     out = []
@@ -236,8 +261,9 @@ def free_cumulants(moments):
 def moments_from_free_cumulants(kappa):
     """Moments from free cumulants: M(y) = C(y M(y)); with f = yM, f⁻¹(w) = w/C(w), so
     m_n = [y^{n+1}] f = (1/(n+1))[w^n] C(w)^{n+1} (Lagrange inversion)."""
+    kappa = _sequence("kappa", kappa)
     K = len(kappa)
-    C = [sp.Integer(1)] + [_rational(k) for k in kappa]
+    C = [sp.Integer(1)] + kappa
     out, Cn = [], C
     for n in range(1, K + 1):
         Cn = _mul(Cn, C, K + 1)                                      # C^{n+1} through w^K
@@ -249,12 +275,12 @@ def free_add_moments(*factors, K=6):
     """Exact moments 1..K of a ⊞-sum of moment sequences (or pairs (moments, t) for powers μ^{⊞t})."""
     K = _order(K)
     kappa = [sp.Integer(0)] * K
-    for f in factors:
+    for i, f in enumerate(factors):
         t = sp.Integer(1)
         if isinstance(f, tuple):
             f, t = f
-            t = _rational(t)
-        f = list(f)[:K]
+            t = _parameter(f"the power of factors[{i}]", t, lo=0, lo_open=True)
+        f = _sequence(f"factors[{i}]", f)[:K]
         if len(f) < K:
             raise ValueError(f"a moment sequence needs at least K = {K} moments, got {len(f)}")
         kf = free_cumulants(f)
