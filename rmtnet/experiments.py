@@ -48,6 +48,7 @@ ON_ERROR = ("collect", "raise", "skip")
 _EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 KEY = "run_key"
 SEED = "seed"
+CONFIG = "run_config"     # the store's typed copy of each run's configuration (JSON), see read_store
 
 
 class SweepError(RuntimeError):
@@ -85,6 +86,51 @@ def run_key(config: Mapping, seed) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _config_json(config: Mapping) -> str:
+    """The typed text of a configuration in the store's ``run_config`` column: JSON, which tells str ``"1"``,
+    int ``1``, float ``1.0``, bool ``true`` and None ``null`` apart (NaN and ±inf as ``NaN``, ``±Infinity``)."""
+    return json.dumps({str(k): _scalar(f"config[{k!r}]", v) for k, v in config.items()}, allow_nan=True)
+
+
+def _typed_column(values: list) -> pd.Series:
+    """A column of exact Python values: int64, float64 or bool when every value is of that one type (and the ints
+    fit int64), else object dtype holding the values as they are (str, None, or a mixture), so that
+    ``column.tolist()`` gives back each value with its type."""
+    kinds = {type(v) for v in values}
+    if kinds == {int} and all(-2 ** 63 <= v < 2 ** 63 for v in values):
+        return pd.Series(values, dtype="int64")
+    if kinds == {float}:
+        return pd.Series(values, dtype="float64")
+    if kinds == {bool}:
+        return pd.Series(values, dtype="bool")
+    return pd.Series(values, dtype=object)
+
+
+def _plain(value):
+    """A cell of a table read without types (a store written before ``run_config``): NumPy scalars as Python
+    ones, an empty cell (NaN) as None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _typed_configs(table: pd.DataFrame) -> pd.DataFrame:
+    """Restore each configuration value's type from the ``run_config`` column and drop that column. Rows without
+    it (written by an rmtnet that did not keep it) keep the values as pandas parsed them."""
+    if CONFIG not in table.columns:
+        return table
+    configs = [json.loads(text) if isinstance(text, str) and text else None for text in table[CONFIG]]
+    table = table.drop(columns=[CONFIG])
+    keys = list(dict.fromkeys(k for c in configs if c is not None for k in c))
+    for key in keys:
+        old = table[key].tolist() if key in table.columns else [None] * len(table)
+        values = [c[key] if c is not None and key in c else _plain(v) for c, v in zip(configs, old)]
+        table[key] = _typed_column(values).set_axis(table.index)
+    return table
+
+
 def expand_grid(grid) -> list[dict]:
     """The configurations of ``grid``: a dict of lists (their Cartesian product, the last key varying fastest) or
     a list of dicts (taken as they are). Values must be scalars; no key may be ``seed`` or ``run_key``."""
@@ -99,8 +145,9 @@ def expand_grid(grid) -> list[dict]:
         raise ValueError(f"grid must be a dict of lists or a list of dicts, got {type(grid).__name__}")
     for config in configs:
         for key, value in config.items():
-            if not isinstance(key, str) or key in (SEED, KEY):
-                raise ValueError(f"grid keys must be strings other than {SEED!r} and {KEY!r}, got {key!r}")
+            if not isinstance(key, str) or key in (SEED, KEY, CONFIG):
+                raise ValueError(f"grid keys must be strings other than {SEED!r}, {KEY!r} and {CONFIG!r}, got "
+                                 f"{key!r}")
             config[key] = _scalar(f"grid value {key}", value)
     return configs
 
@@ -116,9 +163,10 @@ def _run(fn, config, seed):
         result = result.to_dict()
     if not isinstance(result, Mapping):
         raise ValueError(f"fn must return a mapping of result names to scalars, got {type(result).__name__}")
-    clash = set(result) & (set(config) | {SEED, KEY})
+    clash = set(result) & (set(config) | {SEED, KEY, CONFIG})
     if clash:
-        raise ValueError(f"fn's results must not reuse the names of config keys, {SEED!r} or {KEY!r}: {sorted(clash)}")
+        raise ValueError(f"fn's results must not reuse the names of config keys, {SEED!r}, {KEY!r} or {CONFIG!r}: "
+                         f"{sorted(clash)}")
     return {str(k): _scalar(f"result {k}", v) for k, v in result.items()}
 
 
@@ -131,12 +179,18 @@ def _complete_text(path: Path) -> str:
 def read_store(store) -> pd.DataFrame:
     """The runs in a sweep's CSV store, one row each (a truncated last line is dropped; a run stored twice is kept
     once). Floats are read back exactly (the shortest repr written by ``csv`` parsed round-trip); ``run_key`` stays
-    a string."""
+    a string.
+
+    Configuration values come back with the type they had in the grid — str ``"1"`` as str, ``1`` as int, ``1.0``
+    as float, bools and None as themselves — from the store's ``run_config`` column, each run's configuration as
+    JSON, which is decoded and dropped (:func:`_typed_configs`; a column of one type has that dtype, a mixed one or
+    one holding None is of object dtype). Rows of stores written before that column existed are read as pandas
+    parses the CSV (``"1"`` as 1, an empty cell as NaN). Result columns are always parsed by pandas."""
     text = _complete_text(Path(store))
     if not text:
         return pd.DataFrame(columns=[KEY])
-    table = pd.read_csv(io.StringIO(text), dtype={KEY: str}, on_bad_lines="warn", **_EXACT_FLOATS)
-    return table.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+    table = pd.read_csv(io.StringIO(text), dtype={KEY: str, CONFIG: str}, on_bad_lines="warn", **_EXACT_FLOATS)
+    return _typed_configs(table.drop_duplicates(KEY, keep="first").reset_index(drop=True))
 
 
 class _Store:
@@ -309,7 +363,9 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     grid : a dict of lists (Cartesian product) or a list of dicts; see :func:`expand_grid`.
     seeds : the seeds of every configuration.
     store : the CSV file the runs are appended to as they finish (created if absent; the runs of other grids in it
-        are left alone), or None to keep nothing on disk.
+        are left alone), or None to keep nothing on disk. A line holds the config values, ``seed``, the results,
+        ``run_config`` (the configuration as JSON, so that :func:`read_store` gives each value back with its type)
+        and ``run_key``.
     n_jobs : 1 runs in this process; n > 1 a local ``ProcessPoolExecutor`` of n workers ("forkserver" start where
         available, else "spawn"); -1 one worker per core this process may use (:func:`available_cores`: under
         ``rmtnet run --jobs N`` each simulation's share). Ignored when an executor or a scheduler is in force.
@@ -330,13 +386,15 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     """
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {fn!r}")
-    if on_error not in ON_ERROR:
+    if not isinstance(on_error, str) or on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
         raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
     n_jobs = available_cores() if n_jobs == -1 else n_jobs
     if isinstance(seeds, (numbers.Integral, np.integer)):
         seeds = (seeds,)
+    if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds must be an integer or a non-empty list of integers, got {seeds!r}")
     seeds = [_scalar("seeds", s) for s in seeds]
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
@@ -366,7 +424,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
 
     def finish(run, outcome):
         config, seed, key = run
-        row = {**config, SEED: seed, **outcome, KEY: key}
+        row = {**config, SEED: seed, **outcome, CONFIG: _config_json(config), KEY: key}
         if writer is not None:
             writer.append(row)
         kept.append(row)
@@ -428,7 +486,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     if store_path is not None:
         table = read_store(store_path)
     else:
-        table = pd.DataFrame(kept) if kept else pd.DataFrame(columns=[KEY])
+        table = _typed_configs(pd.DataFrame(kept)) if kept else pd.DataFrame(columns=[KEY])
     order = {key: i for i, key in enumerate(keys)}
     table = table[table[KEY].isin(order)]
     return table.sort_values(KEY, key=lambda k: k.map(order)).reset_index(drop=True)

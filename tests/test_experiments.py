@@ -237,3 +237,92 @@ def test_an_unwritable_store_is_a_clear_error_naming_it(tmp_path):
     store = blocker / "runs.csv"                        # its parent is a file: no folder can be made there
     with pytest.raises(ValueError, match=r"store='.*a_file/runs.csv' cannot be created"):
         sweep(score, GRID, store=store, progress=False)
+
+
+# --- the store keeps each configuration value's type ------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+CONFIG_VALUES = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=4),
+    st.sampled_from(["1", "1.0", "", "True", "None", "nan", "NaN", "null", '"a"', "a,b"]),
+    st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1.0, 0.0, -0.0, 1e300, 5e-324]), st.booleans(), st.none())
+
+
+def _same(a, b):
+    """Equal with the same type (NaN equal to NaN, -0.0 told from 0.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (a != a and b != b) or (a == b and str(a) == str(b))
+    return a == b
+
+
+def typed(a, b, seed):
+    return {"type_a": type(a).__name__, "type_b": type(b).__name__}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.tuples(CONFIG_VALUES, CONFIG_VALUES), min_size=1, max_size=4,
+                       unique_by=lambda p: run_key({"a": p[0], "b": p[1]}, 0)))
+def test_config_values_round_trip_with_their_types(tmp_path_factory, values):
+    """str "1" comes back as str, 1 as int, 1.0 as float, bools and None as themselves — from a fresh sweep's
+    table, from read_store, and from a resumed sweep, which runs nothing again and hands fn the same types."""
+    store = tmp_path_factory.mktemp("typed") / "r.csv"
+    grid = [{"a": a, "b": b} for a, b in values]
+    calls = []
+
+    def fn(**kwargs):
+        calls.append(kwargs)
+        return typed(**kwargs)
+
+    half = grid[:len(grid) // 2]
+    if half:
+        sweep(fn, half, store=store, progress=False)
+    table = sweep(fn, grid, store=store, progress=False)        # resumes after the first half
+    fresh = []
+    sweep(lambda **kw: (fresh.append(kw), typed(**kw))[1], grid, store=None, progress=False)
+    assert len(calls) == len(grid)
+    for got, want in zip(calls, fresh):                           # fn saw the same values and types either way
+        assert all(_same(got[k], want[k]) for k in want)
+    again = []
+    resumed = sweep(lambda **kw: (again.append(kw), typed(**kw))[1], grid, store=store, progress=False)
+    assert again == []                                            # every finished run recognised
+    for t in (table, read_store(store), resumed):
+        assert "run_config" not in t.columns
+        for i, config in enumerate(grid):
+            for key in ("a", "b"):
+                assert _same(t[key].tolist()[i], config[key]), (key, t[key].tolist()[i], config[key])
+            assert t["type_a"][i] == type(config["a"]).__name__
+
+
+def test_typed_columns_keep_their_dtype():
+    """A column of one type keeps that dtype (ints int64, floats float64, bools bool), so arithmetic on it works;
+    None or a mixture of types makes it object."""
+    table = sweep(typed, {"a": [1, 2], "b": [0.5]}, store=None, progress=False)
+    assert table["a"].dtype == "int64" and table["b"].dtype == "float64"
+    table = sweep(typed, {"a": [True, False], "b": [None, 1]}, store=None, progress=False)
+    assert table["a"].dtype == bool and table["b"].dtype == object and table["b"].tolist() == [None, 1, None, 1]
+
+
+def test_a_store_written_without_types_is_read_and_resumed(tmp_path):
+    """Stores of earlier versions (no run_config column) read as pandas parses them, their runs are recognised,
+    and new runs are appended with their types."""
+    store = tmp_path / "old.csv"
+    old = [{"a": 1, "b": "1"}, {"a": 2, "b": "x"}]
+    lines = ["a,b,seed,type_a,type_b,run_key"] + [f"{c['a']},{c['b']},0,int,str,{run_key(c, 0)}" for c in old]
+    store.write_text("\n".join(lines) + "\n")
+    legacy = read_store(store)
+    assert legacy["b"].tolist() == [1, "x"] or legacy["b"].tolist() == ["1", "x"]   # as pandas parses it
+    calls = []
+    table = sweep(counted_typed(calls), old + [{"a": 3, "b": "1"}], store=store, progress=False)
+    assert calls == [{"a": 3, "b": "1", "seed": 0}]                # the old runs are recognised
+    assert table["b"].tolist()[2] == "1" and type(table["a"].tolist()[2]) is int
+    assert len(read_store(store)) == 3 and "run_config" in pd.read_csv(store).columns
+
+
+def counted_typed(calls):
+    def fn(**kwargs):
+        calls.append(kwargs)
+        return typed(**kwargs)
+    return fn
