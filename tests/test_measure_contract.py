@@ -95,14 +95,6 @@ SLOW = {"classical_product"}
 _PIECEWISE = ("a piecewise density: tanh-sinh over the whole band meets its kinks and stops at maxlevel (estimate "
               "right to ~1e-9); the kind needs _panels() at its cells or an _expect_continuous of its own")
 GAPS = {
-    ("expect", "linear_cdf"): (ConvergenceError, "LinearCdf is a histogram: " + _PIECEWISE),
-    ("expect", "classical_product"): ((ConvergenceError, AssertionError),
-                                      "ClassicalProduct's density sums ~3000 scaled densities with square-root "
-                                      "edges: " + _PIECEWISE + "; where tanh-sinh does stop, m₁ = 1 − 1.4e-6"),
-    ("ppf", "classical_product"): (AssertionError, "ClassicalProduct.quantile interpolates a 4096-point cdf table "
-                                                   "linearly: cdf(ppf(q)) misses q by ~2e-6"),
-    ("ends", "classical_product"): (AssertionError, "ClassicalProduct.quantile(0) is its table's first node, "
-                                                    "8.5e-12, below the support's least point 0.0074"),
     ("moment0", "ntk_law"): (IndexError, "NTKLaw.moment(0) reads its series at index -1"),
     ("moment0", "ntk_law_source"): (IndexError, "NTKLaw.moment(0) reads its series at index -1"),
     ("cauchy", "ntk_law_source"): (AssertionError, "NTKLaw._g far from the support: at z = 722i and 7225i it returns "

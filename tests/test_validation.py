@@ -332,3 +332,13 @@ def test_generated_data_check_seed_and_dtype():
         data.spirals(20, 10, seed="a")
     with pytest.raises(TypeError, match="dtype must be a floating-point"):
         data.spirals(20, 10, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("z", [6.7e15 + 1j, 1e30 + 1j, 2.17e36 + 1e37j])
+def test_cauchy_of_a_free_product_far_from_its_support(z):
+    """The continuation started at a height ~|z| stalled (ConvergenceError) for |z| ≳ 1e15 with a support of
+    radius 8; far out G comes from the moment series, G(z) = 1/z + m₁/z² + …"""
+    law = free_mult(Bernoulli(0.5), MarchenkoPastur(1.0, scale=2.0))
+    g = complex(law.cauchy(z))
+    assert g == pytest.approx(1 / z + law.moment(1) / z ** 2, rel=1e-14)
+    assert complex(FussCatalan(2).cauchy(z)) == pytest.approx(1 / z + 1 / z ** 2, rel=1e-14)

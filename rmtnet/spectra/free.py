@@ -391,8 +391,37 @@ class _Convolution(Measure):
         return xp.asarray(ys), xp.stack(us), xp.stack(oms, axis=1), cache[key][3]
 
     # --- Measure interface ----------------------------------------------------------------------------------
+    _FAR = 1e8              # |z| beyond _FAR·r (r: the moments' radius, :meth:`_radius`): the moment series
+    _FAR_TERMS = 8
+
+    def _far(self, z):
+        """Where |z| > _FAR·r, the points at which G comes from its expansion at infinity (:meth:`_far_series`):
+        there the continuation would start at a height of ~|z| and take its steps in units of r, which float64
+        no longer resolves (it stalled at |z| ~ 1e15 for a law of radius 8)."""
+        r = self._radius()
+        if not (np.isfinite(r) and r > 0):
+            return np.zeros(np.shape(z), dtype=bool)
+        return np.abs(z) > self._FAR * r
+
+    def _far_series(self, z):
+        """(1 + M, M, M′) at far points from m_0 … m_K: 1 + M = Σ_k m_k z^{-k}; the first term left out is
+        ~(r/|z|)^{K+1} < 1e-64 relative."""
+        m = np.concatenate([[1.0], self._moments(self._FAR_TERMS)])
+        zi = 1.0 / z
+        one_m = sum(m[k] * zi ** k for k in range(m.size))
+        dm = -sum(k * m[k] * zi ** (k + 1) for k in range(1, m.size))
+        return one_m - 1.0, one_m, dm
+
     def _g(self, z):
         z = B.as_array(z, complex)
+        far = self._far(z) if B.module_of(z) is np else None
+        if far is not None and far.any():
+            g, dg = np.empty(z.shape, complex), np.empty(z.shape, complex)
+            _, one_m, dm = self._far_series(z[far])
+            g[far], dg[far] = one_m / z[far], dm / z[far] - one_m / z[far] ** 2
+            if (~far).any():
+                g[~far], dg[~far] = self._g(z[~far])
+            return g, dg
         u, om, zhat = self._solve(z.ravel())
         g, dg = self._g_from(zhat, u, om)
         return g.reshape(z.shape), dg.reshape(z.shape)
@@ -987,6 +1016,15 @@ class FreeProduct(_Convolution):
         # M(z̄) = conj M(z) (Schwarz reflection): the continuation runs in the upper half-plane only; a point just
         # below the axis (a transient Newton iterate of an enclosing product) is reflected.
         z = B.as_array(z, complex)
+        far = self._far(z) if B.module_of(z) is np else None
+        if far is not None and far.any():
+            out = [np.empty(z.shape, complex) for _ in range(3)]
+            for o, v in zip(out, self._far_series(z[far])):
+                o[far] = v
+            if (~far).any():
+                for o, v in zip(out, self._mt(z[~far])):
+                    o[~far] = v
+            return tuple(out)
         lower = z.imag < 0
         zu = np.where(lower, np.conj(z), z)
         p, om, zhat = self._solve(zu.ravel())

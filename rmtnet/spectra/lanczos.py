@@ -63,7 +63,8 @@ from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
 from .. import _backend as B
-from ._checks import ConvergenceError, integer_at_least, moment_order, one_of, real_scalar
+from ._checks import (ConvergenceError, finite_array, integer_at_least, moment_order, one_of, probabilities,
+                      real_scalar)
 from .measures import GridDensity, Measure, PointMasses, binned_cauchy
 
 __all__ = ["slq", "top_eigenvalues", "SpectralQuadrature", "LinearCdf", "as_block_operator"]
@@ -474,22 +475,24 @@ class LinearCdf(Measure):
     def continuous_support(self):
         return float(self.x[0]), float(self.x[-1])
 
+    def _panels(self):
+        """The cells that hold mass: the density is constant inside each (so :meth:`expect` integrates cell by cell
+        and meets no kink)."""
+        keep = self.mass > 0
+        return list(zip(self.x[:-1][keep].tolist(), self.x[1:][keep].tolist()))
+
     def pdf(self, x):
-        x = np.asarray(x, dtype=float)
+        x = finite_array("x", x)
         i = np.clip(np.searchsorted(self.x, x, side="right") - 1, 0, self.mass.size - 1)
         inside = (x >= self.x[0]) & (x < self.x[-1])
         return np.where(inside, self.mass[i] / self.width[i], 0.0)
 
     def cdf(self, x):
-        x = np.asarray(x, dtype=float)
-        if not np.all(np.isfinite(x)):
-            raise ValueError("x must be finite (no NaN or inf)")
+        x = finite_array("x", x)
         return np.interp(x, self.x, self.F, left=0.0, right=1.0)
 
     def quantile(self, q):
-        q = np.asarray(q, dtype=float)
-        if not np.all(np.isfinite(q)) or np.any((q < 0) | (q > 1)):
-            raise ValueError("q must lie in [0, 1]")
+        q = probabilities("q", q)
         keep = np.concatenate([[True], self.mass > 0])              # flat stretches of F: take their left end
         return np.interp(q, self.F[keep], self.x[keep])
 
