@@ -107,7 +107,7 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
     fixed point q* of the length map reached from q = 1 (then every q_ℓ = q*, Pennington et al.'s setting).
     """
     depth = _int("depth", depth)
-    if weights not in WEIGHTS:
+    if not isinstance(weights, str) or weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
     sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)

@@ -342,3 +342,47 @@ def test_cauchy_of_a_free_product_far_from_its_support(z):
     g = complex(law.cauchy(z))
     assert g == pytest.approx(1 / z + law.moment(1) / z ** 2, rel=1e-14)
     assert complex(FussCatalan(2).cauchy(z)) == pytest.approx(1 / z + 1 / z ** 2, rel=1e-14)
+
+
+def test_symbolic_tiny_floats_are_not_rounded_to_zero():
+    """nsimplify(1.4e-45) is 0: a valid p was refused as outside (0, 1]; the float's exact value is kept."""
+    assert S.bernoulli_s_transform(1.401298464324817e-45) is not None
+    assert S.mp_s_transform(1.1754943508222875e-38, 1) is not None
+    assert S.narayana_moments(0.5, 2) == [1, sp.Rational(3, 2)]                 # nsimplify's guess kept
+
+
+def test_free_product_eigs_refuses_diagonals_whose_product_overflows():
+    """Diagonals of 1.3e154: eigenvalues inf (or LAPACK's 'did not converge')."""
+    with pytest.raises(ValueError, match="diagonals must keep the product's eigenvalues within float64"):
+        free_product_eigs([np.ones(3), np.full(3, 1.34e154)], seed=0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: arch.mlp(2, 10, weights=np.array([])), "weights must be one of"),       # ambiguous truth value
+    (lambda: kernels.ntk_kernel(arch.mlp(2, 3), np.eye(3), parameterization=np.array([])),
+     "parameterization must be one of"),
+    (lambda: kernels.ntk_predict(arch.mlp(2, 3, sigma_w=1.3, sigma_b=0.1), np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0],
+                                 [0.0, 0.3, 1.0]]), np.ones((3, 1)), np.eye(3)[:2], diag_reg=1e308),
+     "diag_reg = 1e\\+308 makes"),                                                  # scipy's 'infs or NaNs'
+])
+def test_choices_and_regularisation_name_themselves(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_data_take_numpy_scalars_and_refuse_scalar_tensors():
+    """np.float32(0.25) was refused as a test_fraction and a noise level; a 0-d input gave len()'s TypeError."""
+    from rmtnet.nets import data
+    assert data.spirals(20, 10, noise=np.float32(0.25)).n_train == 20
+    assert data.digits(test_fraction=np.float32(0.25)).n_test == 450
+    with pytest.raises(ValueError, match="x_train and y_train must have a sample axis"):
+        data.Dataset(torch.tensor(0.0), torch.zeros(2, 1), torch.zeros(2, 3), torch.zeros(2, 1), None, "t", (3,))
+
+
+def test_generated_data_name_a_noise_that_overflows():
+    """spirals(noise=1e308) stopped in Dataset with 'x_train must be finite', naming no argument of spirals."""
+    from rmtnet.nets import data
+    with pytest.raises(ValueError, match="noise = 1e\\+308 puts the points beyond"):
+        data.spirals(20, 10, noise=1e308)
+    with pytest.raises(ValueError, match="noise = 1e\\+300 puts the targets beyond"):
+        data.teacher_student(5, 3, 2, 4, seed=0, noise=1e300)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rmtnet.spectra._checks import integer_at_least
+from rmtnet.spectra._checks import integer_at_least, real_scalar
 
 __all__ = [
     "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "spirals", "cifar10",
@@ -78,6 +78,9 @@ class Dataset:
             xs = x if isinstance(x, tuple) else (x,)
             if not xs or not all(isinstance(t, torch.Tensor) for t in xs) or not isinstance(y, torch.Tensor):
                 raise ValueError(f"x_{split} and y_{split} must be tensors (x may be a non-empty tuple of tensors)")
+            if any(t.ndim == 0 for t in (*xs, y)):
+                raise ValueError(f"x_{split} and y_{split} must have a sample axis (ndim >= 1), got shapes "
+                                 f"{[tuple(t.shape) for t in xs]} and {tuple(y.shape)}")
             if any(len(t) != len(y) for t in xs):
                 raise ValueError(f"x_{split} and y_{split} must have the same number of samples, "
                                  f"got {[len(t) for t in xs]} and {len(y)}")
@@ -188,9 +191,7 @@ def standardise(x_train, *x_other, per_feature: bool = False):
 
 
 def _check_fraction(test_fraction):
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) or not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
-    return float(test_fraction)
+    return real_scalar("test_fraction", test_fraction, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
 
 def _seed(seed, hi=None):
@@ -311,8 +312,7 @@ def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, no
     for name, value in (("n_train", n_train), ("n_test", n_test), ("d", d), ("width", width)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not (math.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
+    noise = real_scalar("noise", noise, lo=0.0)
     if callable(activation):
         phi = activation
     elif activation in _ACTIVATIONS:
@@ -329,6 +329,8 @@ def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, no
     if noise > 0:
         y = y + noise * torch.randn(n_train + n_test, generator=gen, dtype=f64)
     x, y = x.to(dtype), y[:, None].to(dtype)
+    if not bool(torch.isfinite(y).all()):
+        raise ValueError(f"noise = {noise!r} puts the targets beyond what {dtype} holds; give a smaller noise")
     return Dataset(x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:],
                    n_classes=None, name="teacher_student", shape=(d,),
                    info={"W": W, "a": a, "noise": float(noise), "activation": activation, "seed": int(seed)})
@@ -347,10 +349,8 @@ def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: 
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    for name, value, lo_open in (("noise", noise, False), ("turns", turns, True)):
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-        if not ok or value < 0 or (lo_open and value == 0):
-            raise ValueError(f"{name} must be a finite number {'> 0' if lo_open else '>= 0'}, got {value!r}")
+    noise = real_scalar("noise", noise, lo=0.0)
+    turns = real_scalar("turns", turns, lo=0.0, lo_open=True)
     seed, dtype = _seed(seed), _float_dtype(dtype)
     rng = np.random.default_rng(seed)
     n = n_train + n_test
@@ -359,6 +359,8 @@ def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: 
     theta = 2 * np.pi * turns * t + np.pi * c
     x = t[:, None] * np.stack([np.cos(theta), np.sin(theta)], axis=1) + noise * rng.standard_normal((n, 2))
     x, y = torch.as_tensor(x, dtype=dtype), torch.as_tensor(c, dtype=torch.int64)
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"noise = {noise!r} puts the points beyond what {dtype} holds; give a smaller noise")
     return Dataset(x_train=x[:n_train], y_train=y[:n_train], x_test=x[n_train:], y_test=y[n_train:], n_classes=2,
                    name="spirals", shape=(2,),
                    info={"noise": float(noise), "turns": float(turns), "seed": int(seed)})

@@ -511,7 +511,7 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     net = mlp_description("net", net)
     X = _inputs("X", X)
     method = _method(method)
-    if parameterization not in PARAMETERIZATIONS:
+    if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
     layers = _ntk_layers(net, X, method, parameterization)
     return layers if return_all else layers[-1][1]
@@ -569,7 +569,7 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
         t = real_scalar("t", t, lo=0.0)
     if steps is not None:
         steps = integer_at_least("steps", steps, lo=0)
-    if parameterization not in PARAMETERIZATIONS:
+    if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
     method = _method(method)
     n = Xa.shape[0]
@@ -578,6 +578,9 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
     lam_reg = reg if diag_reg_absolute_scale else reg * np.trace(Th_tr) / n
     A = Th_tr + lam_reg * np.eye(n)
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"diag_reg = {diag_reg!r} makes Θ(X_train, X_train) + λI overflow float64 (λ = {lam_reg!r}); "
+                         f"give a smaller diag_reg")
     lam, V = linalg.eigh(A)
     if t is None and steps is None:
         if lam[0] <= 10 * n * np.finfo(float).eps * max(lam[-1], 1e-300):

@@ -10,6 +10,10 @@ it accepts.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .. import _backend as B
 from ._checks import finite_array, positive_integers
 
@@ -59,6 +63,10 @@ def free_product_eigs(diagonals, seed=None, backend=None):
     if n == 0 or any(d.size != n for d in diagonals):
         raise ValueError(f"diagonals must be non-empty arrays of the same length, got lengths "
                          f"{[int(d.size) for d in diagonals]}")
+    log_top = sum(2.0 * math.log(float(abs(d).max())) if float(abs(d).max()) > 0 else -math.inf for d in diagonals)
+    if log_top + math.log(n) > math.log(np.finfo(float).max):
+        raise ValueError(f"diagonals must keep the product's eigenvalues within float64: n·Π max|d_i|² = "
+                         f"e^{log_top + math.log(n):.6g} overflows; rescale them")
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     x = xp.eye(n)

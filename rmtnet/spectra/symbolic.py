@@ -19,6 +19,7 @@ is guessed back from a number. Python ints and fractions.Fraction are taken exac
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import sympy as sp
@@ -42,7 +43,12 @@ def _rational(x):
     if isinstance(x, numbers.Rational):
         return sp.Rational(int(x.numerator), int(x.denominator))
     if isinstance(x, numbers.Real):
-        return sp.nsimplify(float(x))
+        f = float(x)
+        if not math.isfinite(f):
+            return sp.sympify(f)                     # nan, ±oo: refused by the callers' finiteness checks
+        guess = sp.nsimplify(f)
+        # nsimplify's guess, unless it is not the float (it turns 1e-45 into 0): then the float's exact value
+        return guess if f == 0 or abs(float(guess) - f) <= 1e-15 * abs(f) else sp.Rational(f)
     if isinstance(x, numbers.Number):            # complex: kept exactly, refused by the real-valued checks
         return sp.sympify(x)
     raise ValueError(f"expected a number or a SymPy expression, got {type(x).__name__} {x!r:.60}")
