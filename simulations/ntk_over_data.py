@@ -10,7 +10,9 @@ read-out drawn on the sphere ‖w‖² = d_L, which removes a per-draw O(d_L^{�
 
 Rows 1–2: Gaussian data (X₀ iid N(0, 1/d₀), input law MP(γ₀)), ReLU and tanh; columns: CK and NTK at depths 1, 2, 3.
 ReLU is not smooth (outside Fan & Wang's assumptions) and its NTK at depth ≥ 2 approaches the law slowly in n
-(tests/test_ntk_law.py measures the rate); tanh agrees at these sizes. Row 3: real images, tanh, depth 2: scikit-
+(tests/test_ntk_law.py measures the rate): each sample's backpropagated norm fluctuates by O(n^{−1/2}) and smears the
+law's steep lower edge; those panels also show ntk_law(..., finite_width=True), the law with the per-sample factors
+put back (dashed, its own KS). tanh agrees at these sizes. Row 3: real images, tanh, depth 2: scikit-
 learn's digits (8 × 8, d₀ = 64; n = 60 images, so that γ₀ < 1) and MNIST-5k (28 × 28, d₀ = 784; n images), each
 centred by the data set's mean
 image and scaled to unit norm; the theory takes the input law to be the empirical spectrum of X₀ᵀX₀ (first panel of
@@ -52,11 +54,25 @@ def _images(name, n, seed):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).T
 
 
-def _panel(ax, law, eig, title, rows):
+def _panel(ax, law, eig, title, rows, finite=None):
+    """Histogram of ``eig`` under ``law``; with ``finite`` (ntk_law's finite-width law) also that law, dashed, and
+    its KS distance."""
     _, table = plot.overlay(law, eig, ax=ax, bins=60, label="limit law")
     ks = table.attrs["ks"]
-    ax.set(title=f"{title}\nKS {ks:.3f}", xlabel="eigenvalue", ylabel="density")
-    rows.append({"kernel and setting": title.replace("\n", " "), "ks": ks, "n_eigenvalues": eig.size})
+    row = {"kernel and setting": title.replace("\n", " "), "ks": ks, "n_eigenvalues": eig.size}
+    if finite is not None:
+        row["ks_finite_width"] = ks_f = plot.ks_distance(finite, eig)
+        lo, hi = min(finite.hull()[0], ax.get_xlim()[0]), ax.get_xlim()[1]
+        x = np.linspace(lo, hi, 400)                    # the smeared lower edge lies below the limit's support
+        ax.set_xlim(lo, hi)
+        table["finite_width_density"] = finite.pdf(table["x"].to_numpy())
+        ax.plot(x, finite.pdf(x), "--", color="C3", lw=1.2, label=f"finite-width law (KS {ks_f:.3f})")
+        ax.legend(fontsize=7)
+        title = f"{title}\nKS {ks:.3f}, finite width {ks_f:.3f}"
+    else:
+        title = f"{title}\nKS {ks:.3f}"
+    ax.set(title=title, xlabel="eigenvalue", ylabel="density")
+    rows.append(row)
     return table
 
 
@@ -72,9 +88,11 @@ def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None
             ck = montecarlo.sample_ck_eigs(net, n, n_samples=n_nets, seed=seed + depth, backend=backend)
             ntk = montecarlo.sample_ntk_eigs(net, n, n_samples=n_nets, seed=seed + depth, backend=backend,
                                              readout="sphere")
+            finite = ntk_law(net, n, finite_width=True) if act == "relu" and depth > 1 else None
             for k, (name, law, eig) in enumerate((("CK", ck_law(net, n), ck), ("NTK", ntk_law(net, n), ntk))):
                 title = f"{name}, {act}, depth {depth}, Gaussian data"
-                tables[title] = _panel(axes[i, 2 * (depth - 1) + k], law, B.to_numpy(eig), title, summary)
+                tables[title] = _panel(axes[i, 2 * (depth - 1) + k], law, B.to_numpy(eig), title, summary,
+                                       finite if name == "NTK" else None)
     for j, name in enumerate(("digits", "MNIST-5k")):
         # digits have d₀ = 64 pixels: with n ≫ d₀ the inputs are far from orthonormal (X₀ᵀX₀ is 84 % zeros at
         # n = 400) and the law's bands splinter; they are taken at n = 60 (γ₀ ≈ 0.94), over more networks
