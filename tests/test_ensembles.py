@@ -496,3 +496,12 @@ def test_annealing_figure(tmp_path):
     assert runs.parent_accuracy.min() > 0.9
     g = tables["gains"]
     assert len(g) == 3 * 2 * 2 and set(g.method) == {"iterative", "random_anneal", "temperature_anneal"}
+
+
+def test_sparse_masked_layers_are_not_left_out_silently():
+    """Subnetwork masks and pruning work on dense weight tensors; a model with SparseMaskedLinear layers raises,
+    naming them, instead of masking only its other layers."""
+    from rmtnet.nets.layers import SparseMaskedLinear
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), SparseMaskedLinear(8, 3, density=0.5, seed=0))
+    with pytest.raises(ValueError, match="SparseMaskedLinear layers \\['2'\\].*storage='dense'"):
+        E.pruned_children(model, 2, sparsity=0.5, seed=0)

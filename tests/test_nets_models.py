@@ -89,6 +89,19 @@ def test_effective_singular_values_without_kron():
     assert sv["blocks.0.f.layer1"].size == min(S * C, 2 * S * C)
 
 
+def test_effective_singular_values_of_sparse_layers():
+    """A sparse-storage SW-MLP's layers give the singular values of their M ⊙ W (equal to the dense-storage twin's),
+    not nothing; a layer wider than max_dense raises, naming it."""
+    dense = SWMLP(6, 3, 5, 1, 4, gamma=2.0, seed=0, dtype=F64, storage="dense")
+    sparse = _sparse_copy(dense)
+    got, ref = effective_singular_values(sparse), effective_singular_values(dense)
+    assert set(got) == set(ref)
+    for name in ref:
+        np.testing.assert_allclose(got[name], ref[name], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="blocks.0.f.layer1.*max_dense"):
+        effective_singular_values(sparse, max_dense=20)
+
+
 def _sparse_copy(model):
     """A copy of a dense-storage SWMLP with every MaskedLinear replaced by the SparseMaskedLinear of the same mask,
     kept weights and bias."""

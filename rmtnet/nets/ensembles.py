@@ -68,7 +68,7 @@ from torch.nn.utils import parametrize
 from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
 from . import metrics
-from .layers import MaskedLinear
+from .layers import MaskedLinear, SparseMaskedLinear
 from .training import apply_model, train
 
 __all__ = [
@@ -106,6 +106,11 @@ def _next_seed(g):
 
 def _modules(model, layers=None, structure="unstructured"):
     """``{module name: module}`` of the masked layers, in registration order (see the module docstring)."""
+    sparse = [name for name, m in model.named_modules() if isinstance(m, SparseMaskedLinear)]
+    if sparse:
+        raise ValueError(f"the model has SparseMaskedLinear layers {sparse}, whose kept weights are a sparse vector "
+                         f"that subnetwork masks and pruning do not cover; build it with dense masked layers "
+                         f"(e.g. SWMLP(..., storage='dense')) to mask or prune it")
     found = {name: m for name, m in model.named_modules() if isinstance(m, MASKED_TYPES)}
     if layers is None:
         if structure == "structured":

@@ -247,10 +247,11 @@ def effective_singular_values(model, tokens=None, channels=None, max_dense=4096)
     Never builds a Kronecker product: TokenMixing W acts as kron(W, I_C), so its singular values are W's, each
     repeated C times; ChannelMixing V as kron(I_S, V), V's repeated S times; PermutedMixing (RP) P₁(I_n ⊗ W)P₂ has
     W's repeated n_blocks times (:func:`rmtnet.spectra.mixer.kronecker_singular_values`). MaskedLinear gives those of
-    M ⊙ W; MonarchLinear those of its dense matrix (only up to ``max_dense`` on a side). S and C are read from the
+    M ⊙ W, and so does SparseMaskedLinear (only up to ``max_dense`` on a side: it builds the dense M ⊙ W);
+    MonarchLinear those of its dense matrix (only up to ``max_dense`` on a side). S and C are read from the
     model (``tokens``/``channels`` attributes, as the Mixer-family models have) unless given."""
     from rmtnet.spectra.mixer import kronecker_singular_values
-    from .layers import ChannelMixing, MaskedLinear, MonarchLinear, PermutedMixing, TokenMixing
+    from .layers import ChannelMixing, MaskedLinear, MonarchLinear, PermutedMixing, SparseMaskedLinear, TokenMixing
 
     S = tokens if tokens is not None else getattr(model, "tokens", None)
     C = channels if channels is not None else getattr(model, "channels", None)
@@ -264,6 +265,11 @@ def effective_singular_values(model, tokens=None, channels=None, max_dense=4096)
         elif isinstance(mod, PermutedMixing):
             out[name] = kronecker_singular_values(mod.weight.detach().double().cpu().numpy(), mod.n_blocks)
         elif isinstance(mod, MaskedLinear):
+            out[name] = weight_singular_values(mod.effective_weight())
+        elif isinstance(mod, SparseMaskedLinear):
+            if max(mod.in_features, mod.out_features) > max_dense:
+                raise ValueError(f"{name}: a {mod.out_features}×{mod.in_features} sparse masked layer exceeds "
+                                 f"max_dense = {max_dense} (its singular values need the dense M ⊙ W)")
             out[name] = weight_singular_values(mod.effective_weight())
         elif isinstance(mod, MonarchLinear):
             if max(mod.in_features, mod.out_features) > max_dense:
