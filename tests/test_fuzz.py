@@ -14,8 +14,8 @@ mis-shaped arrays — the other arguments valid. The oracle, per case (:func:`ch
 
 Counts (the default, derandomised profile): each test below states its examples per entry point; in total the
 default run generates at least 1000 cases (asserted by :func:`test_generated_case_count` when the whole module
-runs; about 2950 at present, in about 10 s on one core). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many
-(about 28 000 cases, 100 s), fresh each run.
+runs; about 3100 at present, in about 12 s on one core). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many
+(about 30 000 cases, two minutes), fresh each run.
 """
 from __future__ import annotations
 
@@ -505,6 +505,45 @@ def test_kernels_arch_plot(name, arg, call, valid, values):
     run()
 
 
+# --- mean field, transforms, Mixer sizes, Lanczos -----------------------------------------------------------------
+from rmtnet.spectra import meanfield, mixer, transforms  # noqa: E402
+from rmtnet.spectra.lanczos import slq  # noqa: E402
+
+SPD = np.diag([1.0, 2.0, 3.0, 4.0])
+
+MORE = [
+    ("q_star.sigma_w", "sigma_w", lambda v: meanfield.q_star("tanh", v, 0.1), real_in(0, huge=1e6),
+     bounded),
+    ("q_star.q0", "q0", lambda v: meanfield.q_star("tanh", 1.2, 0.1, q0=v), real_in(0, lo_open=True, huge=1e6),
+     bounded),
+    ("chi.q", "q", lambda v: meanfield.chi("erf", 1.0, q=v), real_in(0, huge=1e6), bounded),
+    ("activation.spec", "activation", lambda v: meanfield.activation(v), lambda v: None if callable(v) else (
+        isinstance(v, str) and v in ("linear", "relu", "hard_tanh", "erf", "tanh")),
+     lambda: st.one_of(st.sampled_from(["relu", "sigmoid", "Tanh"]), scalars())),
+    ("m_inverse.w", "w", lambda v: transforms.m_inverse(MarchenkoPastur(0.5), v),
+     lambda v: False if finite_real_array(v) is False and not isinstance(v, complex) else None, arrays),
+    ("connections.gamma", "gamma", lambda v: mixer.connections(8, 8, gamma=v), real_in(0, lo_open=True),
+     scalars),
+    ("optimal_tokens_channels.omega", "omega", lambda v: mixer.optimal_tokens_channels(v),
+     real_in(0, lo_open=True), scalars),
+    ("slq.n_steps", "n_steps", lambda v: slq(SPD, n_steps=v, n_probes=2, seed=0),
+     lambda v: int_at_least(1)(v) is True and v <= 4 or (False if int_at_least(1)(v) is False else None),
+     lambda: small_ints(-2, 8)),
+    ("slq.operator", "operator", lambda v: slq(v, n_steps=2, n_probes=2, seed=0), lambda v: None, matrices),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", MORE, ids=[c[0] for c in MORE])
+def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
+    """Mean-field maps, M⁻¹, the Mixer's size formulas and SLQ (9 × 15 cases; critical_sigma_w, a root search over
+    quadratures at ~1 s a case, is left out of the budget)."""
+    @examples(15)
+    @given(values())
+    def run(value):
+        check("meanfield_transforms_mixer_lanczos", name, arg, call, valid, value)
+    run()
+
+
 # --- sweeps --------------------------------------------------------------------------------------------------------
 def _score(seed, **config):
     return {"v": 1.0}
@@ -550,24 +589,24 @@ def _tensor_x(v):
 
 NETS = [
     ("MaskedLinear.sigma_w", "sigma_w", lambda v: nl.MaskedLinear(4, 3, density=0.5, sigma_w=v, seed=0),
-     real_in(0, lo_open=True, huge=1e100), scalars),
+     real_in(0, lo_open=True, huge=1e30), scalars),
     ("MaskedLinear.density", "density", lambda v: nl.MaskedLinear(4, 3, density=v, seed=0),
      real_in(0, 1, lo_open=True, huge=1e30), scalars),
     ("MaskedLinear.in_features", "in_features", lambda v: nl.MaskedLinear(v, 3, seed=0), int_at_least(1),
      lambda: small_ints(-2, 12)),
     ("SparseMaskedLinear.sigma_w", "sigma_w", lambda v: nl.SparseMaskedLinear(4, 3, density=0.5, sigma_w=v, seed=0),
-     real_in(0, lo_open=True, huge=1e100), scalars),
+     real_in(0, lo_open=True, huge=1e30), scalars),
     ("SparseMaskedLinear.density", "density", lambda v: nl.SparseMaskedLinear(4, 3, density=v, seed=0),
      real_in(0, 1, lo_open=True, huge=1e30), scalars),
     ("TokenMixing.sigma_w", "sigma_w", lambda v: nl.TokenMixing(4, 3, sigma_w=v, seed=0),
-     real_in(0, lo_open=True, huge=1e100), scalars),
+     real_in(0, lo_open=True, huge=1e30), scalars),
     ("ChannelMixing.sigma_w", "sigma_w", lambda v: nl.ChannelMixing(4, 3, sigma_w=v, seed=0),
-     real_in(0, lo_open=True, huge=1e100), scalars),
+     real_in(0, lo_open=True, huge=1e30), scalars),
     ("MonarchLinear.n_blocks", "n_blocks", lambda v: nl.MonarchLinear(4, 4, v, seed=0),
      lambda v: None if int_at_least(1)(v) is not False else False, lambda: small_ints(-2, 6)),
-    ("MLP.sigma_w", "sigma_w", lambda v: nm.MLP([4, 3, 2], sigma_w=v, seed=0), real_in(0, lo_open=True, huge=1e100),
+    ("MLP.sigma_w", "sigma_w", lambda v: nm.MLP([4, 3, 2], sigma_w=v, seed=0), real_in(0, lo_open=True, huge=1e30),
      scalars),
-    ("MLP.sigma_b", "sigma_b", lambda v: nm.MLP([4, 3, 2], sigma_b=v, seed=0), real_in(0, huge=1e100), scalars),
+    ("MLP.sigma_b", "sigma_b", lambda v: nm.MLP([4, 3, 2], sigma_b=v, seed=0), real_in(0, huge=1e30), scalars),
     ("MLP.widths", "widths", lambda v: nm.MLP(v, seed=0), lambda v: None,
      lambda: st.one_of(st.lists(small_ints(-1, 5), max_size=4), scalars())),
     ("MLP.activation", "activation", lambda v: nm.MLP([4, 3], activation=v, seed=0), lambda v: None, scalars),
@@ -585,7 +624,7 @@ NETS = [
     ("digits.test_fraction", "test_fraction", lambda v: nd.digits(test_fraction=v),
      lambda v: real_in(0.05, 0.95)(v) if _is_real(v) and 0.05 <= v <= 0.95 else
      (None if _is_real(v) and 0 < v < 1 else False), scalars),
-    ("spirals.noise", "noise", lambda v: nd.spirals(20, 10, noise=v), real_in(0, huge=1e100), scalars),
+    ("spirals.noise", "noise", lambda v: nd.spirals(20, 10, noise=v), real_in(0, huge=1e30), scalars),
     ("teacher_student.seed", "seed", lambda v: nd.teacher_student(5, 3, 2, 4, seed=v),
      lambda v: int_at_least(0)(v) is True and v < 2 ** 63,
      lambda: st.one_of(st.integers(-3, 5), scalars())),
@@ -596,7 +635,8 @@ NETS = [
 
 @pytest.mark.parametrize("name, arg, call, valid, values", NETS, ids=[c[0] for c in NETS])
 def test_nets(name, arg, call, valid, values):
-    """Torch layers, models and data sets (20 × 15 cases): finite parameters and data, or a named refusal."""
+    """Torch layers, models and data sets (20 × 15 cases): finite parameters and data, or a named refusal. Values
+    beyond 1e30 are at the edge: float32 weights of that size overflow in the first products."""
     @examples(15)
     @given(values())
     def run(value):

@@ -386,3 +386,19 @@ def test_generated_data_name_a_noise_that_overflows():
         data.spirals(20, 10, noise=1e308)
     with pytest.raises(ValueError, match="noise = 1e\\+300 puts the targets beyond"):
         data.teacher_student(5, 3, 2, 4, seed=0, noise=1e300)
+
+
+def test_inverse_transforms_near_zero():
+    """m_inverse(μ, 9e-18) stalled (ConvergenceError: the continuation started at z ~ 1e23) and m_inverse(μ, 0)
+    failed Newton with a NaN residual, naming no argument; near 0 the expansion is used, 0 itself is refused."""
+    from rmtnet.spectra import transforms
+    mu = MarchenkoPastur(0.5)                                      # m₁ = 1, m₂ = 1.5, m₃ = 2.75
+    w = 9.0709e-18
+    assert complex(transforms.m_inverse(mu, w)) == pytest.approx(1 / w + 1.5, rel=1e-15)
+    assert complex(transforms.cauchy_inverse(mu, 1e-9)) == pytest.approx(1e9 + 1.0, rel=1e-15)
+    for f, name in ((transforms.m_inverse, "w"), (transforms.cauchy_inverse, "g")):
+        with pytest.raises(ValueError, match=f"{name} = 0 is a pole of the inverse"):
+            f(mu, [0.1, 0.0])
+    # either side of the switch at |w| = 1e-6 agrees
+    a, b = (complex(transforms.m_inverse(mu, v)) for v in (1.0000001e-6, 0.9999999e-6))
+    assert a * 1.0000001e-6 == pytest.approx(b * 0.9999999e-6, rel=1e-10)

@@ -39,8 +39,10 @@ def eta(mu, u):
     return mu.eta(u)
 
 
-def _invert(fn, target, start, name, max_iter=400, tol=1e-14):
-    """Solve fn(ω) = target (vectorised) by continuation along s·target with Newton. fn returns (F, F')."""
+def _invert(fn, target, start, name, max_iter=400, tol=1e-14, arg="w"):
+    """Solve fn(ω) = target (vectorised) by continuation along s·target with Newton. fn returns (F, F'). A target
+    the continuation does not reach raises ConvergenceError naming ``arg`` (the target may lie outside the
+    transform's range on this branch)."""
     target = np.asarray(target, dtype=complex)
     flat = target.ravel()
     s = np.full(flat.shape, 1e-6)
@@ -67,7 +69,8 @@ def _invert(fn, target, start, name, max_iter=400, tol=1e-14):
     om, conv, res = newton(om, s * flat, 60)
     if not conv.all():
         k = int(np.argmin(conv))
-        raise ConvergenceError(f"{name}: Newton failed at the start", z=complex(flat[k]), iteration=60,
+        raise ConvergenceError(f"{name}: Newton failed at the start of the continuation to {arg} = "
+                               f"{complex(flat[k])!r}", z=complex(flat[k]), iteration=60,
                                residual=float(res[k]))
     while np.any(s < 1):
         act = np.nonzero(s < 1)[0]
@@ -88,19 +91,40 @@ def _invert(fn, target, start, name, max_iter=400, tol=1e-14):
         bad = (s < 1) & ((step < 1 + 1e-9) | (iters > max_iter))
         if bad.any():
             k = int(np.nonzero(bad)[0][0])
-            raise ConvergenceError(f"{name}: continuation stalled at s = {s[k]:.3g}", z=complex(flat[k]),
+            raise ConvergenceError(f"{name}: the continuation to {arg} = {complex(flat[k])!r} stalled at s = "
+                                   f"{s[k]:.3g} ({arg} may lie outside the range of the transform on the branch "
+                                   f"continued from 0)", z=complex(flat[k]),
                                    iteration=int(iters[k]), residual=float(np.max(res)))
     return om.reshape(target.shape)
 
 
+_NEAR_ZERO = 1e-6       # |w| (or |g|) below this: the inverse from its expansion at 0, not by continuation
+
+
+def _near_zero(name, v, series, solve):
+    """``solve`` on the points with |v| ≥ :data:`_NEAR_ZERO`, ``series`` on the others (where the continuation
+    would start at heights ~1/|v| and stall); v = 0 is the inverse's pole (z = ∞) and raises ValueError."""
+    if np.any(v == 0):
+        raise ValueError(f"{name} = 0 is a pole of the inverse (z = ∞); give {name} ≠ 0")
+    small = np.abs(v) < _NEAR_ZERO
+    if not small.any():
+        return solve(v)
+    out = np.asarray(series(v), dtype=complex)
+    if (~small).any():
+        out[~small] = solve(v[~small])
+    return out
+
+
 def m_inverse(mu, w):
-    """M_μ⁻¹(w): the z with M_μ(z) = w on the branch z ≈ m₁/w as w → 0."""
+    """M_μ⁻¹(w): the z with M_μ(z) = w on the branch z ≈ m₁/w as w → 0. For |w| < 1e-6 the expansion
+    z = m₁/w + m₂/m₁ + (m₃m₁ − m₂²)/m₁³·w (relative error O(w³)); w = 0 raises ValueError (z = ∞)."""
     w = finite_array("w", w, dtype=complex)
     m1, m2 = mu.moment(1), mu.moment(2)
     if m1 == 0:
         raise ValueError("M⁻¹ near 0 needs a measure with non-zero mean (m₁ ≠ 0)")
-    return _invert(lambda z: _mt_any(mu, z), w,
-                   lambda v: m1 / v + m2 / m1, "m_inverse")
+    m3 = mu.moment(3)
+    return _near_zero("w", w, lambda v: m1 / v + m2 / m1 + (m3 * m1 - m2 ** 2) / m1 ** 3 * v,
+                      lambda v: _invert(lambda z: _mt_any(mu, z), v, lambda u: m1 / u + m2 / m1, "m_inverse"))
 
 
 def _mt_any(mu, z):
@@ -120,10 +144,13 @@ def _g_any(mu, z):
 
 
 def cauchy_inverse(mu, g):
-    """G_μ⁻¹(g): the z with G_μ(z) = g on the branch z ≈ 1/g + m₁ as g → 0."""
+    """G_μ⁻¹(g): the z with G_μ(z) = g on the branch z ≈ 1/g + m₁ as g → 0 (for |g| < 1e-6 the expansion
+    1/g + m₁ + (m₂ − m₁²)g; g = 0 raises ValueError)."""
     g = finite_array("g", g, dtype=complex)
-    m1 = mu.moment(1)
-    return _invert(lambda z: _g_any(mu, z), g, lambda v: 1.0 / v + m1, "cauchy_inverse")
+    m1, m2 = mu.moment(1), mu.moment(2)
+    return _near_zero("g", g, lambda v: 1.0 / v + m1 + (m2 - m1 ** 2) * v,
+                      lambda v: _invert(lambda z: _g_any(mu, z), v, lambda u: 1.0 / u + m1, "cauchy_inverse",
+                                                        arg="g"))
 
 
 def psi_inverse(mu, p):
