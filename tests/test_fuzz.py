@@ -516,7 +516,8 @@ MORE = [
      bounded),
     ("q_star.q0", "q0", lambda v: meanfield.q_star("tanh", 1.2, 0.1, q0=v), real_in(0, lo_open=True, huge=1e6),
      bounded),
-    ("chi.q", "q", lambda v: meanfield.chi("erf", 1.0, q=v), real_in(0, huge=1e6), bounded),
+    ("chi.q", "q", lambda v: meanfield.chi("erf", 1.0, q=v), lambda v: True if v is None else real_in(0, huge=1e6)(v),
+     bounded),
     ("activation.spec", "activation", lambda v: meanfield.activation(v), lambda v: None if callable(v) else (
         isinstance(v, str) and v in ("linear", "relu", "hard_tanh", "erf", "tanh")),
      lambda: st.one_of(st.sampled_from(["relu", "sigmoid", "Tanh"]), scalars())),

@@ -402,3 +402,22 @@ def test_inverse_transforms_near_zero():
     # either side of the switch at |w| = 1e-6 agrees
     a, b = (complex(transforms.m_inverse(mu, v)) for v in (1.0000001e-6, 0.9999999e-6))
     assert a * 1.0000001e-6 == pytest.approx(b * 0.9999999e-6, rel=1e-10)
+
+
+def test_mixer_sizes_beyond_float64_and_slq_of_nothing_are_named():
+    """connections(8, 8, gamma=1e308) returned inf; slq of a 0 × 0 matrix blamed n_steps ("[1, m] = [1, 0]")."""
+    from rmtnet.spectra import mixer
+    from rmtnet.spectra.lanczos import slq
+    with pytest.raises(ValueError, match="gamma = 1e\\+308, gamma_channel = None give a result beyond float64"):
+        mixer.connections(8, 8, gamma=1e308)
+    assert mixer.connections(8, 8, gamma=2.0) == 1024.0
+    with pytest.raises(ValueError, match="operator must act on a space of dimension >= 1"):
+        slq(np.zeros((0, 0)), n_steps=2, n_probes=2, seed=0)
+
+
+def test_fixed_point_of_a_tiny_bias_converges():
+    """σ_b = 2.9e-99 (ReLU, σ_w = 1): q* = 2σ_b² ≈ 1.7e-197 took Brent 134 steps; the default cap of 100 raised
+    SciPy's bare RuntimeError from arch.mlp."""
+    sb = 2.9095577026588976e-99
+    net = arch.mlp(2, 10, sigma_b=sb)
+    assert net.q[0] == pytest.approx(2 * sb ** 2, rel=1e-12)

@@ -131,6 +131,8 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
 
 def _dim(m, dim):
     m = int(m)
+    if m < 1:
+        raise ValueError(f"operator must act on a space of dimension >= 1, got dimension {m}")
     if dim is not None and integer_at_least("dim", dim, 1) != m:
         raise ValueError(f"dim={dim} does not match the operator's dimension {m}")
     return m

@@ -199,7 +199,8 @@ def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
             return float(t)
         if np.sign(gt) != np.sign(prev_g):
             a, b = sorted((t, prev_t))
-            return float(optimize.brentq(g, a, b, xtol=1e-300, rtol=1e-15))
+            # xtol is absolute: a fixed point near 1e-197 (σ_b ~ 1e-99) takes ~130 Brent steps, beyond the default 100
+            return float(optimize.brentq(g, a, b, xtol=1e-300, rtol=1e-15, maxiter=2000))
         prev_t, prev_g = t, gt
     if down:
         return 0.0

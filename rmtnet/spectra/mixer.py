@@ -45,10 +45,18 @@ def _positive(name, v):
     return real_scalar(name, v, lo=0.0, lo_open=True)
 
 
+def _finite(value, **args):
+    """``value`` if finite, else ValueError naming the arguments it came from (their product overflowed)."""
+    if not np.all(np.isfinite(value)):
+        named = ", ".join(f"{k} = {v!r}" for k, v in args.items())
+        raise ValueError(f"{named} give a result beyond float64 ({value!r}); give smaller values")
+    return value
+
+
 def effective_width(tokens, channels):
     """m = S·C, the width of the MLP a Mixer's mixing layers form (the "effective width" of Hayase & Karakida
     2024)."""
-    return _positive("tokens", tokens) * _positive("channels", channels)
+    return _finite(_positive("tokens", tokens) * _positive("channels", channels), tokens=tokens, channels=channels)
 
 
 def connections(tokens, channels, gamma=1.0, gamma_channel=None):
@@ -58,26 +66,30 @@ def connections(tokens, channels, gamma=1.0, gamma_channel=None):
     γ_S = 384/196, γ_C = 4."""
     S, C, g = _positive("tokens", tokens), _positive("channels", channels), _positive("gamma", gamma)
     gc = g if gamma_channel is None else _positive("gamma_channel", gamma_channel)
-    return (g * C * S ** 2 + gc * S * C ** 2) / 2.0
+    with np.errstate(over="ignore"):
+        omega = (g * C * np.float64(S) ** 2 + gc * S * np.float64(C) ** 2) / 2.0
+    return _finite(float(omega), tokens=tokens, channels=channels, gamma=gamma, gamma_channel=gamma_channel)
 
 
 def tokens_for_channels(channels, omega, gamma=1.0):
     """S(C) = (√(C² + 8Ω/(γC)) − C)/2: the number of tokens a budget Ω allows at C channels (the positive root of
     Ω = γ(CS² + SC²)/2 in S)."""
     C, W, g = _positive("channels", channels), _positive("omega", omega), _positive("gamma", gamma)
-    return (np.sqrt(C ** 2 + 8.0 * W / (g * C)) - C) / 2.0
+    with np.errstate(over="ignore"):
+        s = (np.sqrt(np.float64(C) ** 2 + 8.0 * W / (g * C)) - C) / 2.0
+    return _finite(float(s), channels=channels, omega=omega, gamma=gamma)
 
 
 def optimal_tokens_channels(omega, gamma=1.0):
     """(S*, C*) = ((Ω/γ)^{1/3}, (Ω/γ)^{1/3}): the shape of largest effective width at budget Ω (Hayase &
     Karakida 2024)."""
-    s = (_positive("omega", omega) / _positive("gamma", gamma)) ** (1.0 / 3.0)
+    s = _finite((_positive("omega", omega) / _positive("gamma", gamma)) ** (1.0 / 3.0), omega=omega, gamma=gamma)
     return s, s
 
 
 def max_effective_width(omega, gamma=1.0):
     """max_{S,C} S·C at budget Ω: (Ω/γ)^{2/3} (Hayase & Karakida 2024)."""
-    return (_positive("omega", omega) / _positive("gamma", gamma)) ** (2.0 / 3.0)
+    return _finite((_positive("omega", omega) / _positive("gamma", gamma)) ** (2.0 / 3.0), omega=omega, gamma=gamma)
 
 
 def sparse_weight_law(n_out, n_in):
