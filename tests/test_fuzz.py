@@ -15,7 +15,7 @@ mis-shaped arrays — the other arguments valid. The oracle, per case (:func:`ch
 Counts (the default, derandomised profile): each test below states its examples per entry point; in total the
 default run generates at least 1000 cases (asserted by :func:`test_generated_case_count` when the whole module
 runs; about 3100 at present, in about 12 s on one core). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many
-(about 30 000 cases, two minutes), fresh each run.
+(about 29 000 cases, about 70 s), fresh each run.
 """
 from __future__ import annotations
 
@@ -530,7 +530,7 @@ MORE = [
     ("slq.n_steps", "n_steps", lambda v: slq(SPD, n_steps=v, n_probes=2, seed=0),
      lambda v: int_at_least(1)(v) is True and v <= 4 or (False if int_at_least(1)(v) is False else None),
      lambda: small_ints(-2, 8)),
-    ("slq.operator", "operator", lambda v: slq(v, n_steps=2, n_probes=2, seed=0), lambda v: None, matrices),
+    ("slq.operator", "operator", lambda v: slq(v, n_steps=1, n_probes=2, seed=0), lambda v: None, matrices),
 ]
 
 
