@@ -200,13 +200,18 @@ def test_non_finite_loss_raises_before_the_update():
         train(model, tiny_regression(n_train=16), epochs=3, batch_size=8, progress=False)
     assert torch.equal(model.weight.detach(), model.weight_then)  # the NaN step was not applied
 
-    # non-finite data is caught at the first evaluation, before any training
+    # non-finite data cannot reach training: the Dataset refuses it
     data = tiny_regression(n_train=16)
     x_train = data.x_train.clone()
     x_train[3, 0] = float("nan")
-    bad = D.Dataset(x_train, data.y_train, data.x_test, data.y_test, None, "nan", data.shape)
+    with pytest.raises(ValueError, match="x_train"):
+        D.Dataset(x_train, data.y_train, data.x_test, data.y_test, None, "nan", data.shape)
+    # and a model that is already non-finite is caught at the first evaluation, before any training
+    broken = nn.Linear(3, 1, dtype=torch.float64)
+    with torch.no_grad():
+        broken.weight[0, 1] = float("inf")
     with pytest.raises(FloatingPointError, match="train.*epoch 0, step 0"):
-        train(nn.Linear(3, 1, dtype=torch.float64), bad, epochs=1, progress=False)
+        train(broken, data, epochs=1, progress=False)
 
     # and so is a diverging learning rate
     with pytest.raises(FloatingPointError, match=r"epoch \d+, step \d+"):
