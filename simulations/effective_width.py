@@ -84,6 +84,23 @@ def summarise(runs):
     return out
 
 
+def caption(summary):
+    """What the points show against Hayase & Karakida's claim (test error falls as m = S·C grows, lowest near
+    S = C): per model the S of the lowest mean error, the error at S = C, and the spread across S."""
+    claims, best_ratio = [], []
+    for model, label in MODELS.items():
+        t = summary[summary.model == model].set_index("tokens")
+        best = t.test_error_mean.idxmin()
+        square = (t.s_over_c - 1).abs().idxmin()
+        best_ratio.append(t.s_over_c[best])
+        claims.append(f"{label}: lowest {t.test_error_mean.min():.3f} at S = {best} (m = {t.width[best]}), "
+                      f"{t.test_error_mean[square]:.3f} at S = {square} ≈ C (m = {t.width[square]})")
+    reproduced = all(0.5 <= r <= 2.0 for r in best_ratio)          # the best S within a factor 2 of C
+    verdict = ("Reproduced: the lowest error is at the widest m (S ≈ C)." if reproduced else
+               "Not reproduced here: the widest m (S ≈ C) is not where the error is lowest.")
+    return verdict + " " + "; ".join(claims) + "."
+
+
 def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
     s = settings(full, **overrides)
     omega, configs = grid(s, torch_device(backend))
@@ -100,10 +117,12 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     for i, (model, label) in enumerate(MODELS.items()):
-        t = summary[summary.model == model].sort_values("tokens")          # the path S = 4 → 36 (m rises, then falls)
+        t = summary[summary.model == model].sort_values("expanded_width")     # lines follow the x-axis
         off = (i - 1) * 0.012 * t.expanded_width                      # small offsets so error bars don't overlap
-        axes[0].errorbar(t.expanded_width + off, t.test_error_mean, yerr=t.test_error_std, fmt="o-", capsize=3,
+        axes[0].errorbar(t.expanded_width + off, t.test_error_mean, yerr=t.test_error_std, fmt="-", capsize=3,
                          label=label, color=f"C{i}")
+        for wide, face in ((t.tokens <= t.channels, f"C{i}"), (t.tokens > t.channels, "white")):
+            axes[0].plot((t.expanded_width + off)[wide], t.test_error_mean[wide], "o", color=f"C{i}", mfc=face)
         t2 = t.sort_values("s_over_c")
         axes[1].errorbar(t2.s_over_c * (1 + (i - 1) * 0.04), t2.test_error_mean, yerr=t2.test_error_std, fmt="o-",
                          capsize=3, label=label, color=f"C{i}")
@@ -116,9 +135,11 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
                                  f"{s['epochs']} epochs, {s['seeds']} seeds")
     axes[1].axvline(1.0, color="0.5", ls=":", lw=1, label="S = C (largest m)")
     axes[1].set(xscale="log", xlabel="S / C", ylabel="test error", title="the same points against S/C")
+    axes[0].plot([], [], "o", color="0.4", mfc="white", label="S > C (open markers)")
     for ax in axes:
         ax.legend(fontsize=7)
     fig.suptitle("Test error vs effective width at a fixed connection budget (after Hayase & Karakida 2024, width figure, left)")
+    fig.text(0.5, -0.02, caption(summary), ha="center", va="top", fontsize=8, wrap=True)
     runs = runs.copy()
     path = plot.save(fig, outdir / f"{name}.png", {"summary": summary, "runs": runs})
     return path, {"summary": summary, "runs": runs}

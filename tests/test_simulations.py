@@ -130,6 +130,11 @@ def test_effective_width_small_sweep_resumes(tmp_path):
     assert ((runs.connections - 2 * 16 ** 3).abs() / (2 * 16 ** 3)).max() < 0.02
     again = ns["main"](full=False, outdir=tmp_path, n_jobs=1, **small)[1]["runs"]
     pd.testing.assert_series_equal(again.seconds, runs.seconds)       # read from the store, not re-run
+    s = tables["summary"]
+    text = ns["caption"](s)                                           # the verdict names each model's best S
+    assert text.startswith(("Reproduced", "Not reproduced")) and text.count(": lowest") == 3
+    mixer_best = int(s[s.model == "mixer"].set_index("tokens").test_error_mean.idxmin())
+    assert f"MLP-Mixer: lowest {s[s.model == 'mixer'].test_error_mean.min():.3f} at S = {mixer_best}" in text
 
 
 def test_effective_width_grid_names_the_device_only_off_the_cpu():
