@@ -8,7 +8,7 @@ import numbers
 from functools import cached_property
 
 import numpy as np
-from scipy import special
+from scipy import integrate, special
 
 from .. import _backend as B
 from ._checks import finite_array, integer_at_least, moment_order, probabilities, real_scalar
@@ -188,12 +188,61 @@ class FussCatalan(Measure):
         return self.edges
 
     def x_of_phi(self, phi):
+        """x(φ), from its logarithm: the powers sin^s underflow for large s (s ≳ 100) although x does not."""
         s = self.s
-        return self.scale * np.sin((s + 1) * phi) ** (s + 1) / (np.sin(phi) * np.sin(s * phi) ** s)
+        log_x = (s + 1) * np.log(np.sin((s + 1) * phi)) - np.log(np.sin(phi)) - s * np.log(np.sin(s * phi))
+        return self.scale * np.exp(log_x)
 
     def rho_of_phi(self, phi):
+        """ρ(x(φ)), from its logarithm (as :meth:`x_of_phi`)."""
         s = self.s
-        return np.sin(phi) ** 2 * np.sin(s * phi) ** (s - 1) / (np.pi * np.sin((s + 1) * phi) ** s) / self.scale
+        log_rho = (2 * np.log(np.sin(phi)) + (s - 1) * np.log(np.sin(s * phi))
+                   - s * np.log(np.sin((s + 1) * phi)) - np.log(np.pi))
+        return np.exp(log_rho) / self.scale
+
+    def phi_density(self, phi):
+        """The law's density in φ, ρ(x(φ))·|x′(φ)| = sin φ sin((s+1)φ)/(π sin(sφ)) · |(s+1)²cot((s+1)φ) − cot φ −
+        s²cot(sφ)|: smooth and free of large powers on (0, π/(s+1)), where it integrates to 1."""
+        s = self.s
+        dlog_x = (s + 1) ** 2 / np.tan((s + 1) * phi) - 1.0 / np.tan(phi) - s ** 2 / np.tan(s * phi)
+        return np.sin(phi) * np.sin((s + 1) * phi) / (np.pi * np.sin(s * phi)) * np.abs(dlog_x)
+
+    _GL = np.polynomial.legendre.leggauss(64)
+
+    def _mass_above(self, phi):
+        """μ((x(φ), ∞)) = ∫_0^φ of :meth:`phi_density`, by 64-point Gauss–Legendre on [0, φ] (the integrand is
+        analytic there), for an array φ."""
+        t, w = self._GL
+        nodes = 0.5 * phi[:, None] * (t[None, :] + 1.0)
+        return 0.5 * phi * (self.phi_density(nodes) @ w)
+
+    def cdf(self, x):
+        """μ((−∞, x]) from the density in φ (:meth:`phi_density`), 1 − ∫_0^{φ(x)}: exact to ~1e-14 at any order s.
+        (The generic table in x cannot hold this law for large s: a tenth of FussCatalan(300)'s mass lies below
+        1e-300, where the density has not yet reached its power law.)"""
+        x = finite_array("x", x)
+        a, b = self.edges
+        out = np.where(x >= b, 1.0, 0.0)
+        inside = (x > a) & (x < b)
+        if inside.any():
+            out[inside] = 1.0 - self._mass_above(self._phi_of_x(x[inside]))
+        return np.clip(out, 0.0, 1.0)
+
+    def quantile(self, q):
+        """inf{x : cdf(x) ≥ q}, by bisection in φ on the mass above (see :meth:`cdf`); q = 0 and 1 give the ends."""
+        q = finite_array("q", q)
+        if np.any((q < 0) | (q > 1)):
+            raise ValueError("q must lie in [0, 1]")
+        lo = np.zeros_like(q)
+        hi = np.full_like(q, np.pi / (self.s + 1))
+        target = 1.0 - q
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            below = self._mass_above(mid.ravel()).reshape(q.shape) < target
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        out = self.x_of_phi(0.5 * (lo + hi))
+        out = np.where(q <= 0, self.edges[0], np.where(q >= 1, self.edges[1], out))
+        return out
 
     def _phi_of_x(self, x):
         """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1)) by vectorised bisection (to machine precision)."""
