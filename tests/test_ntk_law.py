@@ -276,7 +276,7 @@ def test_finite_width_law_is_the_limit_times_the_factor_law():
     """finite_width=True is μ_A ⊠ μ_F with E F = 1, Var F = v: m₁ unchanged, m₂ = m₂(A) + v·m₁(A)² (free
     multiplicative moments: φ(FAFA) = φ(A²)φ(F)² + φ(A)²φ(F²) − φ(A)²φ(F)²), against ntk_moments; the cdf is a cdf."""
     n = 400
-    net = _net("relu", 2, n)
+    net = _net("relu", 1, n)
     m = ntk_moments(net, n, K=2)
     v = ntk_factor_variance(net)
     law = ntk_law(net, n, finite_width=True)

@@ -615,7 +615,8 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
         return law
     v = ntk_factor_variance(net)
     q = float(np.log1p(v))
-    return tabulate(free_mult(law, gaussian_pushforward(lambda h: np.exp(h - q / 2), q)))
+    # a table to ~1e-5 in the cdf (the finite-width correction itself is first order): 4× cheaper than 1e-9
+    return tabulate(free_mult(law, gaussian_pushforward(lambda h: np.exp(h - q / 2), q)), n0=100, rtol=1e-7)
 
 
 def ntk_factor_variance(net):
