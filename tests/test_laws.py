@@ -154,12 +154,12 @@ def test_semicircle_variance_attribute_and_method():
     assert sc.median() == pytest.approx(1.0, abs=1e-9)     # the centre; ppf solves on the ~1e-10 cdf table
 
 
-@pytest.mark.parametrize("s,scale", [(300, 1.0), (300, 2.5), (2000, 1.0)])
+@pytest.mark.parametrize("s,scale", [(64, 1.0), (65, 1.0), (300, 1.0), (300, 2.5), (2000, 1.0)])
 def test_fuss_catalan_cdf_of_high_order_holds_its_mean(s, scale):
     """A high-order Fuss–Catalan law keeps most of its mass below 1e-300 (10 % for s = 300) and its mean in a thin
     upper tail. Its cdf, taken in the φ parametrisation, must give back m₁ = scale through ∫(1 − F) (the table in
-    x gave 0.968 at s = 300, 1.31 with scale 2.5, and 0.0004 at s = 2000). A 6000-point log grid's trapezoid
-    error is 4.8e-6 at every s."""
+    x gave 0.968 at s = 300, 1.31 with scale 2.5, and 0.0004 at s = 2000; it is still used up to
+    TABLE_MAX_ORDER = 64). A 6000-point log grid's trapezoid error is 4.8e-6 at every s."""
     law = FussCatalan(s, scale)
     top = law.hull()[1]
     x = np.concatenate([[0.0], np.geomspace(1e-14 * top, top, 6000)])
@@ -169,9 +169,10 @@ def test_fuss_catalan_cdf_of_high_order_holds_its_mean(s, scale):
 
 
 def test_fuss_catalan_cdf_is_the_free_power_of_marchenko_pastur():
-    """FussCatalan(s) = MarchenkoPastur(1)^{⊠s}: the closed form's cdf against the engine's, s = 3 and 40."""
+    """FussCatalan(s) = MarchenkoPastur(1)^{⊠s}: the closed form's cdf against the engine's, s = 3 (the generic
+    table) and 100 (the cdf in φ)."""
     from rmtnet.spectra import free_mult_power
-    for s in (3, 40):
+    for s in (3, 100):
         x = np.array([1e-3, 0.5, 1.0, 3.0, 0.5 * FussCatalan(s).hull()[1]])
         np.testing.assert_allclose(FussCatalan(s).cdf(x), free_mult_power(MarchenkoPastur(1.0), s).cdf(x),
                                    atol=1e-7)
