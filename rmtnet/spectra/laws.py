@@ -232,6 +232,11 @@ class FussCatalan(Measure):
             out[inside] = 1.0 - self._mass_above(self._phi_of_x(x[inside]))
         return np.clip(out, 0.0, 1.0)
 
+    def _own_cdf(self):
+        """Up to TABLE_MAX_ORDER the cdf is the generic table integrated up from 0, so :meth:`cdf_above` integrates
+        down from the top instead; above it the cdf in φ is exact everywhere."""
+        return self.s > self.TABLE_MAX_ORDER
+
     def quantile(self, q):
         """inf{x : cdf(x) ≥ q}, by bisection in φ on the mass above (see :meth:`cdf`); q = 0 and 1 give the ends."""
         if self.s <= self.TABLE_MAX_ORDER:

@@ -630,7 +630,7 @@ class Measure:
         lo = real_scalar("lo", lo)
         if np.any(x < lo):
             raise ValueError(f"x must be ≥ lo = {lo:g}; got min(x) = {float(np.min(x)):g}")
-        if type(self).cdf is not Measure.cdf or isinstance(self, GridDensity):
+        if self._own_cdf():
             return self.cdf(x)
         locs, masses = self.atoms()
         out = 1.0 - (masses[None, :] * (locs[None, :] > x.reshape(-1, 1))).sum(axis=1).reshape(x.shape)
@@ -642,6 +642,11 @@ class Measure:
                 above[inside] = mass - _hermite_at(spline, np.log(x[inside]) if log else x[inside], vs, cs)
             out = out - above
         return np.clip(out, 0.0, 1.0)
+
+    def _own_cdf(self):
+        """Whether :meth:`cdf` is the law's own (a closed form, a table, an exact quadrature) rather than the
+        integral of the density up from the bottom of the support; :meth:`cdf_above` then uses it."""
+        return type(self).cdf is not Measure.cdf or isinstance(self, GridDensity)
 
     def _upper_tables(self, lo):
         """Per band with a part above lo: (a, b, in log x?, nodes v, C(v), the cubic Hermite of C) with a = max(band
