@@ -231,6 +231,16 @@ def check(test, name, arg, call, valid, value):
     return out
 
 
+def check_generated(test, n, name, arg, call, valid, strategy):
+    """:func:`check` on ``n`` values drawn from ``strategy`` (10·n under the stress profile): the tables whose
+    strategies are built per entry point."""
+    @examples(n)
+    @given(strategy)
+    def run(value):
+        check(test, name, arg, call, valid, value)
+    run()
+
+
 # --- laws and their methods -----------------------------------------------------------------------------------------
 _LAWS = {}
 
@@ -419,11 +429,7 @@ MONTECARLO = [
 @pytest.mark.parametrize("name, arg, call, valid, values", MONTECARLO, ids=[c[0] for c in MONTECARLO])
 def test_montecarlo(name, arg, call, valid, values):
     """Samplers of random matrices and networks (9 × 20 cases): finite eigenvalues or a named refusal."""
-    @examples(20)
-    @given(values())
-    def run(value):
-        check("montecarlo", name, arg, call, valid, value)
-    run()
+    check_generated("montecarlo", 20, name, arg, call, valid, values())
 
 
 # --- kernels and network descriptions --------------------------------------------------------------------------------
@@ -498,11 +504,7 @@ KERNELS = [
 @pytest.mark.parametrize("name, arg, call, valid, values", KERNELS, ids=[c[0] for c in KERNELS])
 def test_kernels_arch_plot(name, arg, call, valid, values):
     """Kernels (NNGP, NTK, trained-ensemble prediction), network descriptions and the KS distance (21 × 20 cases)."""
-    @examples(20)
-    @given(values())
-    def run(value):
-        check("kernels_arch_plot", name, arg, call, valid, value)
-    run()
+    check_generated("kernels_arch_plot", 20, name, arg, call, valid, values())
 
 
 # --- mean field, transforms, Mixer sizes, Lanczos -----------------------------------------------------------------
@@ -538,11 +540,7 @@ MORE = [
 def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
     """Mean-field maps, M⁻¹, the Mixer's size formulas and SLQ (9 × 15 cases; critical_sigma_w, a root search over
     quadratures at ~1 s a case, is left out of the budget)."""
-    @examples(15)
-    @given(values())
-    def run(value):
-        check("meanfield_transforms_mixer_lanczos", name, arg, call, valid, value)
-    run()
+    check_generated("meanfield_transforms_mixer_lanczos", 15, name, arg, call, valid, values())
 
 
 # --- sweeps --------------------------------------------------------------------------------------------------------
@@ -638,11 +636,7 @@ NETS = [
 def test_nets(name, arg, call, valid, values):
     """Torch layers, models and data sets (20 × 15 cases): finite parameters and data, or a named refusal. Values
     beyond 1e30 are at the edge: float32 weights of that size overflow in the first products."""
-    @examples(15)
-    @given(values())
-    def run(value):
-        check("nets", name, arg, call, valid, value)
-    run()
+    check_generated("nets", 15, name, arg, call, valid, values())
 
 
 def test_generated_case_count(request):
