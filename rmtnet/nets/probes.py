@@ -266,14 +266,10 @@ def effective_singular_values(model, tokens=None, channels=None, max_dense=4096)
             out[name] = kronecker_singular_values(mod.weight.detach().double().cpu().numpy(), mod.n_blocks)
         elif isinstance(mod, MaskedLinear):
             out[name] = weight_singular_values(mod.effective_weight())
-        elif isinstance(mod, SparseMaskedLinear):
+        elif isinstance(mod, (SparseMaskedLinear, MonarchLinear)):      # structured: needs the dense matrix
             if max(mod.in_features, mod.out_features) > max_dense:
-                raise ValueError(f"{name}: a {mod.out_features}×{mod.in_features} sparse masked layer exceeds "
-                                 f"max_dense = {max_dense} (its singular values need the dense M ⊙ W)")
-            out[name] = weight_singular_values(mod.effective_weight())
-        elif isinstance(mod, MonarchLinear):
-            if max(mod.in_features, mod.out_features) > max_dense:
-                raise ValueError(f"{name}: a {mod.out_features}×{mod.in_features} Monarch layer exceeds max_dense = "
-                                 f"{max_dense}")
-            out[name] = weight_singular_values(mod.dense())
+                raise ValueError(f"{name}: a {mod.out_features}×{mod.in_features} {type(mod).__name__} exceeds "
+                                 f"max_dense = {max_dense} (its singular values need its dense matrix)")
+            dense = mod.effective_weight() if isinstance(mod, SparseMaskedLinear) else mod.dense()
+            out[name] = weight_singular_values(dense)
     return out

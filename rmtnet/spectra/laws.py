@@ -244,29 +244,28 @@ class FussCatalan(Measure):
         q = finite_array("q", q)
         if np.any((q < 0) | (q > 1)):
             raise ValueError("q must lie in [0, 1]")
-        lo = np.zeros_like(q)
-        hi = np.full_like(q, np.pi / (self.s + 1))
-        target = 1.0 - q
-        for _ in range(80):
-            mid = 0.5 * (lo + hi)
-            below = self._mass_above(mid.ravel()).reshape(q.shape) < target
-            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        out = self.x_of_phi(0.5 * (lo + hi))
+        phi = self._bisect_phi(lambda mid: self._mass_above(mid.ravel()).reshape(q.shape) < 1.0 - q, q.shape)
+        out = self.x_of_phi(phi)
         out = np.where(q <= 0, self.edges[0], np.where(q >= 1, self.edges[1], out))
         return out
 
-    def _phi_of_x(self, x):
-        """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1)) by vectorised bisection (to machine precision)."""
-        lo = np.zeros_like(x)
-        hi = np.full_like(x, np.pi / (self.s + 1))
+    def _bisect_phi(self, right_of, shape):
+        """The φ in (0, π/(s+1)) where the monotone test ``right_of(φ)`` (True: the answer lies above φ) turns, by
+        vectorised bisection to machine precision."""
+        lo = np.zeros(shape)
+        hi = np.full(shape, np.pi / (self.s + 1))
         for _ in range(200):
             mid = 0.5 * (lo + hi)
-            big = self.x_of_phi(mid) > x
-            lo = np.where(big, mid, lo)
-            hi = np.where(big, hi, mid)
+            right = right_of(mid)
+            lo = np.where(right, mid, lo)
+            hi = np.where(right, hi, mid)
             if np.all(hi - lo <= 4e-16 * hi):
                 break
         return 0.5 * (lo + hi)
+
+    def _phi_of_x(self, x):
+        """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1))."""
+        return self._bisect_phi(lambda mid: self.x_of_phi(mid) > x, np.shape(x))
 
     def pdf(self, x):
         x = finite_array("x", x)
