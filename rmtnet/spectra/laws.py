@@ -244,16 +244,16 @@ class FussCatalan(Measure):
         q = finite_array("q", q)
         if np.any((q < 0) | (q > 1)):
             raise ValueError("q must lie in [0, 1]")
-        phi = self._bisect_phi(lambda mid: self._mass_above(mid.ravel()).reshape(q.shape) < 1.0 - q, q.shape)
+        phi = self._bisect_phi(lambda mid: self._mass_above(mid.ravel()).reshape(q.shape) < 1.0 - q, q)
         out = self.x_of_phi(phi)
         out = np.where(q <= 0, self.edges[0], np.where(q >= 1, self.edges[1], out))
         return out
 
-    def _bisect_phi(self, right_of, shape):
+    def _bisect_phi(self, right_of, like):
         """The φ in (0, π/(s+1)) where the monotone test ``right_of(φ)`` (True: the answer lies above φ) turns, by
-        vectorised bisection to machine precision."""
-        lo = np.zeros(shape)
-        hi = np.full(shape, np.pi / (self.s + 1))
+        vectorised bisection to machine precision; an array of ``like``'s shape, on its device (``zeros_like``)."""
+        lo = np.zeros_like(like, dtype=float)
+        hi = np.full_like(like, np.pi / (self.s + 1), dtype=float)
         for _ in range(200):
             mid = 0.5 * (lo + hi)
             right = right_of(mid)
@@ -265,7 +265,7 @@ class FussCatalan(Measure):
 
     def _phi_of_x(self, x):
         """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1))."""
-        return self._bisect_phi(lambda mid: self.x_of_phi(mid) > x, np.shape(x))
+        return self._bisect_phi(lambda mid: self.x_of_phi(mid) > x, x)
 
     def pdf(self, x):
         x = finite_array("x", x)
