@@ -90,18 +90,6 @@ KINDS = {
 }
 SLOW = {"classical_product"}
 
-# Known gaps of kinds defined outside measures.py/laws.py, each expected to fail (strictly: a fix shows up as XPASS)
-# until the kind is mended. (check, kind) -> (exception, reason).
-_PIECEWISE = ("a piecewise density: tanh-sinh over the whole band meets its kinks and stops at maxlevel (estimate "
-              "right to ~1e-9); the kind needs _panels() at its cells or an _expect_continuous of its own")
-GAPS = {
-    ("moment0", "ntk_law"): (IndexError, "NTKLaw.moment(0) reads its series at index -1"),
-    ("moment0", "ntk_law_source"): (IndexError, "NTKLaw.moment(0) reads its series at index -1"),
-    ("cauchy", "ntk_law_source"): (AssertionError, "NTKLaw._g far from the support: at z = 722i and 7225i it returns "
-                                                   "the same value, zG(z) - 1 = 5.1 and 60"),
-    ("pickle", "ntk_law"): ((AttributeError, pickle.PicklingError), "ntk_law's moments are a local closure"),
-    ("pickle", "ntk_law_source"): ((AttributeError, pickle.PicklingError), "ntk_law's moments are a local closure"),
-}
 
 _CACHE = {}
 
@@ -115,13 +103,6 @@ def _law(name):
 @pytest.fixture(params=[pytest.param(k, marks=pytest.mark.slow) if k in SLOW else k for k in KINDS])
 def kind(request):
     return request.param
-
-
-def _gap(request, check, kind):
-    """Mark the test as a strict expected failure where (check, kind) is a known gap (:data:`GAPS`)."""
-    if (check, kind) in GAPS:
-        exc, reason = GAPS[check, kind]
-        request.applymarker(pytest.mark.xfail(raises=exc, strict=True, reason=reason))
 
 
 def _hull(law):
@@ -150,8 +131,7 @@ def test_support_holds_the_whole_law(kind):
     assert law.hull() == (lo, hi)
 
 
-def test_support_ends_and_total_mass(request, kind):
-    _gap(request, "ends", kind)
+def test_support_ends_and_total_mass(kind):
     law = _law(kind)
     lo, hi = _hull(law)
     width = max(hi - lo, abs(hi), 1.0)
@@ -159,13 +139,11 @@ def test_support_ends_and_total_mass(request, kind):
     assert float(law.cdf(lo - 1e-6 * width)) == pytest.approx(0.0, abs=CDF_TOL)
     assert float(law.ppf(0.0)) == pytest.approx(lo, abs=1e-9 * width)
     assert float(law.ppf(1.0)) == pytest.approx(hi, abs=1e-9 * width)
-    _gap(request, "expect", kind)
     assert law.expect(lambda x: np.ones_like(x)) == pytest.approx(1.0, abs=CDF_TOL)
 
 
-def test_ppf_is_the_generalised_inverse_of_cdf(request, kind):
+def test_ppf_is_the_generalised_inverse_of_cdf(kind):
     """inf{x : F(x) ≥ q}: F(x) ≥ q and F(x−) ≤ q, with F(x) = q where x is no atom."""
-    _gap(request, "ppf", kind)
     law = _law(kind)
     q = np.sort(np.concatenate([np.linspace(0.005, 0.995, 23), _levels(law)]))
     x = law.ppf(q)
@@ -192,11 +170,10 @@ def test_scipy_identities(kind):
     assert law.std() ** 2 == pytest.approx(law.var(), rel=1e-12, abs=1e-300)
 
 
-def test_moments_by_series_and_by_quadrature(request, kind):
+def test_moments_by_series_and_by_quadrature(kind):
     """moment(k) (a kind's series, or the generic quadrature) against expect(x^k) (SciPy's tanh-sinh on the density
     plus the atoms). Tabulated laws carry the exact moments of the law they tabulate, not of their table: there the
     table's own moments (GridDensity.moment, exact for a piecewise-linear density) are the reference."""
-    _gap(request, "expect", kind)
     law = _law(kind)
     lo, hi = _hull(law)
     r = max(abs(lo), abs(hi), 1e-300)
@@ -206,15 +183,13 @@ def test_moments_by_series_and_by_quadrature(request, kind):
     assert law.expect() == pytest.approx(series(1), abs=MOMENT_TOL * r)
 
 
-def test_moment_zero_is_one(request, kind):
-    _gap(request, "moment0", kind)
+def test_moment_zero_is_one(kind):
     assert _law(kind).moment(0) == pytest.approx(1.0, abs=1e-12)
 
 
-def test_cauchy_transform_at_infinity_and_against_the_density(request, kind):
+def test_cauchy_transform_at_infinity_and_against_the_density(kind):
     """z G(z) = Σ m_k z^{-k} with |m_k| ≤ r^k: |zG − 1 − m₁/z| ≤ (r/|z|)²/(1 − r/|z|) for |z| > r. Then G at a point
     off the axis against ∫ dμ(x)/(z − x) by :meth:`expect`."""
-    _gap(request, "cauchy", kind)
     law = _law(kind)
     lo, hi = _hull(law)
     r = max(abs(lo), abs(hi), 1e-3)
@@ -223,7 +198,6 @@ def test_cauchy_transform_at_infinity_and_against_the_density(request, kind):
         z = 100 * r * np.exp(1j * theta)
         g = complex(law.cauchy(z))
         assert abs(z * g - 1 - m1 / z) <= 1e-4 / (1 - 1e-2) * (1 + 1e-9)
-    _gap(request, "expect", kind)
     z = 0.5 * (lo + hi) + 0.5j * max(hi - lo, 1e-3 * r)
     g = complex(law.cauchy(z))
     assert abs(law.expect(lambda x: 1.0 / (z - x)) - g) <= CAUCHY_TOL * abs(g)
@@ -240,8 +214,7 @@ def test_rvs_follow_the_cdf(kind):
     assert ks < 1.63 / np.sqrt(n)
 
 
-def test_pickle_round_trip(request, kind):
-    _gap(request, "pickle", kind)
+def test_pickle_round_trip(kind):
     law = _law(kind)
     lo, hi = _hull(law)
     x = np.linspace(lo, hi, 13)

@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._checks import ConvergenceError, finite_array, real_scalar
+from ._checks import ConvergenceError, finite_array, moment_order, real_scalar
 from .free import free_mult, free_mult_scaled
 from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
@@ -360,7 +360,8 @@ class NTKLaw(Measure):
         x = np.asarray(x, float)
         P, L = x.size, self.depth
         scale = self._scale
-        y = np.full(P, 10.0 * scale + np.abs(x - self.r_plus))
+        # start far above the spectrum, or at the target itself where that is higher still (z far from the support)
+        y = np.maximum(10.0 * scale + np.abs(x - self.r_plus), y_target)
         delta = np.zeros((P, L), complex)
         for _ in range(200):                            # far above the spectrum the map δ ↦ γcτ contracts
             F, _ = self._residual(x + 1j * y, delta)
@@ -497,6 +498,9 @@ class NTKLaw(Measure):
         return (bands[0][0], bands[-1][1])
 
     def moment(self, k):
+        k = moment_order(k)
+        if k == 0:
+            return 1.0
         if self._moments_fn is None:
             return super().moment(k)
         return float(self._moments_fn(k)[k - 1])
@@ -668,16 +672,22 @@ def ntk_factor_variance(net):
     return float(v / total ** 2)
 
 
+class _SeriesMoments:
+    """k ↦ m₁ … m_k of :func:`_ntk_series` for one set of constants, cached; a class, not a closure, so that the
+    law pickles."""
+
+    def __init__(self, *constants):
+        self.constants, self.cache = constants, {}
+
+    def __call__(self, k):
+        if k not in self.cache:
+            self.cache[k] = _ntk_series(*self.constants, k)
+        return self.cache[k]
+
+
 def _combination_law(r_plus, coef, b, gammas, mu0):
     """The :class:`NTKLaw` of r₊I + Σ c_ℓK_ℓ, its mass checked, as a :class:`Tabulated` table with exact moments."""
-    moments_cache = {}
-
-    def moments(k):
-        if k not in moments_cache:
-            moments_cache[k] = _ntk_series(r_plus, coef, b, gammas, mu0, k)
-        return moments_cache[k]
-
-    law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=moments)
+    law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=_SeriesMoments(r_plus, coef, b, gammas, mu0))
     for grid in (NTKLaw._GRID, 8 * NTKLaw._GRID):     # a band narrower than the grid: search again, 8× finer
         law._GRID = grid
         law.__dict__.pop("_bands", None)
