@@ -11,6 +11,7 @@ from rmtnet.experiments import sweep
 from rmtnet.spectra import (Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses,
                             Semicircle, free_mult, free_mult_power, kernels, montecarlo)
 from rmtnet.spectra import symbolic as S
+from rmtnet.spectra._checks import ConvergenceError
 from rmtnet.spectra.random_matrices import free_product_eigs
 
 MP = MarchenkoPastur(0.5)
@@ -63,6 +64,14 @@ def test_free_mult_power_accepts_large_exponents():
     """A valid exponent of 600 raised OverflowError; the mean of μ^{⊠600} is m₁(μ)^600 (means multiply)."""
     law = free_mult_power(Bernoulli(0.5), 600)
     assert law.moment(1) == pytest.approx(0.5 ** 600, rel=1e-9)
+
+
+def test_a_law_below_float64_squares_says_which_law_and_why():
+    """μ^{⊠600} of Bernoulli(½) lives at 10⁻¹⁸¹, where |z|² underflows: the density's failure names the law (and so
+    t) and the scale, and says how to solve it on a unit scale (it named only z before)."""
+    law = free_mult_power(Bernoulli(0.5), 600)
+    with pytest.raises(ConvergenceError, match=r"Bernoulli\(p=0.5\)\^600; the law's scale 2.41e-181 .*dilate"):
+        law.cdf(0.5)
 
 
 @pytest.mark.parametrize("call, message", [

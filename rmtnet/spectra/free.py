@@ -131,9 +131,13 @@ class _Convolution(Measure):
     def _reach_note(self):
         """A clause for a failure: the scale ratio of the problem (:meth:`_scale_ratio`) where it is large."""
         try:
+            scale = float(self._scale())
             ratio, what = self._scale_ratio()
         except (ArithmeticError, ValueError, ConvergenceError):
             return ""
+        if not 1e-150 < scale < 1e150:
+            return (f"; the law's scale {scale:.3g} lies where squares of z underflow or overflow in float64 "
+                    f"(|z|² beyond 1e±300): solve it on a unit scale (its factors' .dilate) and dilate the result back")
         if not ratio > self._REACH:
             return ""
         return (f"; the law spans a scale ratio of {ratio:.3g} ({what}), beyond what the float64 continuation "
@@ -238,7 +242,7 @@ class _Convolution(Measure):
             if self._retry_from_afar(scale):
                 return self._solve(z, return_state)
             k = np.argmax(~conv)
-            raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation{self._reach_note()}",
+            raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation for {self!r}{self._reach_note()}",
                                    z=complex(zc[k]), iteration=int(iters[k]), residual=float(res[k]))
         y, u, om, stop = self._from_trunk(x, ytar, xc, y, u, om, reach)
         if stop.any():                  # below the trunk's reach: kept at its end (Cauchy-regularised there)
