@@ -38,6 +38,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from rmtnet._system import affinity_cores
+
 _PACKAGE = Path(__file__).resolve().parent
 # Installed from a wheel, the scripts are the subpackage rmtnet/simulations/ (pyproject maps the checkout's
 # simulations/ there); in a checkout (editable install included) they are the top-level simulations/.
@@ -55,12 +57,8 @@ def _sim_dir() -> Path:
     return SIMULATIONS_DIR
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the OS tells it, else ``os.cpu_count()``)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                     # macOS, Windows
-        return max(1, os.cpu_count() or 1)
+available_cores = affinity_cores   # the machine's cores, shared out by --jobs (a simulation reads its share from
+                                   # experiments.available_cores)
 
 
 def scripts() -> list[Path]:

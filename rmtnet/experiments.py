@@ -40,6 +40,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rmtnet._io import atomic_write
+from rmtnet._system import affinity_cores
 
 __all__ = ["sweep", "use_scheduler", "default_scheduler", "expand_grid", "run_key", "read_store", "SweepError"]
 
@@ -346,10 +347,7 @@ def available_cores() -> int:
         if value < 1:
             raise ValueError(f"RMTNET_CORES must be a positive integer, got {share!r}")
         return value
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                     # macOS, Windows
-        return max(1, os.cpu_count() or 1)
+    return affinity_cores()
 
 
 def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, progress: bool = True,
