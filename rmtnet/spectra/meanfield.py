@@ -17,6 +17,7 @@ forms where they exist and composite Gauss–Legendre quadrature against the Gau
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Optional
 
 import numpy as np
@@ -100,6 +101,15 @@ def activation(spec, dphi=None):
     raise ValueError(f"activation must be a name, an Activation or a callable, got {type(spec).__name__}")
 
 
+@lru_cache(maxsize=16)
+def _gauss_legendre(n):
+    """The n-point Gauss–Legendre rule on [−1, 1], computed once per n (the mean-field fixed points call
+    :func:`gaussian_expectation` tens of thousands of times; the rule's eigenproblem was a fifth of their time)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    x.flags.writeable = w.flags.writeable = False
+    return x, w
+
+
 def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10, core=50.0):
     """E[f(h)], h ~ N(0, q), by composite Gauss–Legendre quadrature on [-width·√q, width·√q] (Gaussian mass
     outside < 2e-23): panels of at most ``panel`` in |h| ≤ ``core`` (where the activations' features live: tanh′'s
@@ -124,7 +134,7 @@ def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10
         outer.append(h)
     outer = np.array(outer)
     edges = np.union1d(np.concatenate([-outer[::-1], inner, outer]), [b for b in breakpoints if -H < b < H])
-    x, w = np.polynomial.legendre.leggauss(n_gauss)
+    x, w = _gauss_legendre(int(n_gauss))
     a, b = edges[:-1, None], edges[1:, None]
     h = (0.5 * (a + b) + 0.5 * (b - a) * x).ravel()
     wt = (0.5 * (b - a) * w).ravel() * np.exp(-h * h / (2 * q)) / np.sqrt(2 * np.pi * q)
