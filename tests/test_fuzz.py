@@ -512,6 +512,19 @@ from rmtnet.spectra import meanfield, mixer, transforms  # noqa: E402
 from rmtnet.spectra.lanczos import slq  # noqa: E402
 
 SPD = np.diag([1.0, 2.0, 3.0, 4.0])
+ERF_CRITICAL = meanfield.critical_sigma_w("erf", 0.1)          # σ_w on the critical line of erf at σ_b = 0.1: 1.18
+
+
+def _bracket_ok(v, root):
+    """A bracket (lo, hi) of σ_w: 0 < lo < hi (finite reals) with the root inside; at the edge beyond 1e150."""
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__") or len(v) != 2:
+        return False
+    lo, hi = v
+    if not (_is_real(lo) and _is_real(hi) and 0 < lo < hi):
+        return False
+    if hi > 1e150 or lo < 1e-150:
+        return None
+    return bool(lo < root < hi) or (None if min(abs(lo - root), abs(hi - root)) < 1e-9 else False)
 
 MORE = [
     ("q_star.sigma_w", "sigma_w", lambda v: meanfield.q_star("tanh", v, 0.1), real_in(0, huge=1e6),
@@ -533,13 +546,25 @@ MORE = [
      lambda v: int_at_least(1)(v) is True and v <= 4 or (False if int_at_least(1)(v) is False else None),
      lambda: small_ints(-2, 8)),
     ("slq.operator", "operator", lambda v: slq(v, n_steps=1, n_probes=2, seed=0), lambda v: None, matrices),
+    ("chi.sigma_w", "sigma_w", lambda v: meanfield.chi("erf", v, 0.1), real_in(0), scalars),
+    ("chi.sigma_b", "sigma_b", lambda v: meanfield.chi("erf", 1.2, v), real_in(0), scalars),
+    ("critical_sigma_w.sigma_b", "sigma_b", lambda v: meanfield.critical_sigma_w("erf", v),
+     lambda v: real_in(0)(v) and (None if v > 100 else True), scalars),          # σ* ≤ 20 (the bracket) up to σ_b = 100
+    ("critical_sigma_w.bracket", "bracket", lambda v: meanfield.critical_sigma_w("erf", 0.1, bracket=v),
+     lambda v: _bracket_ok(v, ERF_CRITICAL), lambda: st.one_of(
+         st.tuples(reals(), reals()), st.sampled_from([(0.05, 20.0), (0.5, 2.0), (2.0, 0.5), (2.0, 3.0), [0.5, 2.0],
+                                                       (0.5, 1.0, 2.0), (0.5, math.nan), "ab", (1e-300, 1e300)]),
+         scalars())),
+    ("critical_sigma_w.activation", "activation", lambda v: meanfield.critical_sigma_w(v, 0.1),
+     lambda v: isinstance(v, str) and v in ("linear", "relu", "hard_tanh", "erf", "tanh"),
+     lambda: st.one_of(st.sampled_from(["linear", "relu", "hard_tanh", "erf", "tanh", "sigmoid"]), scalars())),
 ]
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", MORE, ids=[c[0] for c in MORE])
 def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
-    """Mean-field maps, M⁻¹, the Mixer's size formulas and SLQ (9 × 15 cases; critical_sigma_w, a root search over
-    quadratures at ~1 s a case, is left out of the budget)."""
+    """Mean-field maps, M⁻¹, the Mixer's size formulas and SLQ (14 × 15 cases; χ and the critical line with erf,
+    whose expectations have closed forms: with tanh each case is a root search over quadratures, up to seconds)."""
     check_generated("meanfield_transforms_mixer_lanczos", 15, name, arg, call, valid, values())
 
 

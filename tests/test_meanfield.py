@@ -98,3 +98,21 @@ def test_chi_of_tanh_at_sigma_w_one_million():
     q = mf.q_star("tanh", 1e6)
     assert q == pytest.approx(1e12, rel=1e-5)
     assert mf.chi("tanh", 1e6) == pytest.approx(1e12 * (4 / 3) / np.sqrt(2 * np.pi * q), rel=1e-6)
+
+
+def test_sigma_beyond_float64_squares_and_bad_brackets_are_named():
+    """σ_w, σ_b above 1e150 (σ² leaves float64: chi and critical_sigma_w raised a bare OverflowError (34, 'Numerical
+    result out of range')) and brackets that are not a pair 0 < lo < hi (a bare unpacking TypeError, or an error
+    naming sigma_w) are refused naming the argument; chi checks σ_b also where it does not enter (ReLU)."""
+    for call, name in ((lambda: mf.chi("erf", 1e308, 0.1), "sigma_w"), (lambda: mf.chi("erf", 1.0, 1e200), "sigma_b"),
+                       (lambda: mf.critical_sigma_w("erf", 1e200), "sigma_b"),
+                       (lambda: mf.length_map("tanh", 1.0, 1e300), "sigma_w"),
+                       (lambda: mf.chi("relu", 1.0, "a"), "sigma_b")):
+        with pytest.raises(ValueError, match=name):
+            call()
+    for bracket in (0.5, None, (0.5,), (0.5, 1.0, 2.0), (0.5, np.nan), (-1.0, 2.0), (2.0, 0.5), (0.5, 1e300)):
+        with pytest.raises(ValueError, match="bracket"):
+            mf.critical_sigma_w("erf", 0.1, bracket=bracket)
+    with pytest.raises(ValueError, match=r"no critical sigma_w in bracket=\(2, 3\)"):
+        mf.critical_sigma_w("erf", 0.1, bracket=(2.0, 3.0))
+    assert mf.critical_sigma_w("erf", 0.1, bracket=[0.5, 2.0]) == pytest.approx(mf.critical_sigma_w("erf", 0.1))

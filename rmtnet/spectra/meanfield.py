@@ -159,11 +159,19 @@ def d2_moments(act, q, k):
     return gaussian_expectation(lambda h: act.dphi(h) ** (2 * int(k)), q, act.breakpoints)
 
 
+SIGMA_MAX = 1e150      # σ_w, σ_b at most this: their squares, which every variance multiplies, stay in float64
+
+
+def _sigma(name, value):
+    """σ_w or σ_b as a float in [0, SIGMA_MAX], or ValueError naming it (σ² of a larger one overflows)."""
+    return real_scalar(name, value, lo=0.0, hi=SIGMA_MAX)
+
+
 def length_map(act, q, sigma_w, sigma_b=0.0):
     """q ↦ σ_w² E[φ(√q ξ)²] + σ_b² (one layer of the variance recursion)."""
     act = activation(act)
-    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0)
-    sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
+    sigma_w = _sigma("sigma_w", sigma_w)
+    sigma_b = _sigma("sigma_b", sigma_b)
     q = real_scalar("q", q, lo=0.0)
     return sigma_w ** 2 * second_moment(act, q) + sigma_b ** 2
 
@@ -221,7 +229,8 @@ def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
 def chi(act, sigma_w, sigma_b=0.0, q=None):
     """χ = σ_w² E[φ′(√q ξ)²] at q (default q*): the mean squared singular value of one layer's Jacobian."""
     act = activation(act)
-    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0)
+    sigma_w = _sigma("sigma_w", sigma_w)
+    sigma_b = _sigma("sigma_b", sigma_b)
     if act.homogeneous:                                 # E[φ′²] does not depend on q (linear, ReLU)
         return sigma_w ** 2 * d2_moments(act, 1.0, 1)
     q = q_star(act, sigma_w, sigma_b) if q is None else real_scalar("q", q, lo=0.0)
@@ -229,12 +238,21 @@ def chi(act, sigma_w, sigma_b=0.0, q=None):
 
 
 def critical_sigma_w(act, sigma_b=0.0, bracket=(0.05, 20.0)):
-    """σ_w on the critical line χ(σ_w, σ_b) = 1 (with q = q*(σ_w, σ_b))."""
+    """σ_w on the critical line χ(σ_w, σ_b) = 1 (with q = q*(σ_w, σ_b)), searched in ``bracket`` = (lo, hi),
+    0 < lo < hi ≤ SIGMA_MAX; ValueError where χ − 1 has the same sign at both ends."""
     act = activation(act)
+    sigma_b = _sigma("sigma_b", sigma_b)
+    try:
+        a, b = bracket
+    except (TypeError, ValueError):
+        raise ValueError(f"bracket must be a pair (lo, hi) of values of sigma_w, got {bracket!r:.60}") from None
+    a = real_scalar("bracket[0]", a, lo=0.0, lo_open=True, hi=SIGMA_MAX)
+    b = real_scalar("bracket[1]", b, lo=0.0, lo_open=True, hi=SIGMA_MAX)
+    if not a < b:
+        raise ValueError(f"bracket must have lo < hi, got ({a!r}, {b!r})")
     f = lambda s: chi(act, s, sigma_b) - 1.0           # noqa: E731
-    a, b = bracket
     if f(a) * f(b) > 0:
-        raise ValueError(f"no critical sigma_w in {bracket} for {act.name} at sigma_b={sigma_b}")
+        raise ValueError(f"no critical sigma_w in bracket=({a:g}, {b:g}) for {act.name} at sigma_b={sigma_b}")
     return float(optimize.brentq(f, a, b, xtol=1e-14, rtol=1e-14))
 
 
