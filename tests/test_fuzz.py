@@ -474,6 +474,8 @@ KERNELS = [
      real_in(0), scalars),
     ("ntk_predict.steps", "steps", lambda v: kernels.ntk_predict(KNET, XS, YS, XS[:2], steps=v),
      lambda v: True if v is None else int_at_least(0)(v), lambda: small_ints(-3, 100)),
+    ("ntk_predict.X_train", "X_train", lambda v: kernels.ntk_predict(KNET, v, YS, XS[:2], t=1.0),
+     lambda v: _matrix_ok(v, rows=3) and None, matrices),
     ("mlp.depth", "depth", lambda v: arch.mlp(v, 10), lambda v: int_at_least(1)(v) is True or
      (False if int_at_least(1)(v) is False else None), lambda: small_ints(-2, 30)),
     ("mlp.width", "width", lambda v: arch.mlp(2, v), lambda v: int_at_least(1)(v) is True or
@@ -503,7 +505,7 @@ KERNELS = [
 
 @pytest.mark.parametrize("name, arg, call, valid, values", KERNELS, ids=[c[0] for c in KERNELS])
 def test_kernels_arch_plot(name, arg, call, valid, values):
-    """Kernels (NNGP, NTK, trained-ensemble prediction), network descriptions and the KS distance (21 × 20 cases)."""
+    """Kernels (NNGP, NTK, trained-ensemble prediction), network descriptions and the KS distance (22 × 20 cases)."""
     check_generated("kernels_arch_plot", 20, name, arg, call, valid, values())
 
 
@@ -566,6 +568,132 @@ def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
     """Mean-field maps, M⁻¹, the Mixer's size formulas and SLQ (14 × 15 cases; χ and the critical line with erf,
     whose expectations have closed forms: with tanh each case is a root search over quadratures, up to seconds)."""
     check_generated("meanfield_transforms_mixer_lanczos", 15, name, arg, call, valid, values())
+
+
+# --- the NTK and Fisher laws and their Monte Carlo -----------------------------------------------------------------
+from rmtnet.spectra import ntk  # noqa: E402
+
+FW = arch.mlp(1, 20, activation="erf")                   # Fan & Wang's setting: Gaussian weights, σ_w = 1, σ_b = 0
+FW40 = arch.mlp(1, 40, activation="erf")                 # n_data ≤ 40 at γ = n_data/40 ≤ 1
+FW4 = arch.mlp(1, 4, activation="erf")                   # d₀ = 4: sample_ntk's X has shape (4, n_data)
+FAN_WANG_NETS = [FW, arch.mlp(2, 12, activation="relu"), arch.mlp(1, 20, activation="tanh"),
+                 arch.mlp(1, 20, activation="linear"), arch.mlp(1, 10, ratios=[2.0], activation="erf"),
+                 arch.mlp(1, 20, activation="relu", last_activation=False)]
+OTHER_NETS = [arch.mlp(1, 20, sigma_w=1.5), arch.mlp(1, 20, weights="orthogonal"), arch.mlp(1, 20, sigma_b=0.1),
+              arch.mlp(2, 10, ratios=[1.0, 2.0], sigma_w=1.2, activation="linear")]
+FL = arch.mlp(2, 10, sigma_w=1.2, activation="linear")  # Fisher laws: square nets whose levels are cheap to tabulate
+FT = arch.mlp(2, 10, sigma_w=1.2, activation="tanh")
+ZERO_INPUT = arch.mlp(1, 10, sigma_w=1.2, activation="relu")      # ReLU's ordered phase: q0 = q* = 0, the law δ₀
+FISHER_NETS = [FL, ZERO_INPUT, arch.mlp(1, 10, sigma_w=1.2, activation="relu", weights="orthogonal", q0=1.0),
+               arch.mlp(2, 10, sigma_w=1.4, sigma_b=0.1, activation="relu", q0=1.0),
+               arch.mlp(3, 10, activation="linear", last_activation=False, q0=2.0)]
+
+
+def nets(*families):
+    """Network descriptions, valid ones from ``families`` and every other kind of value."""
+    return lambda: st.one_of(st.sampled_from([n for f in families for n in f]), scalars())
+
+
+def member(*allowed):
+    return lambda v: any(v is a for a in allowed)
+
+
+def moment_count():
+    """K, the number of moments: small, huge (their values leave float64: OverflowError naming K), non-integers."""
+    return st.one_of(st.integers(-3, 40), st.sampled_from([10 ** 6, 2 ** 40, 3.0, 2.5, math.nan]), junk())
+
+
+def input_laws():
+    return st.one_of(st.sampled_from([None, MarchenkoPastur(0.5), MarchenkoPastur(2.0), Bernoulli(0.3),
+                                      PointMasses([0.5, 1.0, 2.0], [0.25, 0.5, 0.25]), Semicircle(1.0, loc=3.0),
+                                      Semicircle(1.0), Empirical([-1.0, 1.0])]), scalars())
+
+
+def _gram_law(v):
+    """input_law: None or a law on [0, ∞) (the law of a Gram matrix)."""
+    if v is None:
+        return True
+    from rmtnet.spectra.measures import Measure
+    return isinstance(v, Measure) and v.hull()[0] >= 0
+
+
+def _columns(v, rows=4, cols=3):
+    """sample_ntk's X: None (drawn) or a finite (d₀, n_data) array."""
+    if v is None:
+        return True
+    ok = finite_real_array(v)
+    return ok if ok is not False and np.shape(v) == (rows, cols) else False
+
+
+def _sample(net, n_data=8, **kw):
+    return montecarlo.sample_ntk_eigs(net, n_data, **{"seed": 0, **kw})
+
+
+def _positive_q0(v):
+    return True if v is None else real_in(0, lo_open=True, huge=1e100)(v)
+
+
+NTK = [
+    ("ntk_coefficients.net", "net", lambda v: ntk.ntk_coefficients(v, 10), member(*FAN_WANG_NETS),
+     nets(FAN_WANG_NETS, OTHER_NETS)),
+    ("ntk_coefficients.n_data", "n_data", lambda v: ntk.ntk_coefficients(FW, v), int_at_least(1), small_ints),
+    ("ntk_moments.n_data", "n_data", lambda v: ntk.ntk_moments(FW, v), int_at_least(1), small_ints),
+    ("ntk_moments.K", "K", lambda v: ntk.ntk_moments(FW, 10, K=v), int_at_least(1), moment_count),
+    ("ntk_moments.input_law", "input_law", lambda v: ntk.ntk_moments(FW, 10, input_law=v), _gram_law, input_laws),
+    ("ntk_moments.net", "net", lambda v: ntk.ntk_moments(v, 10), member(*FAN_WANG_NETS),
+     nets(FAN_WANG_NETS, OTHER_NETS)),
+    ("ntk_factor_variance.net", "net", ntk.ntk_factor_variance, member(*FAN_WANG_NETS),
+     nets(FAN_WANG_NETS, OTHER_NETS)),
+    ("sample_ntk_eigs.net", "net", lambda v: _sample(v), member(*FAN_WANG_NETS), nets(FAN_WANG_NETS, OTHER_NETS)),
+    ("sample_ntk_eigs.n_data", "n_data", lambda v: _sample(FW, v), int_at_least(1), small_ints),
+    ("sample_ntk_eigs.width", "width", lambda v: _sample(FW, width=v),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 80)),
+    ("sample_ntk_eigs.n_samples", "n_samples", lambda v: _sample(FW, n_samples=v), int_at_least(1),
+     lambda: small_ints(-2, 4)),
+    ("sample_ntk_eigs.seed", "seed", lambda v: _sample(FW, seed=v), seed_ok,
+     lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
+    ("sample_ntk_eigs.X", "X", lambda v: _sample(FW4, 3, X=v), _columns,
+     lambda: st.one_of(matrices(3), hnp.arrays(np.float64, (4, 3), elements=st.floats(-1e200, 1e200)))),
+    ("sample_ntk_eigs.readout", "readout", lambda v: _sample(FW, readout=v), one_of("gaussian", "sphere"),
+     lambda: st.one_of(st.sampled_from(["gaussian", "sphere", "uniform"]), scalars())),
+    ("fisher_law.net", "net", ntk.fisher_law, member(*FISHER_NETS), nets(FISHER_NETS, OTHER_NETS[-1:])),
+    ("fisher_law.q0", "q0", lambda v: ntk.fisher_law(FL, q0=v), _positive_q0, scalars),
+    ("fisher_law.return_all", "return_all", lambda v: ntk.fisher_law(FL, return_all=v),
+     lambda v: isinstance(v, (bool, np.bool_)), lambda: st.one_of(st.sampled_from([True, False, np.True_]),
+                                                                    scalars())),
+    ("fisher_moments.net", "net", ntk.fisher_moments, member(*FISHER_NETS), nets(FISHER_NETS, OTHER_NETS[-1:])),
+    ("fisher_moments.K", "K", lambda v: ntk.fisher_moments(FT, K=v), int_at_least(1), moment_count),
+    ("fisher_moments.q0", "q0", lambda v: ntk.fisher_moments(FT, q0=v), _positive_q0, scalars),
+    ("critical_learning_rate.net", "net", ntk.critical_learning_rate,
+     lambda v: None if v is ZERO_INPUT else member(*FISHER_NETS)(v), nets(FISHER_NETS, OTHER_NETS[-1:])),
+    ("critical_learning_rate.q0", "q0", lambda v: ntk.critical_learning_rate(FL, q0=v), _positive_q0, scalars),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", NTK, ids=[c[0] for c in NTK])
+def test_ntk(name, arg, call, valid, values):
+    """The NTK over data (Fan & Wang: coefficients, exact moments, the finite-width factor, the sampled NTK) and the
+    one-sample Fisher/NTK law of Hayase & Karakida (22 × 12 cases). critical_learning_rate of a net whose law is δ₀
+    (input q0 = 0) is at the edge: 2/λ_max = ∞."""
+    check_generated("ntk", 12, name, arg, call, valid, values())
+
+
+NTK_LAW = [
+    ("ntk_law.n_data", "n_data", lambda v: ntk.ntk_law(FW40, v), int_at_least(1), small_ints),
+    ("ntk_law.net", "net", lambda v: ntk.ntk_law(v, 10), member(*FAN_WANG_NETS), nets(FAN_WANG_NETS, OTHER_NETS)),
+    ("ntk_law.input_law", "input_law", lambda v: ntk.ntk_law(FW, 10, input_law=v), _gram_law, input_laws),
+    # finite_width=True, the valid alternative, is a ⊠ and a table (~15 s a case): test_ntk_law covers it
+    ("ntk_law.finite_width", "finite_width", lambda v: ntk.ntk_law(FW, 10, finite_width=v),
+     lambda v: isinstance(v, (bool, np.bool_)),
+     lambda: st.one_of(st.sampled_from([False, np.False_, 0, 1, "yes"]), scalars()).filter(lambda v: v is not True)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", NTK_LAW, ids=[c[0] for c in NTK_LAW])
+def test_ntk_law(name, arg, call, valid, values):
+    """The NTK's limit law over data (4 × 5 cases: a valid case solves the deterministic equivalents on a grid and
+    tabulates the density, ~0.3 s)."""
+    check_generated("ntk_law", 5, name, arg, call, valid, values())
 
 
 # --- sweeps --------------------------------------------------------------------------------------------------------

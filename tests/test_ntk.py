@@ -122,6 +122,44 @@ def test_fisher_needs_square_layers_and_positive_q0():
         montecarlo.sample_fisher_eigs(arch.mlp(2, 10), qhat="exact")
 
 
+
+def test_bad_arguments_of_the_ntk_and_fisher_functions_are_named():
+    """Found by tests/test_fuzz.py: a non-network gave AttributeError ('float' object has no attribute 'weights'),
+    n_data and K went through int() (NaN: "cannot convert float NaN to integer"; K = 0, -3, "1" or True were taken as
+    one moment), return_all took any truthy value, and the Fan–Wang settings' errors named sigma_w but not net."""
+    net = arch.mlp(1, 20, activation="erf")
+    for call, name in ((lambda: ntk.ntk_moments(1.0, 10), "net"), (lambda: ntk.ntk_coefficients("a", 10), "net"),
+                       (lambda: ntk.ntk_factor_variance(None), "net"), (lambda: fisher_law([1.0]), "net"),
+                       (lambda: ntk.fisher_moments(object()), "net"), (lambda: ntk.ntk_moments(net, np.nan), "n_data"),
+                       (lambda: ntk.ck_moments(net, "a"), "n_data"), (lambda: ntk.ntk_moments(net, 10, K=0), "K"),
+                       (lambda: ntk.ntk_moments(net, 10, K="1"), "K"), (lambda: ntk.fisher_moments(net, K=True), "K"),
+                       (lambda: ntk.ck_moments(net, 10, K=np.nan), "K"),
+                       (lambda: ntk.ntk_coefficients(arch.mlp(1, 20, sigma_w=1.5), 10), "net"),
+                       (lambda: fisher_law(arch.mlp(2, 10, activation="linear"), q0=5e-324), "q0")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            call()
+    with pytest.raises(TypeError, match="return_all"):
+        fisher_law(arch.mlp(2, 10, activation="linear"), return_all="yes")
+    with pytest.raises(OverflowError, match=r"\bK\b"):          # MP's moment of order 517 overflows
+        ntk.fisher_moments(arch.mlp(2, 10, activation="linear"), K=10 ** 6)
+    assert ntk.fisher_moments(arch.mlp(2, 10, activation="linear", sigma_w=1.2), K=1).shape == (1,)
+    assert ntk.ck_moments(net, 10, K=1).shape == (1,)
+
+
+def test_fisher_law_of_a_zero_input_is_a_point_mass_at_zero():
+    """ReLU in the ordered phase (σ_w² < 2, σ_b = 0) has q* = 0, so arch.mlp's default input is x₀ = 0 and Θ = 0:
+    fisher_moments raised "series reversion needs f(0) = 0 and f'(0) != 0" (a factor δ₀ has m₁ = 0) and
+    critical_learning_rate divided by λ_max = 0 (ZeroDivisionError). Now the moments are 0 and the learning rate is
+    refused naming net and q0."""
+    net = arch.mlp(2, 10, sigma_w=1.2, activation="relu")
+    assert net.q0 == 0.0
+    assert np.all(ntk.fisher_moments(net, K=3) == 0.0)
+    assert fisher_law(net).support() == (0.0, 0.0)
+    with pytest.raises(ValueError, match=r"\bnet\b.*\bq0\b"):
+        ntk.critical_learning_rate(net)
+    assert ntk.critical_learning_rate(net, q0=1.0) > 0
+
+
 # --- conjugate kernel -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("act", ["relu", "tanh", "erf"])

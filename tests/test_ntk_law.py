@@ -334,3 +334,11 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         sample_ntk_eigs(mlp(2, 100, sigma_b=0.1), n)
     with pytest.raises(ValueError, match="X must be finite"):
         sample_ntk_eigs(mlp(2, 100), n, X=np.full((100, n), np.nan))
+    # found by tests/test_fuzz.py: text for X gave "could not convert string to float", an array for readout "The
+    # truth value of an array … is ambiguous", and X of 1e200 an eigensolver's LinAlgError on the overflowed Gram
+    with pytest.raises(ValueError, match=r"\bX\b"):
+        sample_ntk_eigs(mlp(1, 4), 3, X="a")
+    with pytest.raises(ValueError, match="readout"):
+        sample_ntk_eigs(mlp(1, 4), 3, readout=np.array(["sphere"]))
+    with pytest.raises(OverflowError, match=r"\bX\b"):
+        sample_ntk_eigs(mlp(1, 4, activation="relu"), 3, X=np.full((4, 3), 1e200))

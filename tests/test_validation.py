@@ -430,3 +430,18 @@ def test_fixed_point_of_a_tiny_bias_converges():
     sb = 2.9095577026588976e-99
     net = arch.mlp(2, 10, sigma_b=sb)
     assert net.q[0] == pytest.approx(2 * sb ** 2, rel=1e-12)
+
+
+def test_one_of_and_boolean_refuse_arrays_and_other_types_naming_the_argument():
+    """one_of compared with ``value not in allowed``: an array gave NumPy's "The truth value of an array … is
+    ambiguous" (naming nothing) and np.array(["a"]) matched "a"; flags took any truthy value."""
+    from rmtnet.spectra._checks import boolean, one_of
+    for value in (np.array([]), np.array([[1.0, 2.0]]), np.array(["sgd"]), 1, None, b"sgd", ["sgd"]):
+        with pytest.raises(ValueError, match="optimizer must be one of"):
+            one_of("optimizer", value, ("sgd", "adamw"))
+    assert one_of("optimizer", "adamw", ("sgd", "adamw")) == "adamw"
+    assert one_of("optimizer", np.str_("sgd"), ("sgd", "adamw")) == "sgd"
+    for value in (1, 0, "yes", None, np.nan, np.array([True])):
+        with pytest.raises(TypeError, match="flag must be True or False"):
+            boolean("flag", value)
+    assert boolean("flag", np.True_) is True and boolean("flag", False) is False

@@ -85,10 +85,27 @@ def probabilities(name, q):
 
 
 def one_of(name, value, allowed):
-    """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices."""
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices. Only a
+    string matches a string choice, and values that do not compare as one bool (an array, whose ``==`` is
+    elementwise) match nothing: ``np.array(["sgd"])`` is not ``"sgd"``."""
+    def equal(choice):
+        if isinstance(choice, str) != isinstance(value, str):
+            return False
+        try:
+            return bool(value == choice)
+        except (TypeError, ValueError):
+            return False
+    if not any(equal(choice) for choice in allowed):
+        raise ValueError(f"{name} must be one of {allowed}, got {_short(value)}")
     return value
+
+
+def boolean(name, value):
+    """``value`` as a bool if it is one (Python's or NumPy's), else TypeError naming ``name``: a flag given 1, "yes"
+    or NaN is a mistake, not a truth value."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {_short(value)}")
+    return bool(value)
 
 
 def probability_vector(name, masses, *, total=1.0, tol=1e-10):

@@ -376,7 +376,8 @@ def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", ful
         raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
     Y = finite_array("Y_train", Y_train)
     if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
-        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k), got {Y.shape}")
+        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k) (a row for each row of "
+                         f"X_train), got {Y.shape}")
     noise = real_scalar("noise", noise, lo=0.0)
     method = _method(method)
     act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
@@ -560,7 +561,8 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
         raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
     Y = B.to_numpy(finite_array("Y_train", Y_train))
     if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
-        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k), got {Y.shape}")
+        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k) (a row for each row of "
+                         f"X_train), got {Y.shape}")
     eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
     reg = real_scalar("diag_reg", diag_reg, lo=0.0)
     if t is not None and steps is not None:

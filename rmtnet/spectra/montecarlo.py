@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _backend as B
-from ._checks import mlp_description, positive_integers
+from ._checks import finite_array, mlp_description, one_of, positive_integers
 from .meanfield import normalised_activation
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
                               layer_weights, random_input, signed_permutation, wishart_eigs)
@@ -183,27 +183,28 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
         raise ValueError(f"sample_ntk draws Fan & Wang's network: net must have weights='gaussian', sigma_w=1, "
                          f"sigma_b=0, got {net.weights!r}, {net.sigma_w}, {net.sigma_b}")
     positive_integers(n_data=n_data, n_samples=n_samples)
-    if readout not in READOUTS:
-        raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+    one_of("readout", readout, READOUTS)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     widths = net.scaled_widths(width)
     if X is None:
         x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64") / widths[0] ** 0.5
     else:
-        X = B.as_array(X, "float64")
+        X = finite_array("X", X, "float64")
         if X.ndim != 2 or tuple(X.shape) != (widths[0], n_data):
             raise ValueError(f"X must have shape (d0, n_data) = ({widths[0]}, {n_data}) (inputs as columns), got "
                              f"{tuple(X.shape)}")
-        if not bool(xp.all(xp.isfinite(X))):
-            raise ValueError("X must be finite (no NaN or inf)")
         x = xp.broadcast_to(xp.asarray(X), (n_samples,) + tuple(X.shape))
     weights = [rng.standard_normal((n_samples, n_out, n_in), dtype="float64")
                for n_in, n_out in zip(widths[:-1], widths[1:])]
     v = rng.standard_normal((n_samples, widths[-1], 1), dtype="float64")
     if readout == "sphere":
         v = v * (widths[-1] / xp.sum(v * v, axis=1, keepdims=True)) ** 0.5
-    return ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
+    out = ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
+    if not bool(xp.all(xp.isfinite(out[0] if return_parts else out))):
+        raise OverflowError("the NTK Gram matrix overflows float64: X's entries are too large (max |X| = "
+                            f"{float(xp.max(xp.abs(x))):.3g}; inputs of norm ≈ 1 are the model's)")
+    return out
 
 
 def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian"):

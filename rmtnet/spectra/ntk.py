@@ -36,7 +36,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ._checks import ConvergenceError, finite_array, moment_order, real_scalar
+from ._checks import (ConvergenceError, boolean, finite_array, integer_at_least, mlp_description, moment_order,
+                      real_scalar)
 from .free import free_mult, free_mult_scaled
 from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
@@ -52,17 +53,26 @@ __all__ = ["fisher_law", "ntk_factor_variance", "fisher_moments", "critical_lear
 # Fisher / one-sample NTK
 
 def _square(net, what):
+    net = mlp_description("net", net)
     if not net.square:
-        raise ValueError(f"{what} needs equal layer widths (a square network), got widths {net.widths}")
+        raise ValueError(f"{what} needs equal layer widths (a square network): net has widths {net.widths}")
+    return net
 
 
 def _with_input(net, q0):
-    """The same network fed an input with ‖x₀‖²/n₀ = q0 (q_ℓ recomputed by the mean-field recursion)."""
+    """The same network fed an input with ‖x₀‖²/n₀ = q0 (q_ℓ recomputed by the mean-field recursion). A q0 whose
+    variances q_ℓ or q̂_ℓ come out subnormal (below 2.2e-308, where a law scaled by them has an infinite density)
+    is refused naming q0."""
     if q0 is None:
         return net
     q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
     q = variance_profile(net.activation, net.sigma_w, net.sigma_b, q0, net.depth)
-    return replace(net, q0=q0, q=q)
+    out = replace(net, q0=q0, q=q)
+    tiny = np.finfo(float).tiny
+    if any(0 < v < tiny for v in (q0,) + tuple(q) + tuple(out.post_activation_moments())):
+        raise ValueError(f"q0 = {q0!r} makes a mean-field variance of net subnormal (below {tiny:.3g}); give a larger "
+                         "q0")
+    return out
 
 
 def _fisher_levels(net):
@@ -86,7 +96,8 @@ def fisher_law(net, q0=None, return_all=False):
     the network cut after layer ℓ with a linear read-out (``last_activation=False``) — the same q_ℓ and q̂_ℓ, since
     they depend only on the layers below — and μ_L is this net's own law. A sweep over depth thus costs one deep
     recursion instead of one per depth."""
-    _square(net, "fisher_law")
+    net = _square(net, "fisher_law")
+    return_all = boolean("return_all", return_all)
     net = _with_input(net, q0)
     s2 = float(net.sigma_w) ** 2
     mp = MarchenkoPastur(1.0) if net.weights == "gaussian" else None
@@ -106,25 +117,44 @@ def fisher_law(net, q0=None, return_all=False):
 def fisher_moments(net, K=4, q0=None):
     """Exact m₁ … m_K of :func:`fisher_law`, by the same recursion on moment sequences (S-transform series for ⊠,
     the binomial theorem for the shift), without any density: the independent check of the tabulated law."""
-    from . import series
-    _square(net, "fisher_moments")
+    net = _square(net, "fisher_moments")
+    want = integer_at_least("K", K, 1)
     net = _with_input(net, q0)
     s2 = float(net.sigma_w) ** 2
     levels = _fisher_levels(net)
-    K = max(int(K), 2)
+    K = max(want, 2)
 
     def moments(mu):
         return np.array([mu.moment(k) for k in range(1, K + 1)])
 
-    mp = moments(MarchenkoPastur(1.0)) if net.weights == "gaussian" else None
-    m = levels[0][0] ** np.arange(1, K + 1, dtype=float)
-    for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
-        facs = [(f, 1.0) for f in (moments(d2) if d2 is not None else None, mp, m) if f is not None]
-        prod = series.product_moments(facs, K) if len(facs) > 1 else m
-        m = _affine_moments(prod, s2, qhat)
-    if levels[-1][1] is not None:
-        m = series.product_moments([(moments(levels[-1][1]), 1.0), (m, 1.0)], K)
-    return m
+    try:
+        mp = moments(MarchenkoPastur(1.0)) if net.weights == "gaussian" else None
+        m = levels[0][0] ** np.arange(1, K + 1, dtype=float)
+        for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
+            facs = [f for f in (moments(d2) if d2 is not None else None, mp, m) if f is not None]
+            m = _affine_moments(_product_moments(facs, K), s2, qhat)
+        if levels[-1][1] is not None:
+            m = _product_moments([moments(levels[-1][1]), m], K)
+    except OverflowError as exc:                        # a factor's moment of order ≤ K beyond float64
+        raise OverflowError(f"fisher_moments(K={want}): a factor's moments up to order K are not representable in "
+                            f"float64 ({exc})") from None
+    if not np.all(np.isfinite(m)):
+        raise OverflowError(f"fisher_moments(K={want}): m_1 … m_K of the law of net (q0 = {net.q0!r}, q̂ = "
+                            f"{tuple(float(v) for v in net.post_activation_moments())}) are not representable in "
+                            f"float64 (got {m[:want]}); lower K or bring q0 nearer 1")
+    return m[:want]
+
+
+def _product_moments(moment_sequences, K):
+    """m₁ … m_K of the ⊠ of laws on [0, ∞) given by their moments. A law with m₁ = 0 is δ₀ (the input of a network
+    with q0 = 0, or a layer whose φ′ vanishes), and δ₀ ⊠ μ = δ₀: all zeros, where the S-transform series (which
+    needs m₁ ≠ 0) cannot be formed."""
+    from . import series
+    if len(moment_sequences) == 1:
+        return moment_sequences[0]
+    if any(seq[0] == 0 for seq in moment_sequences):
+        return np.zeros(K)
+    return series.product_moments([(seq, 1.0) for seq in moment_sequences], K)
 
 
 def _affine_moments(m, a, b):
@@ -136,22 +166,29 @@ def _affine_moments(m, a, b):
 
 
 def critical_learning_rate(net, q0=None):
-    """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (Hayase & Karakida, AISTATS 2021)."""
+    """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (Hayase & Karakida, AISTATS 2021).
+    Where the law is δ₀ (an input with q0 = 0, e.g. ReLU's fixed point in the ordered phase) no learning rate
+    diverges: ValueError naming net and q0."""
     law = fisher_law(net, q0)
-    return 2.0 / law.hull()[1]
+    top = law.hull()[1]
+    if not top > 0:
+        net = _with_input(net, q0)
+        raise ValueError(f"the Fisher/NTK law of net is δ₀ (q0 = {net.q0!r}: every q̂_ℓ is 0), so gradient descent "
+                         "diverges at no learning rate; give a q0 > 0")
+    return 2.0 / top
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Conjugate kernel
 
 def _ck_setup(net, n_data):
-    if isinstance(n_data, bool) or int(n_data) != n_data or n_data < 1:
-        raise ValueError(f"n_data must be a positive integer, got {n_data!r}")
+    net = mlp_description("net", net)
+    n_data = integer_at_least("n_data", n_data, 1)
     if net.weights != "gaussian":
-        raise ValueError(f"ck_law is Fan & Wang's Gaussian-weight result: weights must be 'gaussian', got "
+        raise ValueError(f"net must be Fan & Wang's Gaussian-weight network: weights must be 'gaussian', got "
                          f"{net.weights!r}")
     if net.sigma_w != 1.0 or net.sigma_b != 0.0:
-        raise ValueError(f"ck_law uses Fan & Wang's scaling: sigma_w must be 1 and sigma_b 0, got sigma_w="
+        raise ValueError(f"net must use Fan & Wang's scaling: sigma_w must be 1 and sigma_b 0, got sigma_w="
                          f"{net.sigma_w}, sigma_b={net.sigma_b}")
     act = normalised_activation(net.activation)
     b = gaussian_expectation(act.dphi, 1.0, act.breakpoints) ** 2
@@ -186,12 +223,13 @@ def ck_moments(net, n_data, K=4):
     """Exact m₁ … m_K of :func:`ck_law` (iid Gaussian data) from moment sequences alone."""
     from . import series
     b, gammas = _ck_setup(net, n_data)
-    K = max(int(K), 2)
+    want = integer_at_least("K", K, 1)
+    K = max(want, 2)
     m = np.array([MarchenkoPastur(gammas[0]).moment(k) for k in range(1, K + 1)])
     for g in gammas[1:]:
         mp = np.array([MarchenkoPastur(g).moment(k) for k in range(1, K + 1)])
         m = series.product_moments([(mp, 1.0), (_affine_moments(m, b, 1.0 - b), 1.0)], K)
-    return m
+    return m[:want]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -574,7 +612,15 @@ def ntk_moments(net, n_data, K=4, input_law=None):
     """Exact m₁ … m_K of :func:`ntk_law`, from the same equations in formal power series (no density, no grid):
     the independent check of the law's table. ``input_law``'s moments up to K + 2 are used."""
     r_plus, coef, b, gammas, mu0 = _ntk_setup(net, n_data, input_law)
-    return _ntk_series(r_plus, coef, b, gammas, mu0, max(int(K), 1))
+    K = integer_at_least("K", K, 1)
+    try:
+        m = _ntk_series(r_plus, coef, b, gammas, mu0, K)
+    except OverflowError as exc:                        # an input moment of order ≤ K + 2 beyond float64
+        raise OverflowError(f"ntk_moments(K={K}): input_law's moments up to order K + 2 are needed and are not "
+                            f"representable in float64 ({exc})") from None
+    if not np.all(np.isfinite(m)):
+        raise OverflowError(f"ntk_moments(K={K}): the moments are not representable in float64 (got {m}); lower K")
+    return m
 
 
 def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
@@ -612,8 +658,7 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
     0.080 / 0.019 at depth 3. The draws' common scale is not in it: each network's spectrum moves as a whole by about
     1–2 % from draw to draw at n = 2000 (more for tanh than ReLU), so pool several networks or compare each draw's
     spectrum divided by its mean eigenvalue."""
-    if not isinstance(finite_width, (bool, np.bool_)):
-        raise TypeError(f"finite_width must be True or False, got {finite_width!r}")
+    finite_width = boolean("finite_width", finite_width)
     law = _combination_law(*_ntk_setup(net, n_data, input_law))
     if not finite_width:
         return law
@@ -646,6 +691,7 @@ def ntk_factor_variance(net):
     Against the measured spread of K_ii/A_ii (n = 400, d₀ = 2n, d_ℓ = n, 4 networks, ±1.8 %): measured/predicted
     sd 1.044, 0.985, 0.986 for ReLU at depth 1–3, 1.017, 1.007, 1.008 for tanh. Not included: the dependence of
     ρ_k on q_{k−1} (zero for ReLU) and the per-network common scale."""
+    net = mlp_description("net", net)
     a, b, _ = _fan_wang_constants(net, net.widths[0])
     act = normalised_activation(net.activation)
 
