@@ -245,3 +245,16 @@ def test_freeness_figure(tmp_path):
     assert tables["gaussian abab_c"].attrs["slope"] < -0.5
     assert tables["control abab_c"].attrs["slope"] > -0.2
     assert tables["control abab_c"].abs_mean.iloc[-1] >= 10 * tables["haar abab_c"].abs_mean.iloc[-1]
+
+
+def test_freeness_test_names_its_arguments_and_refuses_degenerate_nets():
+    """Found by tests/test_fuzz.py: widths/words/cases that are not sequences gave "'float' object is not
+    iterable", a depth-1 net an error that did not name net, and a linear (or saturated tanh) net, whose D² is
+    constant so that every deviation is exactly 0, "y must be finite and non-zero (its logarithm is fitted)"."""
+    for kwargs, name in ((dict(widths=None), "widths"), (dict(widths=3.0), "widths"), (dict(words=1.0), "words"),
+                         (dict(cases=None), "cases"), (dict(words=object()), "words")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            freeness_test(mlp(2, 4, activation="tanh"), n_samples=2, **{"widths": (4, 6), **kwargs})
+    for net in (mlp(1, 4), mlp(2, 4, activation="linear"), mlp(2, 4, sigma_w=100.0, activation="tanh")):
+        with pytest.raises(ValueError, match=r"\bnet\b"):
+            freeness_test(net, widths=(4, 6, 8), n_samples=2)

@@ -696,6 +696,85 @@ def test_ntk_law(name, arg, call, valid, values):
     check_generated("ntk_law", 5, name, arg, call, valid, values())
 
 
+# --- freeness, structured operators, Lanczos ------------------------------------------------------------------------
+from rmtnet.spectra import operators  # noqa: E402
+from rmtnet.spectra.freeness import CASES as FREENESS_CASES, WORDS, freeness_test  # noqa: E402
+from rmtnet.spectra.lanczos import top_eigenvalues  # noqa: E402
+
+FNET = arch.mlp(3, 4, sigma_w=1.5, sigma_b=0.1, activation="tanh")
+
+
+def _freeness(net=FNET, **kw):
+    """freeness_test at widths 4, 6, 8 with 2 networks each; the table and the slopes (with two distinct widths
+    the spread's slope has no residual-based error: sd_slope_se is NaN by design, so it is left out)."""
+    result = freeness_test(net, **{"widths": (4, 6, 8), "n_samples": 2, **kw})
+    slopes = result.slopes if result.table.N.nunique() > 2 else result.slopes.drop(columns="sd_slope_se")
+    return result.table, slopes
+
+
+def _sequence_of(ok, at_least=1):
+    """A non-empty sequence (a lone str counts as one item) whose items all pass ``ok``."""
+    def valid(v):
+        if isinstance(v, str):
+            return ok(v)
+        if isinstance(v, (bytes, dict, np.ndarray)) or not isinstance(v, (list, tuple, range)):
+            return False
+        verdicts = [ok(item) for item in v]
+        if len(v) < at_least or False in verdicts:
+            return False
+        return None if None in verdicts else True
+    return valid
+
+
+def _widths_ok(v):
+    if isinstance(v, str):
+        return False
+    ok = _sequence_of(lambda w: True if isinstance(w, numbers.Integral) and not isinstance(w, bool) and w >= 2
+                      else (None if int_at_least(2)(w) is None else False))(v)
+    return ok if ok is False or len(set(v)) >= 2 else False
+
+
+def _words():
+    return st.one_of(st.lists(st.sampled_from(list(WORDS) + ["abc", ""]), max_size=3), st.sampled_from(WORDS),
+                     scalars())
+
+
+def _cases():
+    return st.one_of(st.lists(st.sampled_from(list(FREENESS_CASES) + ["free"]), max_size=3),
+                     st.sampled_from(FREENESS_CASES), scalars())
+
+
+FREENESS_NETS = [FNET, arch.mlp(2, 4, activation="relu"), arch.mlp(2, 4, activation="linear"),
+                 arch.mlp(2, 4, sigma_w=100.0, activation="tanh"), arch.mlp(1, 4), arch.mlp(2, 4, ratios=[1.0, 2.0])]
+
+FREENESS = [
+    ("freeness_test.widths", "widths", lambda v: _freeness(widths=v), _widths_ok,
+     lambda: st.one_of(st.lists(small_ints(-1, 10), max_size=4), st.sampled_from([(4, 4, 6), (2, 3), range(2, 5)]),
+                       scalars())),
+    ("freeness_test.n_samples", "n_samples", lambda v: _freeness(n_samples=v), int_at_least(2),
+     lambda: small_ints(-2, 6)),
+    ("freeness_test.words", "words", lambda v: _freeness(words=v), _sequence_of(lambda w: w in WORDS), _words),
+    ("freeness_test.cases", "cases", lambda v: _freeness(cases=v), _sequence_of(lambda c: c in FREENESS_CASES),
+     _cases),
+    ("freeness_test.control", "control", lambda v: _freeness(control=v), one_of("permutation", "shuffled"),
+     lambda: st.one_of(st.sampled_from(["permutation", "shuffled", "haar"]), scalars())),
+    ("freeness_test.layer", "layer", lambda v: _freeness(layer=v),
+     lambda v: v is None or (int_at_least(2)(v) is True and v <= 3) or (False if int_at_least(2)(v) is False or
+                                                                        v > 3 else None), lambda: small_ints(-1, 5)),
+    ("freeness_test.seed", "seed", lambda v: _freeness(seed=v), lambda v: int_at_least(0)(v) is True,
+     lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
+    # a linear or saturated activation makes D² constant: every deviation is 0 and no slope exists (named refusal)
+    ("freeness_test.net", "net", lambda v: _freeness(v),
+     lambda v: None if any(v is n for n in FREENESS_NETS[:4]) else False, nets(FREENESS_NETS)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", FREENESS, ids=[c[0] for c in FREENESS])
+def test_freeness(name, arg, call, valid, values):
+    """The freeness test's arguments at widths 4–8 (8 × 10 cases): finite tables and slopes, or a named refusal."""
+    check_generated("freeness", 10, name, arg, call, valid, values())
+
+
 # --- sweeps --------------------------------------------------------------------------------------------------------
 def _score(seed, **config):
     return {"v": 1.0}

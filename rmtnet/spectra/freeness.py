@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import array_api_compat
@@ -81,10 +82,17 @@ def _choice(name, v, allowed):
     return v
 
 
+def _sequence(name, v, what):
+    """``v`` as a tuple (a lone string as a 1-tuple), or ValueError naming ``name`` if it is not a sequence."""
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, (bytes, dict)) or not isinstance(v, Iterable):
+        raise ValueError(f"{name} must be {what}, got {v!r:.60}")
+    return tuple(v)
+
+
 def _words(words):
-    if isinstance(words, str):
-        words = (words,)
-    words = tuple(words)
+    words = _sequence("words", words, f"a word or a non-empty subset of {WORDS}")
     if not words:
         raise ValueError(f"words must be a non-empty subset of {WORDS}, got ()")
     for w in words:
@@ -281,8 +289,8 @@ def freeness_deviations(net, width, n_samples=32, seed=0, backend=None, weights=
     words = _words(words)
     layer = net.depth if layer is None else layer
     if net.depth < 2:
-        raise ValueError(f"the freeness test needs depth ≥ 2 (the pair D_ℓ², W_ℓD_{{ℓ-1}}²W_ℓᵀ has ℓ ≥ 2), "
-                         f"got depth {net.depth}")
+        raise ValueError(f"net must have depth ≥ 2 for the freeness test (the pair D_ℓ², W_ℓD_{{ℓ-1}}²W_ℓᵀ has "
+                         f"ℓ ≥ 2), got depth {net.depth}")
     layer = _int("layer", layer, lo=2)
     if layer > net.depth:
         raise ValueError(f"layer must lie in [2, {net.depth}] (the network's depth), got {layer}")
@@ -419,22 +427,22 @@ def freeness_test(net=None, *, widths=(64, 128, 256, 512), n_samples=32, words=W
     elif mlp_kwargs:
         raise ValueError(f"give either net or network keyword arguments, not both (got {sorted(mlp_kwargs)})")
     net = _square_net(net)
-    if isinstance(widths, numbers.Number) or isinstance(widths, str):
+    if isinstance(widths, str):
         raise ValueError(f"widths must be a sequence of integers ≥ 2, got {widths!r}")
+    widths = _sequence("widths", widths, "a sequence of integers ≥ 2")
     widths = tuple(sorted({_int("widths", w, lo=2) for w in widths}))
     if len(widths) < 2:
         raise ValueError(f"widths must contain at least two distinct integers ≥ 2, got {widths}")
     n_samples = _int("n_samples", n_samples, lo=2)
     words = _words(words)
-    if isinstance(cases, str):
-        cases = (cases,)
-    cases = tuple(_choice("cases", c, CASES) for c in cases)
+    cases = tuple(_choice("cases", c, CASES) for c in _sequence("cases", cases, f"a non-empty subset of {CASES}"))
     if not cases:
         raise ValueError(f"cases must be a non-empty subset of {CASES}")
     control = _choice("control", control, CONTROLS)
     seed = _int("seed", seed, lo=0)
     if net.depth < 2:
-        raise ValueError(f"the freeness test needs depth ≥ 2, got depth {net.depth}")
+        raise ValueError(f"net must have depth ≥ 2 for the freeness test (the pair D_ℓ², W_ℓD_{{ℓ-1}}²W_ℓᵀ has "
+                         f"ℓ ≥ 2), got depth {net.depth}")
     layer = net.depth if layer is None else _int("layer", layer, lo=2)
     if layer > net.depth:
         raise ValueError(f"layer must lie in [2, {net.depth}] (the network's depth), got {layer}")
@@ -455,6 +463,12 @@ def freeness_test(net=None, *, widths=(64, 128, 256, 512), n_samples=32, words=W
     for case in cases:
         for w in words:
             t = table[(table.case == case) & (table.word == w)].sort_values("N")
+            if np.any(t["mean"] == 0):
+                raise ValueError(
+                    f"the {w!r} deviations of case {case!r} are exactly 0 at N = {list(t.N[t['mean'] == 0])}: D_ℓ² is "
+                    f"constant there (net's activation {net.activation.name!r} at sigma_w={net.sigma_w}, sigma_b="
+                    f"{net.sigma_b} is linear or saturated), so (a, b) are trivially free and log|deviation| cannot "
+                    "be fitted")
             fit = loglog_fit(t.N, t["mean"], t.se)
             sd_fit = loglog_fit(t.N, t.sd)
             rows.append(dict(case=case, word=w, slope=fit.slope, slope_se=fit.slope_se, sd_slope=sd_fit.slope,
