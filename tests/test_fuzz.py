@@ -775,6 +775,72 @@ def test_freeness(name, arg, call, valid, values):
     check_generated("freeness", 10, name, arg, call, valid, values())
 
 
+MNET = arch.mlp(2, 8, sigma_w=1.1, sigma_b=0.1, activation="tanh")
+STRUCTURED = operators.mixer_network(MNET, 3, 2, seed=0)
+
+
+def _gram(structured):
+    """The dense JJᵀ of a drawn structured network (m ≤ 144 here)."""
+    return structured.jacobian_gram().to_dense()
+
+
+OPERATORS = [
+    ("mixer_network.net", "net", lambda v: _gram(operators.mixer_network(v, 3, 2, seed=0)),
+     member(MNET, FL, FT, ZERO_INPUT), nets([MNET, FL, FT, ZERO_INPUT])),
+    ("mixer_network.tokens", "tokens", lambda v: _gram(operators.mixer_network(MNET, v, 2, seed=0)), int_at_least(1),
+     lambda: small_ints(-2, 12)),
+    ("mixer_network.channels", "channels", lambda v: _gram(operators.mixer_network(MNET, 3, v, seed=0)),
+     int_at_least(1), lambda: small_ints(-2, 12)),
+    ("mixer_network.structure", "structure", lambda v: _gram(operators.mixer_network(MNET, 3, 2, structure=v, seed=0)),
+     one_of("kronecker", "permuted"), lambda: st.one_of(st.sampled_from(["kronecker", "permuted", "dense"]),
+                                                        scalars())),
+    ("mixer_network.permutations", "permutations",
+     lambda v: _gram(operators.mixer_network(MNET, 3, 2, structure="permuted", permutations=v, seed=0)),
+     one_of("random", "commutation"), lambda: st.one_of(st.sampled_from(["random", "commutation", "identity"]),
+                                                        scalars())),
+    ("mixer_network.seed", "seed", lambda v: _gram(operators.mixer_network(MNET, 3, 2, seed=v)), seed_ok,
+     lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
+    ("sparse_network.density", "density", lambda v: _gram(operators.sparse_network(MNET, 3, 2, density=v, seed=0)),
+     lambda v: True if v is None else real_in(0, 1, lo_open=True)(v), scalars),
+    ("sparse_network.tokens", "tokens", lambda v: _gram(operators.sparse_network(MNET, v, 2, seed=0)),
+     int_at_least(1), lambda: small_ints(-2, 12)),
+    ("mlp_network.width", "width", lambda v: _gram(operators.mlp_network(MNET, v, seed=0)),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 40)),
+    ("jacobian_gram.side", "side", lambda v: STRUCTURED.jacobian_gram(v).to_dense(), one_of("output", "input"),
+     lambda: st.one_of(st.sampled_from(["output", "input", "both"]), scalars())),
+    ("fisher_dual.qhat", "qhat", lambda v: STRUCTURED.fisher_dual(v).to_dense(), one_of("empirical", "mean_field"),
+     lambda: st.one_of(st.sampled_from(["empirical", "mean_field", "exact"]), scalars())),
+    ("factor_gram.layer", "layer", lambda v: STRUCTURED.factor_gram(v).to_dense(),
+     lambda v: int_at_least(1)(v) and (v <= 2 or False), lambda: small_ints(-2, 4)),
+    ("factor_gram.index", "index", lambda v: STRUCTURED.factor_gram(1, v).to_dense(),
+     lambda v: int_at_least(0)(v) and (v <= 1 or False), lambda: small_ints(-2, 4)),
+    ("slq.n_probes", "n_probes", lambda v: slq(SPD, 2, v, seed=0), int_at_least(1), lambda: small_ints(-2, 8)),
+    ("slq.seed", "seed", lambda v: slq(SPD, 2, 2, seed=v), seed_ok, lambda: st.one_of(st.integers(-5, 2 ** 70),
+                                                                                     scalars())),
+    ("slq.probe", "probe", lambda v: slq(SPD, 2, 2, probe=v, seed=0), one_of("rademacher", "gaussian"),
+     lambda: st.one_of(st.sampled_from(["rademacher", "gaussian", "normal"]), scalars())),
+    ("slq.reorth", "reorth", lambda v: slq(SPD, 2, 2, reorth=v, seed=0), one_of("full", "none"),
+     lambda: st.one_of(st.sampled_from(["full", "none", "partial"]), scalars())),
+    ("slq.dim", "dim", lambda v: slq(lambda X: 2.0 * X, 1, 2, dim=v, seed=0), int_at_least(1),
+     lambda: small_ints(-2, 12)),
+    ("slq.block", "block", lambda v: slq(lambda X: 2.0 * X, 2, 2, dim=3, block=v, seed=0),
+     lambda v: isinstance(v, (bool, np.bool_)), lambda: st.one_of(st.sampled_from([True, False]), scalars())),
+    ("slq.operator.structured", "operator", lambda v: slq(v, 2, 2, seed=0), lambda v: True,
+     lambda: st.sampled_from([STRUCTURED.jacobian_gram(), STRUCTURED.fisher_dual(),
+                              STRUCTURED.factor_gram(2, 1), STRUCTURED.jacobian_gram().aslinearoperator()])),
+    ("top_eigenvalues.k", "k", lambda v: top_eigenvalues(SPD, v), lambda v: int_at_least(1)(v) and (v <= 3 or False),
+     lambda: small_ints(-2, 6)),
+    ("top_eigenvalues.tol", "tol", lambda v: top_eigenvalues(SPD, 1, tol=v), real_in(0, 1, lo_open=True), scalars),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", OPERATORS, ids=[c[0] for c in OPERATORS])
+def test_operators_lanczos(name, arg, call, valid, values):
+    """Matrix-free Mixer, SW-MLP and dense networks (S·C ≤ 144), their operators, SLQ and the top eigenvalues
+    (22 × 12 cases): finite spectra or a named refusal."""
+    check_generated("operators_lanczos", 12, name, arg, call, valid, values())
+
+
 # --- sweeps --------------------------------------------------------------------------------------------------------
 def _score(seed, **config):
     return {"v": 1.0}

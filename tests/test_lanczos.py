@@ -440,3 +440,27 @@ def test_cupy_slq_and_top_eigenvalues_equal_numpy():
     q = lz.slq(network.jacobian_gram(), n_steps=40, n_probes=4, seed=1)
     u = (np.arange(4000) + 0.5) / 4000
     assert plot.ks_distance(jacobian_law(net), q.interpolated(lower=0.0).quantile(u)) < 0.02
+
+
+def test_tiny_mask_density_and_non_networks_are_handled():
+    """Found by tests/test_fuzz.py: bernoulli_csr at density ≲ 1e-19 never returned (geometric() saturates at
+    2⁶³ − 1 and the int64 running sums wrapped negative, so the mask never reached its end): now an empty mask at
+    once; a non-network gave "mixer_network needs a network description", naming no argument; slq took any truthy
+    block."""
+    import time
+
+    from rmtnet import arch
+    from rmtnet.spectra import operators
+    from rmtnet.spectra.lanczos import slq
+    start = time.perf_counter()
+    for p in (1e-308, 5e-324, 1e-19):
+        assert operators.bernoulli_csr(6, 6, p, 1.0, 0).nnz == 0
+    net = arch.mlp(2, 8, sigma_w=1.1, activation="tanh")
+    J = operators.sparse_network(net, 3, 2, density=1e-300, seed=0).jacobian_gram().to_dense()
+    assert np.all(J == 0.0) and time.perf_counter() - start < 5
+    assert operators.bernoulli_csr(6, 6, 1.0, 1.0, 0).nnz == 36
+    for build in (operators.mixer_network, operators.sparse_network):
+        with pytest.raises(ValueError, match=r"\bnet\b"):
+            build(1.0, 3, 2)
+    with pytest.raises(TypeError, match="block"):
+        slq(lambda X: 2.0 * X, 2, 2, dim=3, block="no")

@@ -63,7 +63,7 @@ from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
 from .. import _backend as B
-from ._checks import (ConvergenceError, finite_array, integer_at_least, moment_order, one_of, probabilities,
+from ._checks import (ConvergenceError, boolean, finite_array, integer_at_least, moment_order, one_of, probabilities,
                       real_scalar)
 from .measures import GridDensity, Measure, PointMasses, binned_cauchy
 
@@ -248,7 +248,7 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
 
     Returns a :class:`SpectralQuadrature` (a probability measure; the probes' quadratures averaged with equal
     weight)."""
-    f, m, be = as_block_operator(operator, dim, backend, block)
+    f, m, be = as_block_operator(operator, dim, backend, boolean("block", block))
     n_steps = integer_at_least("n_steps", n_steps, 1)
     if n_steps > m:
         raise ValueError(f"n_steps must lie in [1, m] = [1, {m}], got {n_steps}")
@@ -535,7 +535,7 @@ def top_eigenvalues(operator, k=1, *, tol=1e-10, maxiter=None, ncv=None, seed=0,
     Cost: the top of a random-matrix spectrum at large m is a near-continuum (gaps ~ m^{-2/3} times the edge), so a
     tight ``tol`` there takes many restarts (hundreds of matvecs at m = 10⁶). :attr:`SpectralQuadrature.top` with its
     residual bound :attr:`SpectralQuadrature.top_residual` comes free with an SLQ run."""
-    f, m, be = as_block_operator(operator, dim, backend, block)
+    f, m, be = as_block_operator(operator, dim, backend, boolean("block", block))
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < m:
         raise ValueError(f"k must be an integer in [1, m - 1] = [1, {m - 1}], got {k!r}")
     tol = real_scalar("tol", tol, lo=0.0, hi=1.0, lo_open=True)

@@ -204,7 +204,9 @@ def bernoulli_csr(n_out, n_in, density, std, seed):
     chunks, last = [], -1
     while True:
         need = max(int((total - 1 - last) * p * 1.05) + 64, 64)
-        pos = last + np.cumsum(rng.geometric(p, size=need))
+        # a gap beyond the end ends the mask whatever its size: capped at total + 1, the sums cannot overflow int64
+        # (at p ≲ 1e-19 geometric() saturates at 2⁶³ − 1, and the wrapped negative sums never reached the end)
+        pos = last + np.cumsum(np.minimum(rng.geometric(p, size=need), total + 1))
         done = pos[-1] >= total
         pos = pos[pos < total]
         chunks.append(pos)
@@ -425,7 +427,8 @@ def _bias(net, m, rng):
 def _check_net(net, what):
     for attr in ("depth", "weights", "sigma_w", "sigma_b", "activation", "last_activation", "q0"):
         if not hasattr(net, attr):
-            raise ValueError(f"{what} needs a network description (rmtnet.arch.mlp), missing {attr!r}")
+            raise ValueError(f"net must be a network description (rmtnet.arch.mlp) for {what}, got "
+                             f"{type(net).__name__} (no {attr!r})")
 
 
 def mixer_network(net, tokens, channels, *, structure="kronecker", permutations="random", seed=None, backend=None):
