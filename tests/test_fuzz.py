@@ -937,6 +937,263 @@ def test_nets(name, arg, call, valid, values):
     check_generated("nets", 15, name, arg, call, valid, values())
 
 
+# --- torch: training, probes, representation similarity -------------------------------------------------------
+from rmtnet.nets import probes, similarity, training  # noqa: E402
+
+_g = torch.Generator().manual_seed(0)
+_X, _Y = torch.randn(8, 4, generator=_g), torch.randint(0, 2, (8,), generator=_g)
+TINY = nd.Dataset(_X, _Y, _X[:4].clone(), _Y[:4].clone(), 2, "tiny", (4,))      # 8 + 4 examples, 4 features, 2 classes
+
+
+def _train(model=None, data=TINY, **kw):
+    """One epoch of two steps of a 4-3-2 MLP on TINY, in a fresh working directory (checkpoints and metrics written
+    there): the metrics table."""
+    model = nm.MLP([4, 3, 2], seed=0) if model is None else model
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            return training.train(model, data, **{"epochs": 1, "batch_size": 4, "progress": False, **kw})
+        finally:
+            os.chdir(here)
+
+
+def _file_path(v):
+    """A checkpoint or metrics path: None, or a str/PathLike naming a file (not an existing directory)."""
+    if v is None:
+        return True
+    if not isinstance(v, (str, os.PathLike)):
+        return False
+    return False if str(v) in ("", ".") else (None if str(v).endswith("/") else True)
+
+
+def _choice_or_callable(*allowed):
+    return lambda v: callable(v) or (isinstance(v, str) and v in allowed)
+
+
+class _Fixed(torch.nn.Module):
+    """A model whose output does not depend on its parameters' values: a 4 → 2 map that ignores them."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, x):
+        return x[:, :2] * (1 + 0 * self.w)
+
+
+TRAIN_MODELS = [nm.MLP([4, 3, 2], seed=0), nm.MLP([3, 2], seed=0), torch.nn.Linear(4, 2), _Fixed()]
+
+TRAINING = [
+    ("train.model", "model", lambda v: _train(v),
+     lambda v: True if any(v is m for m in (TRAIN_MODELS[0], TRAIN_MODELS[2], TRAIN_MODELS[3])) else False,
+     lambda: st.one_of(st.sampled_from(TRAIN_MODELS), scalars())),
+    ("train.data", "data", lambda v: _train(data=v), lambda v: v is TINY,
+     lambda: st.one_of(st.just(TINY), scalars())),
+    ("train.epochs", "epochs", lambda v: _train(epochs=v), int_at_least(1), lambda: small_ints(-2, 4)),
+    ("train.batch_size", "batch_size", lambda v: _train(batch_size=v), int_at_least(1), lambda: small_ints(-2, 12)),
+    ("train.lr", "lr", lambda v: _train(lr=v), real_in(0, lo_open=True), scalars),
+    ("train.momentum", "momentum", lambda v: _train(momentum=v), real_in(0, 1, hi_open=True), scalars),
+    ("train.weight_decay", "weight_decay", lambda v: _train(weight_decay=v), real_in(0), scalars),
+    ("train.optimizer", "optimizer", lambda v: _train(optimizer=v), one_of("sgd", "adamw"),
+     lambda: st.one_of(st.sampled_from(["sgd", "adamw", "SGD", "adam"]), scalars())),
+    ("train.schedule", "schedule", lambda v: _train(schedule=v),
+     _choice_or_callable(*training.SCHEDULES),
+     lambda: st.one_of(st.sampled_from(list(training.SCHEDULES) + ["linear"]), scalars())),
+    ("train.loss", "loss", lambda v: _train(loss=v), lambda v: v is None or _choice_or_callable(*training.LOSSES)(v),
+     lambda: st.one_of(st.sampled_from(list(training.LOSSES) + ["l1"]), scalars())),
+    ("train.seed", "seed", lambda v: _train(seed=v), lambda v: int_at_least(0)(v) is True and v < 2 ** 63,
+     lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
+    ("train.eval_every", "eval_every", lambda v: _train(epochs=2, eval_every=v), int_at_least(1),
+     lambda: small_ints(-2, 4)),
+    ("train.dtype", "dtype", lambda v: _train(dtype=v),
+     lambda v: v is None or any(v is d for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)),
+     lambda: st.one_of(st.sampled_from([torch.float32, torch.float64, torch.float16, torch.int64, torch.bool,
+                                        torch.complex64, "float32", np.float32]), scalars())),
+    ("train.checkpoint", "checkpoint", lambda v: _train(checkpoint=v), _file_path,
+     lambda: st.one_of(st.sampled_from(["ck.pt", "sub/ck.pt", Path("ck.pt"), "", ".", "sub/"]), scalars())),
+    ("train.metrics", "metrics", lambda v: _train(metrics=v), _file_path,
+     lambda: st.one_of(st.sampled_from(["m.csv", "sub/m.csv", Path("m.csv"), "", "."]), scalars())),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", TRAINING, ids=[c[0] for c in TRAINING])
+def test_training(name, arg, call, valid, values):
+    """train's arguments on a 4-3-2 MLP and 8 examples (15 × 10 cases): a finite metrics table, or a named refusal;
+    a run that diverges (lr or weight_decay far too large) is a DivergenceError, an OverflowError naming them."""
+    check_generated("training", 10, name, arg, call, valid, values())
+
+
+PMODEL = nm.MLP([3, 4, 2], seed=0).double()
+PX = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64).reshape(2, 3)
+MIXER = nm.MLPMixer(4, 3, 4, 1, 2, seed=0)
+
+
+def tensors(n_features=3):
+    """Inputs of a model taking (n, 3): right, wrong widths and dtypes, empty, NaN, 1-D, tuples, and junk."""
+    return st.one_of(
+        st.sampled_from([PX, PX.float(), PX[:1], torch.zeros(0, n_features, dtype=torch.float64),
+                         torch.zeros(2, n_features + 1, dtype=torch.float64), torch.full((2, n_features), math.nan),
+                         torch.zeros(2, n_features, dtype=torch.int64), torch.zeros(n_features, dtype=torch.float64),
+                         torch.zeros(2, n_features, dtype=torch.complex64), (PX,), (PX, PX), [PX], ()]),
+        scalars())
+
+
+def _rows_ok(v, batched=True):
+    """A (n ≥ 1, 3) float tensor, or a 1-tuple/list of one (unbatched: a (3,) tensor)."""
+    t = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        return False
+    ok = tuple(t.shape[1:]) == (3,) and t.shape[0] >= 1 if batched else tuple(t.shape) == (3,)
+    return ok and bool(torch.isfinite(t).all())
+
+
+def _weight_ok(v):
+    """A finite real matrix (array or tensor; an empty one has no singular values, an empty result); nested lists
+    are at the edge (NumPy decides what they hold)."""
+    if isinstance(v, torch.Tensor):
+        if v.is_complex():
+            return False
+        v = v.numpy()
+    if isinstance(v, np.ndarray):
+        return finite_real_array(v) if v.ndim == 2 and v.dtype.kind in "fiu" else False
+    return None if isinstance(v, (list, tuple)) and finite_real_array(v) is not False and np.ndim(v) == 2 else False
+
+
+PROBES = [
+    ("empirical_ntk.model", "model", lambda v: probes.empirical_ntk(v, PX), lambda v: v is PMODEL,
+     lambda: st.one_of(st.sampled_from([PMODEL, torch.nn.Linear(4, 2)]), scalars())),
+    ("empirical_ntk.x1", "x1", lambda v: probes.empirical_ntk(PMODEL, v), _rows_ok, tensors),
+    ("empirical_ntk.x2", "x2", lambda v: probes.empirical_ntk(PMODEL, PX, v), lambda v: v is None or _rows_ok(v),
+     tensors),
+    ("empirical_ntk.method", "method", lambda v: probes.empirical_ntk(PMODEL, PX, method=v),
+     one_of("jacobian", "products"), lambda: st.one_of(st.sampled_from(["jacobian", "products", "vjp"]), scalars())),
+    ("empirical_ntk.layout", "layout", lambda v: probes.empirical_ntk(PMODEL, PX, layout=v),
+     one_of("matrix", "blocks"), lambda: st.one_of(st.sampled_from(["matrix", "blocks", "tensor"]), scalars())),
+    ("empirical_ntk.chunk_size", "chunk_size", lambda v: probes.empirical_ntk(PMODEL, PX, chunk_size=v),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 4)),
+    ("jacobian_spectrum.x", "x", lambda v: probes.jacobian_spectrum(PMODEL, v), lambda v: _rows_ok(v, False),
+     lambda: st.one_of(st.sampled_from([PX[0], PX[0].float()]), tensors())),
+    ("jacobian_spectrum.x.batched", "x", lambda v: probes.jacobian_spectrum(PMODEL, v, batched=True), _rows_ok,
+     tensors),
+    ("jacobian_spectrum.batched", "batched", lambda v: probes.jacobian_spectrum(PMODEL, PX, batched=v),
+     lambda v: v is True or v is np.True_,
+     lambda: st.one_of(st.sampled_from([True, np.True_, 1]), scalars())),   # False: PX is a batch, not one example
+    ("weight_singular_values.weight", "weight", probes.weight_singular_values, _weight_ok,
+     lambda: st.one_of(matrices(3), hnp.arrays(np.float64, (2, 2), elements=st.floats(allow_nan=False,
+                                                                                       allow_infinity=False)),
+                       st.sampled_from([torch.eye(2), torch.full((2, 2), math.inf), torch.eye(2, dtype=torch.complex64),
+                                        torch.zeros(0, 3)]))),
+    ("effective_singular_values.model", "model", probes.effective_singular_values,
+     lambda v: v is MIXER or v is PMODEL, lambda: st.one_of(st.sampled_from([MIXER, PMODEL]), scalars())),
+    ("effective_singular_values.tokens", "tokens", lambda v: probes.effective_singular_values(MIXER, tokens=v),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 6)),
+    ("effective_singular_values.channels", "channels", lambda v: probes.effective_singular_values(MIXER, channels=v),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 6)),
+    ("effective_singular_values.max_dense", "max_dense",
+     lambda v: probes.effective_singular_values(torch.nn.Sequential(nl.MonarchLinear(4, 4, 2, seed=0)), max_dense=v),
+     int_at_least(1), lambda: small_ints(-2, 8)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", PROBES, ids=[c[0] for c in PROBES])
+def test_probes(name, arg, call, valid, values):
+    """Jacobian spectra, the empirical NTK and weight spectra of small torch models (14 × 10 cases). A model that
+    cannot take the input is refused naming the input; floating inputs take the model's precision."""
+    check_generated("probes", 10, name, arg, call, valid, values())
+
+
+_r = np.random.default_rng(0)
+CX, CY = _r.standard_normal((6, 3)), _r.standard_normal((6, 2))
+
+
+def features(rows=6):
+    """Representations (n, p): right and wrong row counts, constant, huge, tiny, NaN, complex, 3-D, tensors, junk."""
+    return st.one_of(
+        st.sampled_from([CX, CX[:5], CX[:3], np.ones((rows, 3)), CX * 1e200, CX * 1e-200, torch.tensor(CX),
+                         np.full((rows, 3), math.nan), CX.astype(complex), CX.reshape(6, 3, 1), np.zeros((0, 3))]),
+        hnp.arrays(np.float64, (rows, 2), elements=st.floats(-1e3, 1e3)), scalars())
+
+
+def _features_ok(v, rows=6):
+    """(rows, p) finite real features with some variation; huge or tiny ones at the edge."""
+    if isinstance(v, torch.Tensor):
+        v = v.numpy()
+    if not isinstance(v, np.ndarray) or v.dtype.kind != "f" or v.ndim != 2 or v.shape[0] != rows or v.shape[1] < 1:
+        return False
+    ok = finite_real_array(v)
+    if ok is False:
+        return False
+    if np.ptp(v, axis=0).max() == 0:
+        return False                                     # constant features: CKA undefined
+    scale = np.abs(v).max()
+    return None if (ok is None or scale < 1e-150 or scale > 1e70 or np.ptp(v, axis=0).max() < 1e-6 * scale
+                    or v.shape[1] < 2 or len(np.unique(v, axis=0)) < rows) else True
+
+
+def _minibatch(fa, fb=None):
+    acc = similarity.MinibatchCKA()
+    acc.update(fa, [CY] if fb is None else fb)
+    return acc.compute()
+
+
+SIM_MODEL = nm.MLP([3, 4, 2], seed=0).double()
+SIM_X = torch.tensor(_r.standard_normal((6, 3)))
+
+
+def _between(model_a=SIM_MODEL, model_b=SIM_MODEL, batches=(SIM_X,), modules_a=("layers.0",),
+             modules_b=("layers.1",)):
+    return similarity.cka_between(model_a, model_b, batches, list(modules_a) if isinstance(modules_a, tuple) else
+                                  modules_a, list(modules_b))
+
+
+SIMILARITY = [
+    ("cka.X", "X", lambda v: similarity.cka(v, CY), _features_ok, features),
+    ("cka.Y", "Y", lambda v: similarity.cka(CX, v, kernel="rbf"), _features_ok, features),
+    ("cka.kernel", "kernel", lambda v: similarity.cka(CX, CY, kernel=v), one_of("linear", "rbf"),
+     lambda: st.one_of(st.sampled_from(["linear", "rbf", "RBF", "poly"]), scalars())),
+    ("cka.debiased", "debiased", lambda v: similarity.cka(CX, CY, debiased=v),
+     lambda v: isinstance(v, (bool, np.bool_)), lambda: st.one_of(st.sampled_from([True, False, 0, "no"]),
+                                                                   scalars())),
+    # a bandwidth far above the distances makes the RBF Gram matrix all ones up to rounding: CKA undefined (named)
+    ("cka.bandwidth", "bandwidth", lambda v: similarity.cka(CX, CY, kernel="rbf", bandwidth=v),
+     lambda v: real_in(0, lo_open=True)(v) and (None if v > 100 else True), scalars),
+    ("cka.median", "median", lambda v: similarity.cka(CX, CY, kernel="rbf", median=v),
+     one_of("all_squared", "distinct_pairs"),
+     lambda: st.one_of(st.sampled_from(["all_squared", "distinct_pairs", "mean"]), scalars())),
+    ("MinibatchCKA.feats_a", "feats_a", lambda v: _minibatch(v),
+     lambda v: (isinstance(v, list) and len(v) >= 1 and all(_features_ok(f) is not False for f in v)
+                and (None if any(_features_ok(f) is None for f in v) else True)) or False,
+     lambda: st.one_of(st.lists(features(), min_size=0, max_size=2), features())),
+    ("layer_features.model", "model", lambda v: similarity.layer_features(v, SIM_X, ["layers.0"]),
+     lambda v: v is SIM_MODEL, lambda: st.one_of(st.just(SIM_MODEL), scalars())),
+    ("layer_features.inputs", "inputs", lambda v: similarity.layer_features(SIM_MODEL, v, ["layers.0"]),
+     lambda v: _rows_ok(v) or (None if isinstance(v, torch.Tensor) and v.is_floating_point() and v.ndim == 2
+                               and v.shape[1] == 3 else False), tensors),
+    ("layer_features.modules", "modules", lambda v: similarity.layer_features(SIM_MODEL, SIM_X, v),
+     lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(m in ("layers.0", "layers.1", "phi") or
+                                                                   m is SIM_MODEL.layers[0] for m in v),
+     lambda: st.one_of(st.lists(st.sampled_from(["layers.0", "layers.1", "nope", SIM_MODEL.layers[0],
+                                                  torch.nn.Linear(2, 2)]), max_size=2), scalars())),
+    ("cka_between.batches", "batches", lambda v: _between(batches=v),
+     lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(
+         (_rows_ok(b) and (b[0] if isinstance(b, (tuple, list)) else b).shape[0] >= 4) for b in v) or False,
+     lambda: st.one_of(st.lists(st.one_of(st.just(SIM_X), tensors()), max_size=2), scalars())),
+    ("cka_between.model_b", "model_b", lambda v: _between(model_b=v), lambda v: v is SIM_MODEL,
+     lambda: st.one_of(st.just(SIM_MODEL), scalars())),
+    ("cka_between.modules_a", "modules_a", lambda v: _between(modules_a=v),
+     lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and all(m in ("layers.0", "layers.1") for m in v),
+     lambda: st.one_of(st.lists(st.sampled_from(["layers.0", "layers.1", "nope"]), max_size=2), scalars())),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", SIMILARITY, ids=[c[0] for c in SIMILARITY])
+def test_similarity(name, arg, call, valid, values):
+    """CKA (linear, RBF, debiased), minibatch CKA and the features of torch models (13 × 12 cases): a finite CKA or
+    a named refusal (constant features, or an RBF bandwidth that makes the Gram matrix constant, are named)."""
+    check_generated("similarity", 12, name, arg, call, valid, values())
+
+
 def test_generated_case_count(request):
     """The fuzz above generated at least 1000 cases (when the whole module ran: a selection of it counts less)."""
     defined = {name for name, f in vars(request.module).items() if name.startswith("test_") and callable(f)}

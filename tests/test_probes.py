@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from rmtnet.nets.layers import AdjacencyLinear, MaskedLinear
-from rmtnet.nets.probes import (empirical_ntk, input_jacobian, jacobian_spectrum, parameter_jacobian,
-                                weight_singular_values)
+from rmtnet.nets.probes import (effective_singular_values, empirical_ntk, input_jacobian, jacobian_spectrum,
+                                parameter_jacobian, weight_singular_values)
 
 F64 = torch.float64
 
@@ -258,3 +258,34 @@ def test_probes_on_cuda_match_cpu():
         assert _rel(gpu.cpu(), cpu) < 1e-10
     np.testing.assert_allclose(jacobian_spectrum(net, x, batched=True),
                                jacobian_spectrum(net.cpu(), x, batched=True), rtol=1e-10, atol=1e-14)
+
+
+def test_probe_arguments_are_named():
+    """Found by tests/test_fuzz.py: a model that cannot take x gave torch's RuntimeError ("mat1 and mat2 shapes
+    cannot be multiplied", "expected m1 and m2 to have the same dtype"), NaN inputs a NaN kernel, chunk_size = 2.0
+    "can't multiply sequence by non-int", batched = "no" an IndexError, an array for method NumPy's "truth value …
+    ambiguous", a non-module effective_singular_values an AttributeError, tokens='a' was accepted silently (a model
+    without channel mixing does not use it) and max_dense='a' gave a TypeError; weights of 1e308 gave inf singular
+    values."""
+    from rmtnet.nets import layers as L
+    from rmtnet.nets import models as M
+    net = M.MLP([3, 4, 2], seed=0).double()
+    x = torch.linspace(-1, 1, 6, dtype=torch.float64).reshape(2, 3)
+    for call, name in ((lambda: empirical_ntk(net, torch.zeros(2, 4, dtype=torch.float64)), "x1"),
+                       (lambda: empirical_ntk(net, x, torch.full((2, 3), float("nan"))), "x2"),
+                       (lambda: empirical_ntk(net, x, chunk_size=2.0), "chunk_size"),
+                       (lambda: empirical_ntk(net, x, method=np.array([])), "method"),
+                       (lambda: jacobian_spectrum(net, torch.zeros(2, 3, dtype=torch.int64), batched=True), "x"),
+                       (lambda: effective_singular_values(1.0), "model"),
+                       (lambda: effective_singular_values(nn.Sequential(L.TokenMixing(4, 3, seed=0)), tokens="a",
+                                                          channels=3), "tokens"),
+                       (lambda: effective_singular_values(nn.Sequential(L.MonarchLinear(4, 4, 2, seed=0)),
+                                                          max_dense="a"), "max_dense")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            call()
+    with pytest.raises(TypeError, match="batched"):
+        jacobian_spectrum(net, x, batched="no")
+    with pytest.raises(OverflowError, match="weight"):
+        weight_singular_values(np.full((2, 2), 1e308))
+    # a float32 input takes the model's float64: the same kernel as the float64 input
+    torch.testing.assert_close(empirical_ntk(net, x.float()), empirical_ntk(net, x.float().double()))

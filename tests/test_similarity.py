@@ -381,8 +381,9 @@ def test_layer_features_shapes_and_hooks_removed():
 
 def test_layer_features_hooks_removed_on_error():
     model = _mlp(0)
-    with pytest.raises(RuntimeError):
-        layer_features(model, torch.randn(4, 5), [model[0], model[2]])   # wrong input width
+    with pytest.raises(ValueError, match="cannot be applied to inputs") as info:   # wrong input width
+        layer_features(model, torch.randn(4, 5), [model[0], model[2]])
+    assert isinstance(info.value.__cause__, RuntimeError)                       # torch's own error, chained
     assert _all_hooks_removed(model)
     with pytest.raises(ValueError, match="not a submodule name"):
         layer_features(model, torch.randn(4, 6), ["7"])
@@ -453,3 +454,41 @@ def test_minibatch_cka_on_cuda_matches_cpu():
     for median in ("all_squared", "distinct_pairs"):
         on_gpu = cka(torch.tensor(X, device="cuda"), torch.tensor(Y, device="cuda"), kernel="rbf", median=median)
         assert on_gpu == pytest.approx(cka(X, Y, kernel="rbf", median=median), abs=1e-12)
+
+
+def test_similarity_arguments_are_named():
+    """Found by tests/test_fuzz.py: debiased took any truthy value ("no" meant True) and an array gave NumPy's "truth
+    value … ambiguous", as did an array for kernel; bandwidth = 1e308 gave a bare OverflowError and 1e6 (an RBF Gram
+    matrix of ones) an error naming neither bandwidth nor kernel; features of 1e-200 (squared distances underflow)
+    an error naming neither X nor Y; MinibatchCKA named no feature list in its batch-size and non-finite errors and
+    gave torch's TypeError for text; layer_features and cka_between gave AttributeError for a non-module or a
+    number as inputs, "'float' object is not iterable" for batches, and torch's RuntimeError for a model that
+    cannot take them."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    for call, name in ((lambda: cka(X, Y, kernel=np.array(["rbf"])), "kernel"),
+                       (lambda: cka(X, Y, kernel="rbf", bandwidth=1e308), "bandwidth"),
+                       (lambda: cka(X, Y, kernel="rbf", bandwidth=1e6), "bandwidth"),
+                       (lambda: cka(X, Y * 1e-200, kernel="rbf"), "Y")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            call()
+    for flag in ("no", 1, np.array([True]), None):
+        with pytest.raises(TypeError, match="debiased"):
+            cka(X, Y, debiased=flag)
+    acc = MinibatchCKA()
+    for feats, name in ((["a"], "feats_a"), ([X[:3]], "feats_a")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            acc.update(feats, [Y])
+    acc.update([X], [np.full((6, 2), np.nan)])
+    with pytest.raises(ValueError, match=r"\bfeats_b\b"):
+        acc.compute()
+    model = _mlp(0)
+    for call, name in ((lambda: layer_features(1.0, torch.randn(4, 6), ["0"]), "model"),
+                       (lambda: layer_features(model, 2.0, ["0"]), "inputs"),
+                       (lambda: layer_features(model, torch.randn(4, 5), ["0"]), "inputs"),
+                       (lambda: cka_between(model, None, [torch.randn(4, 6)], ["0"], ["0"]), "model_b"),
+                       (lambda: cka_between(model, model, 3.0, ["0"], ["2"]), "batches"),
+                       (lambda: cka_between(model, model, [torch.randn(2, 6)], ["0"], ["2"]), "batches"),
+                       (lambda: cka_between(model, model, [torch.randn(4, 5)], ["0"], ["2"]), "batches")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            call()

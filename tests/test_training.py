@@ -272,3 +272,34 @@ def test_a_truncated_checkpoint_is_a_clear_error_naming_the_file(digits, tmp_pat
     ckpt.write_bytes(ckpt.read_bytes()[:200])
     with pytest.raises(RuntimeError, match=r"checkpoint .*run\.pt cannot be read .* delete it to restart"):
         train(mlp(), digits, epochs=1, batch_size=256, lr=0.05, checkpoint=ckpt)
+
+
+def test_bad_arguments_are_named_and_divergence_is_an_overflow(tmp_path, monkeypatch):
+    """Found by tests/test_fuzz.py: a non-module model gave AttributeError; seed went through int() (NaN: "cannot
+    convert float NaN to integer", 10**30: "Overflow when unpacking long long"); an array for optimizer, schedule or
+    loss gave NumPy's "truth value … ambiguous"; a number for checkpoint or metrics "expected str, bytes or
+    os.PathLike", a directory a RuntimeError or OSError; dtype=torch.complex64 "clamp is not supported for complex
+    types"; lr = 1e308 on float32 weights torch's "value cannot be converted to type float without overflow"; a model
+    that does not fit the data torch's shape RuntimeError; and a run diverging at lr = 1e30 raised, at the
+    evaluation, a FloatingPointError naming neither lr nor weight_decay."""
+    from rmtnet.nets.training import DivergenceError
+    monkeypatch.chdir(tmp_path)
+    data = tiny_regression()
+    model = lambda: nn.Linear(3, 1, dtype=torch.float64)     # noqa: E731
+    for kwargs, name in ((dict(seed=np.nan), "seed"), (dict(seed=10 ** 30), "seed"), (dict(seed=-1), "seed"),
+                         (dict(optimizer=np.array(["sgd"])), "optimizer"), (dict(schedule=np.array([])), "schedule"),
+                         (dict(loss=np.array([1.0, 2.0])), "loss"), (dict(checkpoint=3), "checkpoint"),
+                         (dict(checkpoint=""), "checkpoint"), (dict(metrics="."), "metrics"),
+                         (dict(dtype=torch.complex64), "dtype"), (dict(dtype="float32"), "dtype"),
+                         (dict(lr=1e308, dtype=torch.float32), "lr"),
+                         (dict(weight_decay=1e300, dtype=torch.float32), "weight_decay")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            train(model(), data, epochs=1, progress=False, **kwargs)
+    with pytest.raises(ValueError, match=r"\bmodel\b"):
+        train(None, data, epochs=1, progress=False)
+    with pytest.raises(ValueError, match=r"model cannot be applied to data"):
+        train(nn.Linear(5, 1, dtype=torch.float64), data, epochs=1, progress=False)
+    for kwargs, name in ((dict(lr=1e30), "lr"), (dict(weight_decay=1e30), "weight_decay")):
+        with pytest.raises(DivergenceError, match=rf"\b{name}\b") as info:
+            train(model(), data, epochs=2, batch_size=4, progress=False, **kwargs)
+        assert isinstance(info.value, OverflowError) and isinstance(info.value, FloatingPointError)

@@ -30,6 +30,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev, jvp, vjp, vmap
 
+from rmtnet.spectra._checks import boolean, integer_at_least, one_of
+
 __all__ = ["input_jacobian", "jacobian_spectrum", "parameter_jacobian", "empirical_ntk", "weight_singular_values",
            "effective_singular_values"]
 
@@ -52,17 +54,28 @@ def _model_device(model):
     return None if p is None else p.device
 
 
+def _model_dtype(model):
+    return next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+
+
 def _inputs(model, x, name="x", batched=True):
     """``x`` (tensor or tuple of tensors) as a tuple of tensors on the model's device; with ``batched``, check that
     all share a leading dimension n ≥ 1 and return n too."""
     xs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
     if not xs:
         raise ValueError(f"{name} must be a tensor or a non-empty tuple of tensors")
-    dev = _model_device(model)
+    dev, dtype = _model_device(model), _model_dtype(model)
     out = []
     for j, t in enumerate(xs):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a tensor or a tuple of tensors, got {type(t).__name__} at position {j}")
+        if t.is_complex():
+            raise ValueError(f"{name} must be real, got dtype {t.dtype} at position {j}")
+        if t.is_floating_point():
+            if not bool(torch.isfinite(t).all()):
+                raise ValueError(f"{name} must be finite (no NaN or inf), position {j}")
+            if dtype is not None:                     # floating inputs take the model's precision
+                t = t.to(dtype)
         out.append(t if dev is None else t.to(dev))
     if not batched:
         return tuple(out)
@@ -73,6 +86,21 @@ def _inputs(model, x, name="x", batched=True):
         raise ValueError(f"every tensor of {name} must hold the same n ≥ 1 examples along dimension 0, got shapes "
                          f"{[tuple(t.shape) for t in out]}")
     return tuple(out), n
+
+
+def _applied(model, xs, name, batched=True):
+    """One forward pass on the inputs ``xs`` (a batch, or one example when not ``batched``), before any Jacobian: a
+    model that cannot take them, or whose output on them is not finite, is reported naming ``name``."""
+    try:
+        with torch.no_grad():
+            out = model(*(xs if batched else (t.unsqueeze(0) for t in xs)))
+    except (RuntimeError, TypeError, IndexError, ValueError) as exc:
+        raise ValueError(f"the model cannot be applied to {name} (shapes {[tuple(t.shape) for t in xs]}, dtypes "
+                         f"{[t.dtype for t in xs]}): {type(exc).__name__}: {exc}") from exc
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"the model's output on {name} must be a tensor, got {type(out).__name__}")
+    if out.is_floating_point() and not bool(torch.isfinite(out).all()):
+        raise ValueError(f"the model's output on {name} is not finite (NaN or inf)")
 
 
 def _per_example(model):
@@ -92,6 +120,9 @@ def input_jacobian(model, x):
     (e.g. the EMN adjacency A). Computed by reverse mode (torch.func.jacrev) in the model's dtype."""
     _check_model(model)
     x, *context = _inputs(model, x, batched=False)
+    if not x.is_floating_point():
+        raise ValueError(f"x must be floating point (the Jacobian is taken with respect to it), got dtype {x.dtype}")
+    _applied(model, (x, *context), "x", batched=False)
     J = jacrev(_per_example(model))(x, *context)
     return J.reshape(J.shape[0], x.numel()).detach()
 
@@ -114,9 +145,12 @@ def jacobian_spectrum(model, x, batched=False):
     element of the tuple) carries a leading dimension of n examples; the Jacobians are computed with vmap(jacrev)
     and the result is the n spectra, each ascending, concatenated in example order: shape (n·d_out,)."""
     _check_model(model)
-    if not batched:
+    if not boolean("batched", batched):
         return _gram_eigs(input_jacobian(model, x)).cpu().numpy()
     (x, *context), n = _inputs(model, x)
+    if not x.is_floating_point():
+        raise ValueError(f"x must be floating point (the Jacobian is taken with respect to it), got dtype {x.dtype}")
+    _applied(model, (x, *context), "x")
     J = vmap(jacrev(_per_example(model)))(x, *context)
     J = J.reshape(n, J.shape[1], x[0].numel()).detach()
     return _gram_eigs(J).reshape(-1).cpu().numpy()
@@ -144,6 +178,9 @@ def parameter_jacobian(model, x, chunk_size=None):
     many examples vmap treats at once (memory)."""
     _check_model(model)
     xs, _ = _inputs(model, x)
+    if chunk_size is not None:
+        chunk_size = integer_at_least("chunk_size", chunk_size, 1)
+    _applied(model, xs, "x")
     params, fixed = _split_state(model)
 
     def f(p, x, *context):
@@ -193,14 +230,15 @@ def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_
     ~ n₂k·P with ``chunk_size=None`` (``chunk_size`` columns at a time otherwise). Both give the same Θ up to rounding.
     ``layout="matrix"``: (n₁k, n₂k); ``"blocks"``: (n₁, n₂, k, k). A torch tensor in the model's dtype, detached."""
     _check_model(model)
-    if method not in NTK_METHODS:
-        raise ValueError(f"method must be one of {NTK_METHODS}, got {method!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if chunk_size is not None and (isinstance(chunk_size, bool) or int(chunk_size) != chunk_size or chunk_size < 1):
-        raise ValueError(f"chunk_size must be None or a positive integer, got {chunk_size!r}")
+    one_of("method", method, NTK_METHODS)
+    one_of("layout", layout, LAYOUTS)
+    if chunk_size is not None:
+        chunk_size = integer_at_least("chunk_size", chunk_size, 1)
     xs1, n1 = _inputs(model, x1, "x1")
     xs2, n2 = (None, n1) if x2 is None else _inputs(model, x2, "x2")
+    _applied(model, xs1, "x1")
+    if xs2 is not None:
+        _applied(model, xs2, "x2")
     if method == "jacobian":
         theta = _ntk_jacobian(model, xs1, xs2, chunk_size)                      # (n₁, k, n₂, k)
         k = theta.shape[1]
@@ -237,7 +275,10 @@ def weight_singular_values(weight):
     w = w.to(torch.float64)
     if not bool(torch.isfinite(w).all()):
         raise ValueError("weight must be finite (no NaN or inf)")
-    return torch.linalg.svdvals(w).cpu().numpy()
+    sv = torch.linalg.svdvals(w)
+    if not bool(torch.isfinite(sv).all()):
+        raise OverflowError(f"the singular values of weight exceed float64 (max |w| = {float(w.abs().max()):.3g})")
+    return sv.cpu().numpy()
 
 
 def effective_singular_values(model, tokens=None, channels=None, max_dense=4096):
@@ -253,8 +294,10 @@ def effective_singular_values(model, tokens=None, channels=None, max_dense=4096)
     from rmtnet.spectra.mixer import kronecker_singular_values
     from .layers import ChannelMixing, MaskedLinear, MonarchLinear, PermutedMixing, SparseMaskedLinear, TokenMixing
 
-    S = tokens if tokens is not None else getattr(model, "tokens", None)
-    C = channels if channels is not None else getattr(model, "channels", None)
+    _check_model(model)
+    S = integer_at_least("tokens", tokens, 1) if tokens is not None else getattr(model, "tokens", None)
+    C = integer_at_least("channels", channels, 1) if channels is not None else getattr(model, "channels", None)
+    max_dense = integer_at_least("max_dense", max_dense, 1)
     out = {}
     for name, mod in model.named_modules():
         if isinstance(mod, (TokenMixing, ChannelMixing)):

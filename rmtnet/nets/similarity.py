@@ -55,7 +55,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..spectra._checks import real_scalar
+from ..spectra._checks import boolean, real_scalar
 
 __all__ = ["gram", "hsic", "cka", "MinibatchCKA", "layer_features", "cka_between"]
 
@@ -101,12 +101,19 @@ def _feature_pair(X, Y):
     return X, Y
 
 
+BANDWIDTH_RANGE = (1e-150, 1e150)     # σ² = bandwidth² × a squared distance must stay a normal float64
+
+
 def _check_kernel(kernel, bandwidth, median):
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r:.60}")
     if not isinstance(median, str) or median not in MEDIANS:
-        raise ValueError(f"median must be one of {MEDIANS}, got {median!r}")
-    return real_scalar("bandwidth", bandwidth, lo=0.0, lo_open=True)
+        raise ValueError(f"median must be one of {MEDIANS}, got {median!r:.60}")
+    bandwidth = real_scalar("bandwidth", bandwidth, lo=0.0, lo_open=True)
+    if not BANDWIDTH_RANGE[0] <= bandwidth <= BANDWIDTH_RANGE[1]:
+        raise ValueError(f"bandwidth must lie in [{BANDWIDTH_RANGE[0]:g}, {BANDWIDTH_RANGE[1]:g}] (its square scales "
+                         f"the squared distances), got {bandwidth!r}")
+    return bandwidth
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -140,7 +147,7 @@ def _median_sq_distance(D2, median):
     return (0.5 * (np.sqrt(a) + np.sqrt(b))) ** 2
 
 
-def _rbf_gram(X, Xc, bandwidth, median, sigma):
+def _rbf_gram(X, Xc, bandwidth, median, sigma, name="X"):
     """exp(−D²/(2σ²)) for float64 features X (n, p), Xc the column-centred X, σ given or from the median rule.
 
     Squared distances come from the Gram identity D²ᵢⱼ = sᵢ + sⱼ − 2gᵢⱼ (G = XcXcᵀ, s = diag G): one matrix product
@@ -165,7 +172,8 @@ def _rbf_gram(X, Xc, bandwidth, median, sigma):
             if not sigma2 > 0:
                 what = ("squared distance over all n² entries" if median == "all_squared"
                         else "distance over pairs i < j")
-                raise ValueError(f"the median {what} of the features is 0 (too many examples coincide), so the RBF "
+                raise ValueError(f"the median {what} of the features {name} is 0 (too many examples coincide, or "
+                                 f"they are so small that their squared distances underflow), so the RBF "
                                  f"bandwidth σ is 0 (median={median!r}); pass sigma to gram(), or another median rule")
         else:
             sigma2 = sigma ** 2
@@ -189,14 +197,14 @@ def _rbf_gram(X, Xc, bandwidth, median, sigma):
     return D2.mul_(-1.0 / (2 * sigma2)).exp_()
 
 
-def _gram(X, kernel, bandwidth, sigma=None, median="all_squared"):
+def _gram(X, kernel, bandwidth, sigma=None, median="all_squared", name="X"):
     """Gram matrix of float64 features X (n, p); see :func:`gram` for the conventions."""
     Xc = X - X.mean(dim=0, keepdim=True)
     if kernel == "linear":
         return Xc @ Xc.T
     if sigma is None and X.shape[0] < 2:
         raise ValueError(f"the RBF bandwidth needs n ≥ 2 examples for a median distance, got n = {X.shape[0]}")
-    return _rbf_gram(X, Xc, bandwidth, median, sigma)
+    return _rbf_gram(X, Xc, bandwidth, median, sigma, name)
 
 
 def gram(X, kernel="linear", bandwidth=0.5, sigma=None, median="all_squared"):
@@ -289,8 +297,9 @@ def hsic(K, L, unbiased=False):
 ZERO_RTOL = 1e-10
 
 
-def _normalise(h_xy, h_xx, s_xx, h_yy, s_yy, names=("X", "Y"), what="HSIC"):
-    """h_xy / √(h_xx h_yy) (broadcasting), raising ValueError where a self-HSIC is zero up to rounding."""
+def _normalise(h_xy, h_xx, s_xx, h_yy, s_yy, names=("X", "Y"), what="HSIC", hint=""):
+    """h_xy / √(h_xx h_yy) (broadcasting), raising ValueError where a self-HSIC is zero up to rounding (``hint``
+    appended to the message)."""
     for name, h, s in zip(names, (h_xx, h_yy), (s_xx, s_yy)):
         bad = ~(h > ZERO_RTOL ** 2 * s)
         if bool(bad.any()):
@@ -298,7 +307,7 @@ def _normalise(h_xy, h_xx, s_xx, h_yy, s_yy, names=("X", "Y"), what="HSIC"):
             raise ValueError(
                 f"{what}({name}, {name}) is zero up to rounding{where} (the centred Gram matrix is below "
                 f"{ZERO_RTOL:g} of the Gram matrix in norm), so CKA is undefined: the features carry no variation "
-                "the estimator sees (for the unbiased estimator this includes all examples equal but one)")
+                f"the estimator sees (for the unbiased estimator this includes all examples equal but one){hint}")
     return h_xy / torch.sqrt(h_xx * h_yy)
 
 
@@ -315,7 +324,7 @@ def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5, median="all_square
     Raises ValueError for mismatched n, an unknown kernel or median rule, bandwidth ≤ 0, constant features (every
     row equal), or a self-HSIC that is zero up to rounding."""
     bandwidth = _check_kernel(kernel, bandwidth, median)
-    debiased = bool(debiased)
+    debiased = boolean("debiased", debiased)
     X, Y = _feature_pair(X, Y)
     n, need = X.shape[0], _min_examples(debiased)
     if n < need:
@@ -323,9 +332,12 @@ def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5, median="all_square
     for name, F in (("X", X), ("Y", Y)):
         if bool((F == F[0]).all()):
             raise ValueError(f"{name} is constant (every row equal): its centred Gram matrix is 0 and CKA is undefined")
-    K, L = (_gram(F, kernel, bandwidth, median=median)[None] for F in (X, Y))
+    K, L = (_gram(F, kernel, bandwidth, median=median, name=name)[None] for name, F in (("X", X), ("Y", Y)))
     h_xy, h_xx, s_xx, h_yy, s_yy = _hsic_terms(K, L, debiased)
-    return float(_normalise(h_xy[0, 0], h_xx[0], s_xx[0], h_yy[0], s_yy[0], what="HSIC₁" if debiased else "HSIC₀"))
+    hint = (f"; with kernel='rbf' at bandwidth={bandwidth!r} the Gram matrix may be all ones (bandwidth too large) "
+            "or the identity" if kernel == "rbf" else "")
+    return float(_normalise(h_xy[0, 0], h_xx[0], s_xx[0], h_yy[0], s_yy[0], what="HSIC₁" if debiased else "HSIC₀",
+                            hint=hint))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -359,7 +371,15 @@ class MinibatchCKA:
             raise ValueError(f"{name} must be a non-empty list with one (batch, features) tensor per layer")
         mats = []
         for j, f in enumerate(feats):
-            t = f.detach() if isinstance(f, torch.Tensor) else torch.as_tensor(np.asarray(f))
+            if isinstance(f, torch.Tensor):
+                t = f.detach()
+            else:
+                arr = np.asarray(f) if not isinstance(f, (str, bytes)) else np.asarray(f, dtype=object)
+                if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+                    raise ValueError(f"{name}[{j}] must be a real numeric array or tensor, got {type(f).__name__}")
+                t = torch.as_tensor(arr)
+            if t.is_complex():
+                raise ValueError(f"{name}[{j}] must be real, got dtype {t.dtype}")
             if t.ndim < 1:
                 raise ValueError(f"{name}[{j}] must have a leading batch dimension, got a scalar")
             mats.append(t.reshape(t.shape[0], -1).to(torch.float64))
@@ -371,7 +391,7 @@ class MinibatchCKA:
             if t.device != dev:
                 raise ValueError(f"{name}[{j}] is on {t.device}, {name}[0] on {dev}: features must share a device")
         if b < 4:
-            raise ValueError(f"the unbiased HSIC needs a batch of at least 4 examples, got {b}")
+            raise ValueError(f"{name} must hold a batch of at least 4 examples (the unbiased HSIC), got {b}")
         # HSIC₁ is invariant to feature offsets; centring only keeps their rounding error out of the Gram matrices.
         centred = [t - t.mean(dim=0) for t in mats]
         return torch.stack([c @ c.T for c in centred])
@@ -403,8 +423,10 @@ class MinibatchCKA:
             raise ValueError("MinibatchCKA.compute() needs at least one update()")
         ab, aa, sa, bb, sb = (t / self.n_batches for t in self._sums)
         # Non-finite features are detected here, once, rather than by a host synchronisation per batch.
-        if not all(bool(torch.isfinite(t).all()) for t in (ab, aa, sa, bb, sb)):
-            raise ValueError("the features of some batch contained NaN or inf: the HSIC sums are not finite")
+        for name, terms in (("feats_a", (aa, sa)), ("feats_b", (bb, sb)), ("feats_a and feats_b", (ab,))):
+            if not all(bool(torch.isfinite(t).all()) for t in terms):
+                raise ValueError(f"the HSIC sums of {name} are not finite: some batch held NaN or inf, or features so "
+                                 "large (beyond ~1e75) that their Gram matrices overflow")
         out = _normalise(ab, aa[:, None], sa[:, None], bb[None, :], sb[None, :], names=("feats_a", "feats_b"),
                          what="mean HSIC₁")
         return out.cpu().numpy()
@@ -412,6 +434,11 @@ class MinibatchCKA:
 
 # ------------------------------------------------------------------------------------------------------------------
 # Features of torch models
+
+def _check_model(model, name="model"):
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"{name} must be a torch.nn.Module, got {type(model).__name__}")
+
 
 def _resolve_modules(model, modules, name="modules"):
     if isinstance(modules, (str, nn.Module)) or not isinstance(modules, Iterable):
@@ -435,11 +462,23 @@ def _resolve_modules(model, modules, name="modules"):
     return out
 
 
-def _as_inputs(inputs, device=None):
+def _as_inputs(inputs, device=None, name="inputs"):
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if not inputs or not all(isinstance(x, torch.Tensor) and x.ndim >= 1 for x in inputs):
+        raise ValueError(f"{name} must be a tensor with a batch dimension or a non-empty tuple of them (the model's "
+                         f"arguments), got {[type(x).__name__ for x in inputs]}")
     if device is not None:
-        inputs = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs)
+        inputs = tuple(x.to(device) for x in inputs)
     return inputs
+
+
+def _forward(model, inputs, name):
+    """model(*inputs), a model that cannot take them reported naming ``name``."""
+    try:
+        model(*inputs)
+    except (RuntimeError, TypeError, IndexError) as exc:
+        raise ValueError(f"the model cannot be applied to {name} (shapes {[tuple(x.shape) for x in inputs]}, dtypes "
+                         f"{[x.dtype for x in inputs]}): {type(exc).__name__}: {exc}") from exc
 
 
 def layer_features(model, inputs, modules):
@@ -450,8 +489,13 @@ def layer_features(model, inputs, modules):
     ``model.named_modules()``. Forward hooks are removed afterwards, also when the forward pass raises. Each module
     must return a tensor and be called exactly once per forward pass (ValueError otherwise). The tensors keep their
     autograd history: call under torch.no_grad() when only the values are wanted."""
+    return _layer_features(model, inputs, modules, "inputs")
+
+
+def _layer_features(model, inputs, modules, name):
+    _check_model(model)
     mods = _resolve_modules(model, modules)
-    inputs = _as_inputs(inputs)
+    inputs = _as_inputs(inputs, name=name)
     captured = [[] for _ in mods]
 
     def hook_for(j):
@@ -462,7 +506,7 @@ def layer_features(model, inputs, modules):
     with contextlib.ExitStack() as stack:
         for j, m in enumerate(mods):
             stack.callback(m.register_forward_hook(hook_for(j)).remove)
-        model(*inputs)
+        _forward(model, inputs, name)
     feats = []
     for j, (m, outs) in enumerate(zip(mods, captured)):
         if len(outs) != 1:
@@ -482,6 +526,11 @@ def cka_between(model_a, model_b, batches, modules_a, modules_b, device=None, pr
     DataLoader of (x, y) pairs pass ``(x for x, _ in loader)``). Batches are moved to ``device`` when given. Runs
     under torch.no_grad() with both models in eval mode (their training flags are restored afterwards). Returns a
     (len(modules_a), len(modules_b)) float64 NumPy array."""
+    _check_model(model_a, "model_a")
+    _check_model(model_b, "model_b")
+    if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable):
+        raise ValueError(f"batches must be an iterable of input batches (tensors or tuples of tensors), got "
+                         f"{type(batches).__name__}")
     mods_a = _resolve_modules(model_a, modules_a, "modules_a")
     mods_b = _resolve_modules(model_b, modules_b, "modules_b")
     same = model_a is model_b
@@ -493,13 +542,16 @@ def cka_between(model_a, model_b, batches, modules_a, modules_b, device=None, pr
             model.eval()
         with torch.no_grad():
             for batch in tqdm(batches, desc="minibatch CKA", disable=not progress):
-                inputs = _as_inputs(batch, device)
+                inputs = _as_inputs(batch, device, "batches")
+                if inputs[0].shape[0] < 4:
+                    raise ValueError(f"batches must hold at least 4 examples each (the unbiased HSIC), got a batch of "
+                                     f"{inputs[0].shape[0]}")
                 if same:  # one forward pass serves both lists
-                    feats = layer_features(model_a, inputs, mods_a + mods_b)
+                    feats = _layer_features(model_a, inputs, mods_a + mods_b, "batches")
                     fa, fb = feats[:len(mods_a)], feats[len(mods_a):]
                 else:
-                    fa = layer_features(model_a, inputs, mods_a)
-                    fb = layer_features(model_b, inputs, mods_b)
+                    fa = _layer_features(model_a, inputs, mods_a, "batches")
+                    fb = _layer_features(model_b, inputs, mods_b, "batches")
                 acc.update(fa, fb)
     finally:
         for model, flags in zip(models, modes):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import pickle
 import time
 from collections.abc import Callable
@@ -22,13 +23,35 @@ from tqdm.auto import tqdm
 
 from rmtnet._io import atomic_write
 from rmtnet.nets.data import Dataset
-from rmtnet.spectra._checks import real_scalar
+from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
-__all__ = ["train", "evaluate"]
+__all__ = ["train", "evaluate", "DivergenceError"]
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "onecycle", "step")
 LOSSES = ("cross_entropy", "mse")
+
+
+class DivergenceError(FloatingPointError, OverflowError):
+    """A training loss or metric left float64 (NaN or ±inf): the run diverged. Both a FloatingPointError (as it
+    always was) and an OverflowError (the weights or the loss exceeded float64); the message names the epoch, the
+    step and the optimiser's lr, momentum and weight_decay."""
+
+
+def _path(name, value):
+    """``value`` as a Path to a file, or None; ValueError naming ``name`` for anything else, or a directory."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a file path (str or os.PathLike) or None, got {type(value).__name__}")
+    path = Path(value)
+    if path.is_dir():
+        raise ValueError(f"{name} must be a file path, got the directory {str(path)!r}")
+    return path
+
+
+def _shapes(x):
+    return [tuple(t.shape) for t in x] if isinstance(x, tuple) else tuple(x.shape)
 
 
 def apply_model(model, x):
@@ -49,6 +72,8 @@ def _loss_function(loss, n_classes):
         loss = "mse" if n_classes is None else "cross_entropy"
     if callable(loss):
         return loss
+    if not isinstance(loss, str):
+        raise ValueError(f"loss must be one of {LOSSES} or a callable (output, y) -> scalar, got {loss!r:.60}")
     if loss == "cross_entropy":
         if n_classes is None:
             raise ValueError("loss='cross_entropy' needs class labels; this data set is a regression (n_classes=None)")
@@ -154,9 +179,12 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     the whole split, model in eval mode), ``train_error``, ``test_error`` (1 − accuracy; classification) or
     ``train_mse``, ``test_mse`` (regression), ``wall_s`` (seconds of this run, resumed segments included).
 
-    Raises FloatingPointError, naming the epoch and the step, as soon as a training loss is not finite (before the
-    update is applied).
+    Raises :class:`DivergenceError` (a FloatingPointError, and an OverflowError), naming the epoch, the step and lr,
+    momentum and weight_decay, as soon as a training loss is not finite (before the update is applied) or an
+    evaluation's metrics are not.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
     epochs = _positive_int("epochs", epochs)
@@ -165,17 +193,27 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     lr = real_scalar("lr", lr, lo=0, lo_open=True)
     momentum = real_scalar("momentum", momentum, lo=0, hi=1, hi_open=True)
     weight_decay = real_scalar("weight_decay", weight_decay, lo=0)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-    if not (callable(schedule) or schedule in SCHEDULES):
+    one_of("optimizer", optimizer, OPTIMIZERS)
+    if not (callable(schedule) or (isinstance(schedule, str) and schedule in SCHEDULES)):
         raise ValueError(f"schedule must be one of {SCHEDULES} or a callable (optimizer, total_steps), "
-                         f"got {schedule!r}")
+                         f"got {schedule!r:.60}")
     if callback is not None and not callable(callback):
-        raise ValueError(f"callback must be callable or None, got {callback!r}")
+        raise ValueError(f"callback must be callable or None, got {callback!r:.60}")
+    seed = integer_at_least("seed", seed, 0)
+    if seed >= 2 ** 63:
+        raise ValueError(f"seed must be below 2**63 (torch's generators take a 64-bit seed), got {seed}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"dtype must be a real floating-point torch.dtype (torch.float32, torch.float64, …) or None, "
+                         f"got {dtype!r:.60}")
+    checkpoint, metrics = _path("checkpoint", checkpoint), _path("metrics", metrics)
     loss_fn = _loss_function(loss, data.n_classes)
 
     if dtype is None:
         dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.get_default_dtype())
+    for name, value in (("lr", lr), ("weight_decay", weight_decay)):
+        if value > torch.finfo(dtype).max:            # the optimiser's step multiplies by it in the model's dtype
+            raise ValueError(f"{name} must be at most {torch.finfo(dtype).max:g}, the largest {dtype}, got {value!r}")
+    settings = f"lr {lr:g}, momentum {momentum:g}, weight_decay {weight_decay:g}"
     model.to(device=device, dtype=dtype)
     data = data.to(device, dtype)
     batches = data.loader("train", batch_size=batch_size, shuffle=True, seed=seed)
@@ -183,11 +221,9 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     opt = _optimizer(optimizer, model.parameters(), lr, momentum, weight_decay)
     sched = _scheduler(schedule, opt, total_steps, lr)
     config = {"epochs": epochs, "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "momentum": momentum,
-              "weight_decay": weight_decay, "schedule": _name(schedule), "loss": _name(loss), "seed": int(seed),
+              "weight_decay": weight_decay, "schedule": _name(schedule), "loss": _name(loss), "seed": seed,
               "eval_every": eval_every, "dtype": str(dtype), "data": data.name, "n_train": data.n_train}
 
-    checkpoint = None if checkpoint is None else Path(checkpoint)
-    metrics = None if metrics is None else Path(metrics)
     rows, epoch, step, wall_before = [], 0, 0, 0.0
     if checkpoint is not None and checkpoint.exists():
         try:
@@ -218,7 +254,8 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
             try:
                 row.update(evaluate(model, data, split, loss=loss_fn, batch_size=max(batch_size, 1024)))
             except FloatingPointError as exc:
-                raise FloatingPointError(f"{exc} at the evaluation after epoch {epoch}, step {step}") from None
+                raise DivergenceError(f"{exc} at the evaluation after epoch {epoch}, step {step} ({settings})") \
+                    from None
         row["wall_s"] = wall_before + time.perf_counter() - start
         rows.append(row)
         if metrics is not None:
@@ -237,7 +274,11 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
                disable=None if progress else True)
     try:
         if epoch == 0:
-            row = record()
+            try:
+                row = record()
+            except (RuntimeError, TypeError, IndexError) as exc:     # the first forward pass: shapes and dtypes
+                raise ValueError(f"model cannot be applied to data's inputs (x_train of shape "
+                                 f"{_shapes(data.x_train)}): {type(exc).__name__}: {exc}") from exc
             if callback is not None:
                 callback(epoch, model, row)
         while epoch < epochs:
@@ -248,8 +289,8 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
                 opt.zero_grad(set_to_none=True)
                 value = loss_fn(apply_model(model, x), y)
                 if not torch.isfinite(value):
-                    raise FloatingPointError(f"non-finite training loss {float(value.detach())} at epoch {epoch}, "
-                                             f"step {step + 1} (lr {last_lr:g})")
+                    raise DivergenceError(f"non-finite training loss {float(value.detach())} at epoch {epoch}, "
+                                          f"step {step + 1} ({settings}; lr at this step {last_lr:g})")
                 value.backward()
                 opt.step()
                 sched.step()
