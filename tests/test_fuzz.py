@@ -765,7 +765,8 @@ FREENESS = [
      lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
     # a linear or saturated activation makes D² constant: every deviation is 0 and no slope exists (named refusal)
     ("freeness_test.net", "net", lambda v: _freeness(v),
-     lambda v: None if any(v is n for n in FREENESS_NETS[:4]) else False, nets(FREENESS_NETS)),
+     lambda v: True if v is None else (None if any(v is n for n in FREENESS_NETS[:4]) else False),
+     nets(FREENESS_NETS)),                               # None: the default net, mlp(depth=2, activation="tanh", …)
 ]
 
 
@@ -945,10 +946,13 @@ _X, _Y = torch.randn(8, 4, generator=_g), torch.randint(0, 2, (8,), generator=_g
 TINY = nd.Dataset(_X, _Y, _X[:4].clone(), _Y[:4].clone(), 2, "tiny", (4,))      # 8 + 4 examples, 4 features, 2 classes
 
 
-def _train(model=None, data=TINY, **kw):
+_FRESH = object()
+
+
+def _train(model=_FRESH, data=TINY, **kw):
     """One epoch of two steps of a 4-3-2 MLP on TINY, in a fresh working directory (checkpoints and metrics written
     there): the metrics table."""
-    model = nm.MLP([4, 3, 2], seed=0) if model is None else model
+    model = nm.MLP([4, 3, 2], seed=0) if model is _FRESH else model
     here = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
@@ -1072,13 +1076,15 @@ PROBES = [
      one_of("matrix", "blocks"), lambda: st.one_of(st.sampled_from(["matrix", "blocks", "tensor"]), scalars())),
     ("empirical_ntk.chunk_size", "chunk_size", lambda v: probes.empirical_ntk(PMODEL, PX, chunk_size=v),
      lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 4)),
-    ("jacobian_spectrum.x", "x", lambda v: probes.jacobian_spectrum(PMODEL, v), lambda v: _rows_ok(v, False),
+    # one example of any shape the model takes: (3,), or (k, 3), whose rows nn.Linear maps alike (at the edge)
+    ("jacobian_spectrum.x", "x", lambda v: probes.jacobian_spectrum(PMODEL, v),
+     lambda v: _rows_ok(v, False) or (None if _rows_ok(v) else False),
      lambda: st.one_of(st.sampled_from([PX[0], PX[0].float()]), tensors())),
     ("jacobian_spectrum.x.batched", "x", lambda v: probes.jacobian_spectrum(PMODEL, v, batched=True), _rows_ok,
      tensors),
     ("jacobian_spectrum.batched", "batched", lambda v: probes.jacobian_spectrum(PMODEL, PX, batched=v),
-     lambda v: v is True or v is np.True_,
-     lambda: st.one_of(st.sampled_from([True, np.True_, 1]), scalars())),   # False: PX is a batch, not one example
+     lambda v: isinstance(v, (bool, np.bool_)),          # False: PX is then one (2, 3) example
+     lambda: st.one_of(st.sampled_from([True, np.True_, 1]), scalars())),
     ("weight_singular_values.weight", "weight", probes.weight_singular_values, _weight_ok,
      lambda: st.one_of(matrices(3), hnp.arrays(np.float64, (2, 2), elements=st.floats(allow_nan=False,
                                                                                        allow_infinity=False)),
@@ -1092,7 +1098,8 @@ PROBES = [
      lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 6)),
     ("effective_singular_values.max_dense", "max_dense",
      lambda v: probes.effective_singular_values(torch.nn.Sequential(nl.MonarchLinear(4, 4, 2, seed=0)), max_dense=v),
-     int_at_least(1), lambda: small_ints(-2, 8)),
+     lambda v: int_at_least(4)(v) if int_at_least(1)(v) is not False else False,   # below 4: the 4×4 layer refused
+     lambda: small_ints(-2, 8)),
 ]
 
 

@@ -283,6 +283,12 @@ def test_probe_arguments_are_named():
                                                           max_dense="a"), "max_dense")):
         with pytest.raises(ValueError, match=rf"\b{name}\b"):
             call()
+    for call, name in ((lambda: empirical_ntk(net, torch.zeros(3, dtype=torch.float64)), "x1"),    # 3 scalars
+                       (lambda: jacobian_spectrum(net, torch.zeros(0, 3, dtype=torch.float64)), "x"),
+                       (lambda: weight_singular_values([[1.0], [2.0, 3.0]]), "weight"),
+                       (lambda: weight_singular_values(np.eye(2) * (1 + 1j)), "weight")):   # its imaginary part
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):                                  # was dropped
+            call()
     with pytest.raises(TypeError, match="batched"):
         jacobian_spectrum(net, x, batched="no")
     with pytest.raises(OverflowError, match="weight"):

@@ -482,8 +482,14 @@ def test_similarity_arguments_are_named():
     acc.update([X], [np.full((6, 2), np.nan)])
     with pytest.raises(ValueError, match=r"\bfeats_b\b"):
         acc.compute()
+    for bad in ([[1.0], [2.0, 3.0]], X * (1 + 1j)):              # ragged; complex (its imaginary part was dropped)
+        with pytest.raises(ValueError, match=r"\bX\b"):
+            cka(bad, Y)
     model = _mlp(0)
     for call, name in ((lambda: layer_features(1.0, torch.randn(4, 6), ["0"]), "model"),
+                       (lambda: layer_features(model, torch.randn(6), ["0"]), "inputs"),    # 16 "rows" from 6 numbers
+                       (lambda: layer_features(model, torch.full((4, 6), np.nan), ["0"]), "inputs"),
+                       (lambda: layer_features(model, torch.zeros(0, 6), ["0"]), "inputs"),
                        (lambda: layer_features(model, 2.0, ["0"]), "inputs"),
                        (lambda: layer_features(model, torch.randn(4, 5), ["0"]), "inputs"),
                        (lambda: cka_between(model, None, [torch.randn(4, 6)], ["0"], ["0"]), "model_b"),

@@ -99,6 +99,9 @@ def _applied(model, xs, name, batched=True):
                          f"{[t.dtype for t in xs]}): {type(exc).__name__}: {exc}") from exc
     if not isinstance(out, torch.Tensor):
         raise ValueError(f"the model's output on {name} must be a tensor, got {type(out).__name__}")
+    if batched and (out.ndim < 1 or out.shape[0] != xs[0].shape[0]):
+        raise ValueError(f"the model's output on {name} (shape {tuple(out.shape)}) does not keep {name}'s batch of "
+                         f"{xs[0].shape[0]} examples along dimension 0 (input shapes {[tuple(t.shape) for t in xs]})")
     if out.is_floating_point() and not bool(torch.isfinite(out).all()):
         raise ValueError(f"the model's output on {name} is not finite (NaN or inf)")
 
@@ -122,6 +125,8 @@ def input_jacobian(model, x):
     x, *context = _inputs(model, x, batched=False)
     if not x.is_floating_point():
         raise ValueError(f"x must be floating point (the Jacobian is taken with respect to it), got dtype {x.dtype}")
+    if x.numel() == 0:
+        raise ValueError(f"x must hold at least one number, got shape {tuple(x.shape)}")
     _applied(model, (x, *context), "x", batched=False)
     J = jacrev(_per_example(model))(x, *context)
     return J.reshape(J.shape[0], x.numel()).detach()
@@ -264,8 +269,11 @@ def weight_singular_values(weight):
     if isinstance(weight, torch.Tensor):
         w = weight.detach()
     else:
-        arr = np.asarray(weight)
-        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        try:
+            arr = np.asarray(weight)
+        except (ValueError, TypeError) as exc:                # ragged nested lists
+            raise ValueError(f"weight must be a real numeric matrix ({exc})") from None
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) or arr.dtype.kind == "c":
             raise ValueError(f"weight must be a real numeric matrix, got dtype {arr.dtype}")
         w = torch.from_numpy(np.array(arr, dtype=np.float64, copy=True))
     if w.is_complex():

@@ -71,9 +71,14 @@ def _as_float64(name, a, device=None):
     if isinstance(a, torch.Tensor):
         t = a.detach()
     else:
-        arr = np.asarray(a)
+        try:
+            arr = np.asarray(a)
+        except (ValueError, TypeError) as exc:                # ragged nested lists
+            raise ValueError(f"{name} must be a real numeric array or tensor ({exc})") from None
         if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
             raise ValueError(f"{name} must be a real numeric array or tensor, got dtype {arr.dtype}")
+        if arr.dtype.kind == "c":                             # np.array(…, float64) would drop the imaginary part
+            raise ValueError(f"{name} must be real, got dtype {arr.dtype}")
         t = torch.from_numpy(np.array(arr, dtype=np.float64, copy=True)).to(device or "cpu")
     if t.is_complex():
         raise ValueError(f"{name} must be real, got dtype {t.dtype}")
@@ -496,6 +501,14 @@ def _layer_features(model, inputs, modules, name):
     _check_model(model)
     mods = _resolve_modules(model, modules)
     inputs = _as_inputs(inputs, name=name)
+    n = inputs[0].shape[0]
+    if n < 1:
+        raise ValueError(f"{name} must hold at least one example, got shapes {[tuple(x.shape) for x in inputs]}")
+    if any(x.is_floating_point() and not bool(torch.isfinite(x).all()) for x in inputs):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    if dtype is not None:                                     # floating inputs take the model's precision
+        inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in inputs)
     captured = [[] for _ in mods]
 
     def hook_for(j):
@@ -516,6 +529,9 @@ def _layer_features(model, inputs, modules, name):
         if not isinstance(out, torch.Tensor) or out.ndim < 1:
             raise ValueError(f"modules[{j}] ({type(m).__name__}) must return a tensor with a batch dimension, "
                              f"got {type(out).__name__}")
+        if out.shape[0] != n:
+            raise ValueError(f"modules[{j}] ({type(m).__name__}) returned {out.shape[0]} rows for the {n} examples of "
+                             f"{name} (shapes {[tuple(x.shape) for x in inputs]}): give {name} a batch dimension")
         feats.append(out.reshape(out.shape[0], -1))
     return feats
 
