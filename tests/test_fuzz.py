@@ -578,7 +578,8 @@ FW40 = arch.mlp(1, 40, activation="erf")                 # n_data ≤ 40 at γ =
 FW4 = arch.mlp(1, 4, activation="erf")                   # d₀ = 4: sample_ntk's X has shape (4, n_data)
 FAN_WANG_NETS = [FW, arch.mlp(2, 12, activation="relu"), arch.mlp(1, 20, activation="tanh"),
                  arch.mlp(1, 20, activation="linear"), arch.mlp(1, 10, ratios=[2.0], activation="erf"),
-                 arch.mlp(1, 20, activation="relu", last_activation=False)]
+                 arch.mlp(1, 20, activation="relu", last_activation=False),
+                 arch.mlp(1, 8, activation="linear")]            # n_data = 10 > d₀ = 8: an atom at 0 (rank d₀)
 OTHER_NETS = [arch.mlp(1, 20, sigma_w=1.5), arch.mlp(1, 20, weights="orthogonal"), arch.mlp(1, 20, sigma_b=0.1),
               arch.mlp(2, 10, ratios=[1.0, 2.0], sigma_w=1.2, activation="linear")]
 FL = arch.mlp(2, 10, sigma_w=1.2, activation="linear")  # Fisher laws: square nets whose levels are cheap to tabulate

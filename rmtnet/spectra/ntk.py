@@ -489,8 +489,20 @@ class NTKLaw(Measure):
         return g, gp.reshape(z.shape)
 
     def atoms(self):
-        rank = (1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))) if self.coef[0] else 0.0
-        rank += sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
+        """An atom at r₊ of mass 1 − rank(Σ_ℓ c_ℓK_ℓ)/n where that rank is short of n. For b² < 1 the ranks add
+        (T_ℓ = (1 − b²)I + b²K_{ℓ−1} is invertible, so K_ℓ has rank min(n, d_ℓ) in general position). For b² = 1 (a
+        linear activation) T_ℓ = K_{ℓ−1}: range(K_ℓ) ⊆ range(K_{ℓ−1}), so the sum has the rank of its first term,
+        min(rank K₀, d₁, …, d_j) for the first j with c_j ≠ 0."""
+        rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
+        if self.b2 >= 1.0 - 1e-12:
+            rank = rank0
+            for g, c in zip((None,) + tuple(self.gammas), self.coef):
+                rank = rank if g is None else min(rank, 1.0 / g)
+                if c:
+                    break
+        else:
+            rank = rank0 if self.coef[0] else 0.0
+            rank += sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
         mass = 1.0 - rank
         if mass > 1e-12:
             return np.array([self.r_plus]), np.array([mass])
