@@ -280,15 +280,18 @@ class NTKLaw(Measure):
     (Silverstein & Bai 1995), the conjugate kernel of :func:`ck_law`.
 
     **Solving.** Newton on (δ₁ … δ_L) (a finite-difference Jacobian: the equations are holomorphic in δ), continued
-    in z = x + iy from y far above the spectrum (where δ_j → 0) down to y = 10⁻¹²·scale, then polished on the axis;
+    in z = x + iy from y far above the spectrum (where δ_j → 0) down to y = 10⁻¹⁴·scale (low enough for a hard
+    edge at r₊ — ranks summing to exactly n, e.g. linear at n = d, where ρ ∝ (x − r₊)^{-1/2} and smoothing at
+    height y loses mass ~√(y/scale); at 10⁻¹² that was 1.6e-6, over the mass check), then polished on the axis;
     the step in y shrinks where Newton fails or leaves the physical sheet (Im m < 0 or |m| > 1/y, impossible for a
-    probability law), and a point that cannot be continued raises :class:`ConvergenceError`. All points of a grid
-    move together. The bands are found on an 801-point grid of the hull [r₊, upper bound] (8× finer if the mass
+    probability law), and a point that cannot be continued raises :class:`ConvergenceError`; a point within 10⁻⁶
+    of the scale that stalls or is still creeping after ``max_steps`` (the branch point at a hard edge) keeps its
+    value at its height. All points of a grid move together. The bands are found on an 801-point grid of the hull [r₊, upper bound] (8× finer if the mass
     does not balance) and their edges k-sected; the law's mass (bands, plus an atom at r₊ of mass
     max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to 1e-6.
     :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`."""
 
-    _Y_FLOOR = 1e-12
+    _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
     _STALL_HEIGHT = 1e-6
     _NEWTON_ITERS = 12
     _POLISH_ITERS = 80
@@ -424,10 +427,18 @@ class NTKLaw(Measure):
                 return (alpha, y) if return_height else alpha
             steps += 1
             if steps > self.max_steps:
-                i = int(np.nonzero(active)[0][0])
-                raise ConvergenceError(f"NTKLaw: the continuation did not reach Im z = {y_target:.3g} in "
-                                       f"{self.max_steps} steps", z=complex(x[i] + 1j * y[i]), iteration=steps,
-                                       residual=None)
+                # a point at a hard edge (ρ ∝ (x − r₊)^{-1/2}) creeps down, its steps alternately taken and refused:
+                # below the stall height it keeps its value there, as a stalled point does; above it, it fails
+                left = np.flatnonzero(active)
+                far = left[y[left] > self._STALL_HEIGHT * scale]
+                if far.size:
+                    i = int(far[0])
+                    raise ConvergenceError(f"NTKLaw: the continuation did not reach Im z = {y_target:.3g} in "
+                                           f"{self.max_steps} steps", z=complex(x[i] + 1j * y[i]), iteration=steps,
+                                           residual=None)
+                self.regularised_points += left.size
+                y[left] = y_target
+                continue
             idx = np.nonzero(active)[0]
             y_new = np.maximum(y[idx] * ratio[idx], y_target)
             d_new, a_new, ok = self._newton(x[idx] + 1j * y_new, delta[idx])
