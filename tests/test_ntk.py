@@ -49,7 +49,7 @@ def test_tabulated_density_carries_the_exact_moments():
     assert err[200] < 3e-4 and err[400] < err[200] / 3, err
 
 
-@pytest.mark.parametrize("L", [3, 6])
+@pytest.mark.parametrize("L", [3, pytest.param(6, marks=pytest.mark.slow)])   # L = 6: 18 s, the same path as L = 3
 def test_relu_orthogonal_fisher_matches_monte_carlo(L):
     """σ_w² = 2, ReLU, Haar weights, N = 500, 100 networks of the actual network (empirical q̂ of the propagated
     input): m₁, m₂ within 3 standard errors. The per-network spread is large (the norms q̂_ℓ and the ranks of the

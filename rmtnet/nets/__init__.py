@@ -20,13 +20,13 @@ from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear
 from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from .probes import effective_singular_values, empirical_ntk, input_jacobian, jacobian_spectrum, weight_singular_values
 from .similarity import MinibatchCKA, cka, cka_between, hsic, layer_features
-from .training import evaluate, train
+from .training import DivergenceError, evaluate, train
 
 __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", "MonarchLinear", "PermutedMixing",
            "SparseMaskedLinear", "TokenMixing", "commutation", "EMN", "MLP", "MLPMixer", "MonarchMLP", "RPMixer", "SWMLP",
            "empirical_ntk",
            "input_jacobian", "jacobian_spectrum", "weight_singular_values", "effective_singular_values", "MinibatchCKA", "cka", "cka_between",
-           "hsic", "layer_features", "evaluate", "train", "data", "layers", "models", "probes", "similarity",
+           "hsic", "layer_features", "evaluate", "train", "DivergenceError", "data", "layers", "models", "probes", "similarity",
            "training", "emn", "LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",
            "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities", "sweep_emn",
            "train_emn", "training_matrices", "training_size", "ensembles", "metrics", "ensemble_predict", "noisy_children",
