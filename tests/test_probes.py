@@ -246,6 +246,7 @@ def test_weight_singular_values():
         weight_singular_values(np.full((2, 2), np.inf))
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_probes_on_cuda_match_cpu():
     net = _masked_net(0)

@@ -440,6 +440,7 @@ def test_cka_between_models():
         cka_between(model_a, model_b, [], ["0"], ["0"])
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_minibatch_cka_on_cuda_matches_cpu():
     model_a, model_b = _mlp(0), _mlp(1)

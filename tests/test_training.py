@@ -256,6 +256,7 @@ def test_two_inputs_mse_on_labels_and_a_callable_loss():
     pd.testing.assert_frame_equal(by_name[cols], by_callable[cols], check_exact=True)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_trains_on_cuda(digits):
     model = mlp()
