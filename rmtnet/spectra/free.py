@@ -242,8 +242,9 @@ class _Convolution(Measure):
             if self._retry_from_afar(scale):
                 return self._solve(z, return_state)
             k = np.argmax(~conv)
-            raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation for {self!r}{self._reach_note()}",
-                                   z=complex(zc[k]), iteration=int(iters[k]), residual=float(res[k]))
+            raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation for "
+                                   f"{self!r}{self._reach_note()}", z=complex(zc[k]), iteration=int(iters[k]),
+                                   residual=float(res[k]))
         y, u, om, stop = self._from_trunk(x, ytar, xc, y, u, om, reach)
         if stop.any():                  # below the trunk's reach: kept at its end (Cauchy-regularised there)
             self.regularised_points = getattr(self, "regularised_points", 0) + int(stop.sum())

@@ -286,9 +286,10 @@ class NTKLaw(Measure):
     the step in y shrinks where Newton fails or leaves the physical sheet (Im m < 0 or |m| > 1/y, impossible for a
     probability law), and a point that cannot be continued raises :class:`ConvergenceError`; a point within 10⁻⁶
     of the scale that stalls or is still creeping after ``max_steps`` (the branch point at a hard edge) keeps its
-    value at its height. All points of a grid move together. The bands are found on an 801-point grid of the hull [r₊, upper bound] (8× finer if the mass
-    does not balance) and their edges k-sected; the law's mass (bands, plus an atom at r₊ of mass
-    max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to 1e-6.
+    value at its height. All points of a grid move together. The bands are found on an 801-point grid of the hull
+    [r₊, upper bound] (8× finer if the mass does not balance) and their edges k-sected; the law's mass (bands,
+    plus an atom at r₊ of mass max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to
+    1e-6.
     :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`."""
 
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
@@ -415,6 +416,19 @@ class NTKLaw(Measure):
                                    iteration=0, residual=None)
         ratio = np.full(P, 0.5)
         steps = 0
+
+        def settle(points, why):
+            """Points the continuation cannot take further: within 10⁻⁶ of the scale they keep their value there
+            (Cauchy-smoothed over that height, where the density is ~10⁻³ of its size and the quadrature weights
+            are tiny); above it, ConvergenceError."""
+            far = points[y[points] > self._STALL_HEIGHT * scale]
+            if far.size:
+                i = int(far[0])
+                raise ConvergenceError(f"NTKLaw: the continuation {why}", z=complex(x[i] + 1j * y[i]),
+                                       iteration=steps, residual=None)
+            self.regularised_points += points.size
+            y[points] = y_target
+
         while True:
             active = y > y_target
             if not active.any():
@@ -427,17 +441,8 @@ class NTKLaw(Measure):
                 return (alpha, y) if return_height else alpha
             steps += 1
             if steps > self.max_steps:
-                # a point at a hard edge (ρ ∝ (x − r₊)^{-1/2}) creeps down, its steps alternately taken and refused:
-                # below the stall height it keeps its value there, as a stalled point does; above it, it fails
-                left = np.flatnonzero(active)
-                far = left[y[left] > self._STALL_HEIGHT * scale]
-                if far.size:
-                    i = int(far[0])
-                    raise ConvergenceError(f"NTKLaw: the continuation did not reach Im z = {y_target:.3g} in "
-                                           f"{self.max_steps} steps", z=complex(x[i] + 1j * y[i]), iteration=steps,
-                                           residual=None)
-                self.regularised_points += left.size
-                y[left] = y_target
+                # a point at a hard edge (ρ ∝ (x − r₊)^{-1/2}) creeps down, its steps alternately taken and refused
+                settle(np.flatnonzero(active), f"did not reach Im z = {y_target:.3g} in {self.max_steps} steps")
                 continue
             idx = np.nonzero(active)[0]
             y_new = np.maximum(y[idx] * ratio[idx], y_target)
@@ -450,16 +455,8 @@ class NTKLaw(Measure):
             ratio[bad] = np.sqrt(ratio[bad])
             stalled = bad[ratio[bad] > 1 - 1e-6]
             if stalled.size:
-                # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis; a
-                # point that gets within 10⁻⁶ of the scale keeps its value there (Cauchy-smoothed over that height,
-                # where the density is ~10⁻³ of its size and the quadrature weights are tiny)
-                far = stalled[y[stalled] > self._STALL_HEIGHT * scale]
-                if far.size:
-                    i = int(far[0])
-                    raise ConvergenceError("NTKLaw: the continuation stalled (steps in Im z shrank to nothing)",
-                                           z=complex(x[i] + 1j * y[i]), iteration=steps, residual=None)
-                self.regularised_points += stalled.size
-                y[stalled] = y_target
+                # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis
+                settle(stalled, "stalled (steps in Im z shrank to nothing)")
 
     def _density(self, x):
         x = np.asarray(x, float)
