@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch import nn
 from torch.func import functional_call, jacrev, jvp, vjp, vmap
 
+from rmtnet.nets._modules import apply_to, check_model, model_dtype
 from rmtnet.spectra._checks import boolean, integer_at_least, one_of
 
 __all__ = ["input_jacobian", "jacobian_spectrum", "parameter_jacobian", "empirical_ntk", "weight_singular_values",
@@ -42,20 +42,11 @@ LAYOUTS = ("matrix", "blocks")
 # ------------------------------------------------------------------------------------------------------------------
 # Inputs
 
-def _check_model(model):
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-
-
 def _model_device(model):
     p = next(model.parameters(), None)
     if p is None:
         p = next(model.buffers(), None)
     return None if p is None else p.device
-
-
-def _model_dtype(model):
-    return next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
 
 
 def _inputs(model, x, name="x", batched=True):
@@ -64,7 +55,7 @@ def _inputs(model, x, name="x", batched=True):
     xs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
     if not xs:
         raise ValueError(f"{name} must be a tensor or a non-empty tuple of tensors")
-    dev, dtype = _model_device(model), _model_dtype(model)
+    dev, dtype = _model_device(model), model_dtype(model)
     out = []
     for j, t in enumerate(xs):
         if not isinstance(t, torch.Tensor):
@@ -91,12 +82,8 @@ def _inputs(model, x, name="x", batched=True):
 def _applied(model, xs, name, batched=True):
     """One forward pass on the inputs ``xs`` (a batch, or one example when not ``batched``), before any Jacobian: a
     model that cannot take them, or whose output on them is not finite, is reported naming ``name``."""
-    try:
-        with torch.no_grad():
-            out = model(*(xs if batched else (t.unsqueeze(0) for t in xs)))
-    except (RuntimeError, TypeError, IndexError, ValueError) as exc:
-        raise ValueError(f"the model cannot be applied to {name} (shapes {[tuple(t.shape) for t in xs]}, dtypes "
-                         f"{[t.dtype for t in xs]}): {type(exc).__name__}: {exc}") from exc
+    with torch.no_grad():
+        out = apply_to(model, xs if batched else tuple(t.unsqueeze(0) for t in xs), name)
     if not isinstance(out, torch.Tensor):
         raise ValueError(f"the model's output on {name} must be a tensor, got {type(out).__name__}")
     if batched and (out.ndim < 1 or out.shape[0] != xs[0].shape[0]):
@@ -121,7 +108,7 @@ def input_jacobian(model, x):
 
     ``x``: one example without the batch dimension, or a tuple ``(x, *context)`` whose other elements are held fixed
     (e.g. the EMN adjacency A). Computed by reverse mode (torch.func.jacrev) in the model's dtype."""
-    _check_model(model)
+    check_model(model)
     x, *context = _inputs(model, x, batched=False)
     if not x.is_floating_point():
         raise ValueError(f"x must be floating point (the Jacobian is taken with respect to it), got dtype {x.dtype}")
@@ -149,7 +136,7 @@ def jacobian_spectrum(model, x, batched=False):
     eigensolver on JJᵀ), ascending, with d_out − d_in zeros when d_out > d_in. With ``batched=True``, ``x`` (or each
     element of the tuple) carries a leading dimension of n examples; the Jacobians are computed with vmap(jacrev)
     and the result is the n spectra, each ascending, concatenated in example order: shape (n·d_out,)."""
-    _check_model(model)
+    check_model(model)
     if not boolean("batched", batched):
         return _gram_eigs(input_jacobian(model, x)).cpu().numpy()
     (x, *context), n = _inputs(model, x)
@@ -181,7 +168,7 @@ def parameter_jacobian(model, x, chunk_size=None):
     ``(n, k, *param.shape)``}, computed as vmap over examples of jacrev of torch.func.functional_call, in the model's
     dtype. For a MaskedLinear weight the entries at masked coordinates are exactly zero. ``chunk_size`` bounds how
     many examples vmap treats at once (memory)."""
-    _check_model(model)
+    check_model(model)
     xs, _ = _inputs(model, x)
     if chunk_size is not None:
         chunk_size = integer_at_least("chunk_size", chunk_size, 1)
@@ -234,7 +221,7 @@ def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_
     (torch.func.vjp, torch.func.jvp), one per output of the x2 batch, without per-example Jacobians; memory
     ~ n₂k·P with ``chunk_size=None`` (``chunk_size`` columns at a time otherwise). Both give the same Θ up to rounding.
     ``layout="matrix"``: (n₁k, n₂k); ``"blocks"``: (n₁, n₂, k, k). A torch tensor in the model's dtype, detached."""
-    _check_model(model)
+    check_model(model)
     one_of("method", method, NTK_METHODS)
     one_of("layout", layout, LAYOUTS)
     if chunk_size is not None:
@@ -302,7 +289,7 @@ def effective_singular_values(model, tokens=None, channels=None, max_dense=4096)
     from rmtnet.spectra.mixer import kronecker_singular_values
     from .layers import ChannelMixing, MaskedLinear, MonarchLinear, PermutedMixing, SparseMaskedLinear, TokenMixing
 
-    _check_model(model)
+    check_model(model)
     S = integer_at_least("tokens", tokens, 1) if tokens is not None else getattr(model, "tokens", None)
     C = integer_at_least("channels", channels, 1) if channels is not None else getattr(model, "channels", None)
     max_dense = integer_at_least("max_dense", max_dense, 1)

@@ -55,6 +55,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ._modules import apply_to, check_model, model_dtype
 from ..spectra._checks import boolean, real_scalar
 
 __all__ = ["gram", "hsic", "cka", "MinibatchCKA", "layer_features", "cka_between"]
@@ -440,11 +441,6 @@ class MinibatchCKA:
 # ------------------------------------------------------------------------------------------------------------------
 # Features of torch models
 
-def _check_model(model, name="model"):
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"{name} must be a torch.nn.Module, got {type(model).__name__}")
-
-
 def _resolve_modules(model, modules, name="modules"):
     if isinstance(modules, (str, nn.Module)) or not isinstance(modules, Iterable):
         raise ValueError(f"{name} must be a list of submodules or of names from model.named_modules()")
@@ -477,15 +473,6 @@ def _as_inputs(inputs, device=None, name="inputs"):
     return inputs
 
 
-def _forward(model, inputs, name):
-    """model(*inputs), a model that cannot take them reported naming ``name``."""
-    try:
-        model(*inputs)
-    except (RuntimeError, TypeError, IndexError) as exc:
-        raise ValueError(f"the model cannot be applied to {name} (shapes {[tuple(x.shape) for x in inputs]}, dtypes "
-                         f"{[x.dtype for x in inputs]}): {type(exc).__name__}: {exc}") from exc
-
-
 def layer_features(model, inputs, modules):
     """Outputs of the given submodules during one forward pass ``model(*inputs)``, as a list of (batch, features)
     tensors (dimensions beyond the first flattened), in the order of ``modules``.
@@ -498,7 +485,7 @@ def layer_features(model, inputs, modules):
 
 
 def _layer_features(model, inputs, modules, name):
-    _check_model(model)
+    check_model(model)
     mods = _resolve_modules(model, modules)
     inputs = _as_inputs(inputs, name=name)
     n = inputs[0].shape[0]
@@ -506,7 +493,7 @@ def _layer_features(model, inputs, modules, name):
         raise ValueError(f"{name} must hold at least one example, got shapes {[tuple(x.shape) for x in inputs]}")
     if any(x.is_floating_point() and not bool(torch.isfinite(x).all()) for x in inputs):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
-    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    dtype = model_dtype(model)
     if dtype is not None:                                     # floating inputs take the model's precision
         inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in inputs)
     captured = [[] for _ in mods]
@@ -519,7 +506,7 @@ def _layer_features(model, inputs, modules, name):
     with contextlib.ExitStack() as stack:
         for j, m in enumerate(mods):
             stack.callback(m.register_forward_hook(hook_for(j)).remove)
-        _forward(model, inputs, name)
+        apply_to(model, inputs, name)
     feats = []
     for j, (m, outs) in enumerate(zip(mods, captured)):
         if len(outs) != 1:
@@ -542,8 +529,8 @@ def cka_between(model_a, model_b, batches, modules_a, modules_b, device=None, pr
     DataLoader of (x, y) pairs pass ``(x for x, _ in loader)``). Batches are moved to ``device`` when given. Runs
     under torch.no_grad() with both models in eval mode (their training flags are restored afterwards). Returns a
     (len(modules_a), len(modules_b)) float64 NumPy array."""
-    _check_model(model_a, "model_a")
-    _check_model(model_b, "model_b")
+    check_model(model_a, "model_a")
+    check_model(model_b, "model_b")
     if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable):
         raise ValueError(f"batches must be an iterable of input batches (tensors or tuples of tensors), got "
                          f"{type(batches).__name__}")

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from rmtnet._io import atomic_write
+from rmtnet.nets._modules import check_model, model_dtype
 from rmtnet.nets.data import Dataset
 from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
 
@@ -183,8 +184,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     momentum and weight_decay, as soon as a training loss is not finite (before the update is applied) or an
     evaluation's metrics are not.
     """
-    if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_model(model)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
     epochs = _positive_int("epochs", epochs)
@@ -209,7 +209,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     loss_fn = _loss_function(loss, data.n_classes)
 
     if dtype is None:
-        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.get_default_dtype())
+        dtype = model_dtype(model, torch.get_default_dtype())
     for name, value in (("lr", lr), ("weight_decay", weight_decay)):
         if value > torch.finfo(dtype).max:            # the optimiser's step multiplies by it in the model's dtype
             raise ValueError(f"{name} must be at most {torch.finfo(dtype).max:g}, the largest {dtype}, got {value!r}")
