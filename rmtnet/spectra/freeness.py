@@ -91,6 +91,17 @@ def _sequence(name, v, what):
     return tuple(v)
 
 
+def _layer(net, layer):
+    """The layer ℓ of the pair (D_ℓ², W_ℓD_{ℓ−1}²W_ℓᵀ): ``layer``, or the last one when None, in [2, depth]."""
+    if net.depth < 2:
+        raise ValueError(f"net must have depth ≥ 2 for the freeness test (the pair D_ℓ², W_ℓD_{{ℓ-1}}²W_ℓᵀ has "
+                         f"ℓ ≥ 2), got depth {net.depth}")
+    layer = net.depth if layer is None else _int("layer", layer, lo=2)
+    if layer > net.depth:
+        raise ValueError(f"layer must lie in [2, {net.depth}] (the network's depth), got {layer}")
+    return layer
+
+
 def _words(words):
     words = _sequence("words", words, f"a word or a non-empty subset of {WORDS}")
     if not words:
@@ -287,13 +298,7 @@ def freeness_deviations(net, width, n_samples=32, seed=0, backend=None, weights=
     n_samples = _int("n_samples", n_samples, lo=2)
     seed = _int("seed", seed, lo=0)
     words = _words(words)
-    layer = net.depth if layer is None else layer
-    if net.depth < 2:
-        raise ValueError(f"net must have depth ≥ 2 for the freeness test (the pair D_ℓ², W_ℓD_{{ℓ-1}}²W_ℓᵀ has "
-                         f"ℓ ≥ 2), got depth {net.depth}")
-    layer = _int("layer", layer, lo=2)
-    if layer > net.depth:
-        raise ValueError(f"layer must lie in [2, {net.depth}] (the network's depth), got {layer}")
+    layer = _layer(net, layer)
     kind = _choice("weights", net.weights if weights is None else weights, WEIGHTS)
     if control is not None:
         _choice("control", control, CONTROLS)
@@ -440,12 +445,7 @@ def freeness_test(net=None, *, widths=(64, 128, 256, 512), n_samples=32, words=W
         raise ValueError(f"cases must be a non-empty subset of {CASES}")
     control = _choice("control", control, CONTROLS)
     seed = _int("seed", seed, lo=0)
-    if net.depth < 2:
-        raise ValueError(f"net must have depth ≥ 2 for the freeness test (the pair D_ℓ², W_ℓD_{{ℓ-1}}²W_ℓᵀ has "
-                         f"ℓ ≥ 2), got depth {net.depth}")
-    layer = net.depth if layer is None else _int("layer", layer, lo=2)
-    if layer > net.depth:
-        raise ValueError(f"layer must lie in [2, {net.depth}] (the network's depth), got {layer}")
+    layer = _layer(net, layer)
 
     frames = []
     for case in cases:
