@@ -20,13 +20,13 @@ import warnings
 
 import numpy as np
 
-from rmtnet import arch
+from rmtnet.spectra import network
 from rmtnet.spectra import jacobian_law
 from rmtnet.spectra.free import FreeProduct
 
 
 def cdf_time(depth, weights, activation):
-    law = jacobian_law(arch.mlp(depth, 100, weights=weights, sigma_w=1.05, activation=activation))
+    law = jacobian_law(network.mlp(depth, 100, weights=weights, sigma_w=1.05, activation=activation))
     law.continuous_support()
     t = time.perf_counter()
     with warnings.catch_warnings():

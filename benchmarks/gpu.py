@@ -14,9 +14,9 @@ grid; SLQ: the first two moments, different probes, so Hutchinson noise rather t
 3. **train** — training throughput, samples/s of one AdamW step (forward, backward, update) of MLP-Mixer, RP-Mixer
    and SW-MLP (rmtnet.nets.models, built as in benchmarks/mixing.py) with S = C tokens and channels, on ``cuda``
    against ``cpu`` (``--train-sides``, ``--batch``). Needs a CUDA build of torch for the GPU side.
-4. **slq** — stochastic Lanczos quadrature (``rmtnet.spectra.lanczos.slq``) at m = S·C = 10⁶ and 10⁷
+4. **slq** — stochastic Lanczos quadrature (``rmtnet.spectra.sampling.lanczos.slq``) at m = S·C = 10⁶ and 10⁷
    (``--slq-sides 1000 3163``; the CPU runs up to ``--slq-cpu-max-side`` and is estimated by side³ beyond)
-   on JJᵀ of a depth-4 linear Gaussian Mixer-structured network (``rmtnet.spectra.operators.mixer_network``:
+   on JJᵀ of a depth-4 linear Gaussian Mixer-structured network (``rmtnet.spectra.sampling.operators.mixer_network``:
    per layer a token mixing W_ℓ ⊗ I_C and a channel mixing I_S ⊗ V_ℓ, applied as S×S and C×C matmuls on the (S, C)
    reshape; nothing m×m is built), drawn on the GPU with CuPy and on the CPU with NumPy.
 5. **⊠ engine** — the density of ν = Bernoulli(½)^{⊠10} ⊠ MP(1, scale 2)^{⊠10} (benchmarks/free_mult.py's law)
@@ -49,11 +49,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from rmtnet import _backend as B
-from rmtnet import arch
+from rmtnet import backend as B
+from rmtnet.spectra import network
 from rmtnet.spectra import Bernoulli, MarchenkoPastur, free_mult, free_mult_power, sample_jacobian_eigs
-from rmtnet.spectra import lanczos as lz
-from rmtnet.spectra import operators as ops
+from rmtnet.spectra.sampling import lanczos as lz
+from rmtnet.spectra.sampling import operators as ops
 
 ITEMS = ("eig", "jacobian", "train", "slq", "boxtimes")
 SQRT2 = math.sqrt(2.0)
@@ -160,7 +160,7 @@ def eigvalsh_item(sizes, repeats, cpu_max, gpu):
 def jacobian_item(sizes, repeats, cpu_max, gpu):
     rows, measured = [], {}
     for n in sizes:
-        net = arch.mlp(2, n, weights="gaussian", sigma_w=SQRT2, activation="relu")
+        net = network.mlp(2, n, weights="gaussian", sigma_w=SQRT2, activation="relu")
         seeds, last = iter(range(10 ** 6)), {}
         run = lambda be: last.__setitem__(be, sample_jacobian_eigs(net, seed=next(seeds), backend=be))  # noqa: E731
         cpu_s, note = _cpu_or_estimate(n, cpu_max, lambda: median_time(lambda: run("numpy"), "numpy",
@@ -225,9 +225,9 @@ def train_item(sides, batch, repeats, gpu):
 
 def mixer_network(side, depth, backend, seed=0):
     """The benchmark's Mixer-structured network: ``depth`` linear layers with Gaussian token and channel mixing
-    (σ_w = 1) at S = C = ``side`` (rmtnet.spectra.operators.mixer_network, Kronecker structure: per layer the
+    (σ_w = 1) at S = C = ``side`` (rmtnet.spectra.sampling.operators.mixer_network, Kronecker structure: per layer the
     token mixing X ↦ W X and the channel mixing X ↦ X Vᵀ on the (S, C) reshape; nothing m×m is built)."""
-    net = arch.mlp(depth, 10, weights="gaussian", activation="linear", sigma_w=1.0)
+    net = network.mlp(depth, 10, weights="gaussian", activation="linear", sigma_w=1.0)
     return ops.mixer_network(net, side, side, seed=seed, backend=backend)
 
 

@@ -5,9 +5,9 @@ Prints, each with its wall time:
 1. **m = 10⁶ density** (the acceptance run). A depth-4 Mixer-structured network at S = C = 1000,
    h_ℓ = W_ℓ X_{ℓ−1} V_ℓᵀ, X_ℓ = tanh(h_ℓ), with W_ℓ, V_ℓ √σ_w times Haar orthogonal (σ_w = 1.05, σ_b = 0, input
    at the fixed point q* of the length map: Pennington, Schoenholz & Ganguli 2017's dynamical-isometry setting).
-   JJᵀ, J = D₄K₄D₃K₃D₂K₂D₁K₁ with K_ℓ = kron(W_ℓ, V_ℓ), is an operator (rmtnet.spectra.operators: 4 GEMMs of
+   JJᵀ, J = D₄K₄D₃K₃D₂K₂D₁K₁ with K_ℓ = kron(W_ℓ, V_ℓ), is an operator (rmtnet.spectra.sampling.operators: 4 GEMMs of
    1000³ per J, the same for Jᵀ — 3.2·10¹⁰ flops per matvec, nothing m×m is formed). Its density by stochastic
-   Lanczos quadrature (rmtnet.spectra.lanczos.slq: one Rademacher probe — m = 10⁶ self-averages — and
+   Lanczos quadrature (rmtnet.spectra.sampling.lanczos.slq: one Rademacher probe — m = 10⁶ self-averages — and
    ``--steps`` = 40 Lanczos steps with full reorthogonalisation; the midpoint-interpolated distribution function).
    Acceptance: ≤ 60 s for building the network and the density (2 CPU cores), KS ≤ 0.02 to the prediction.
 2. **The prediction, checked two ways.** μ_{JJᵀ} = ⊠_ℓ (law(D_ℓ²) ⊠ δ_{σ_w²}), law(D_ℓ²) the law of tanh′(h)²,
@@ -52,10 +52,11 @@ import time
 
 import numpy as np
 
-from rmtnet import arch, plot
+from rmtnet import plot
+from rmtnet.spectra import network
 from rmtnet.spectra import FussCatalan, jacobian_law, mixer
-from rmtnet.spectra import lanczos as lz
-from rmtnet.spectra import operators as ops
+from rmtnet.spectra.sampling import lanczos as lz
+from rmtnet.spectra.sampling import operators as ops
 from rmtnet.spectra.measures import Measure
 
 DEPTH, SIGMA_W = 4, 1.05
@@ -63,7 +64,7 @@ DEPTH, SIGMA_W = 4, 1.05
 
 def network_description(depth=DEPTH, sigma_w=SIGMA_W):
     """The benchmark's network: tanh, orthogonal, σ_w, σ_b = 0, input at the fixed point q*."""
-    return arch.mlp(depth, 10, weights="orthogonal", activation="tanh", sigma_w=sigma_w)
+    return network.mlp(depth, 10, weights="orthogonal", activation="tanh", sigma_w=sigma_w)
 
 
 def ks_to_law(law, estimate, n=20000):
@@ -77,14 +78,14 @@ def mixer_density(tokens, channels, n_steps=50, seed=0, depth=DEPTH, sigma_w=SIG
     the SpectralQuadrature, the estimate, the KS to the law, and the times (``seconds`` = build + SLQ + estimate)."""
     net = network_description(depth, sigma_w)
     t0 = time.perf_counter()
-    network = ops.mixer_network(net, tokens, channels, seed=seed)
+    structured = ops.mixer_network(net, tokens, channels, seed=seed)
     t1 = time.perf_counter()
-    q = lz.slq(network.jacobian_gram(), n_steps=n_steps, n_probes=1, seed=seed + 1)
+    q = lz.slq(structured.jacobian_gram(), n_steps=n_steps, n_probes=1, seed=seed + 1)
     estimate = q.interpolated(lower=0.0)
     t2 = time.perf_counter()
     law = jacobian_law(net) if law is None else law
     ks = ks_to_law(law, estimate)
-    return dict(slq=q, estimate=estimate, ks=ks, law=law, network=network, build_seconds=t1 - t0,
+    return dict(slq=q, estimate=estimate, ks=ks, law=law, network=structured, build_seconds=t1 - t0,
                 slq_seconds=t2 - t1, seconds=t2 - t0, ks_seconds=time.perf_counter() - t2)
 
 
@@ -146,7 +147,7 @@ def run(a):
     q = r["slq"]
     verdict = lambda ok: "ok" if ok else "FAIL"        # noqa: E731
     print(f"\n[1] m = {m:,} (S = C = {a.side}), depth {DEPTH}, {a.steps} Lanczos steps, 1 probe")
-    print(f"    build network      {r['build_seconds']:7.2f} s")
+    print(f"    build network         {r['build_seconds']:7.2f} s")
     print(f"    SLQ + estimate     {r['slq_seconds']:7.2f} s   ({r['slq_seconds'] / a.steps:.2f} s per step)")
     print(f"    density total      {r['seconds']:7.2f} s   (acceptance ≤ 60 s: {verdict(r['seconds'] <= 60)})")
     print(f"    KS to prediction   {r['ks']:.4f}     (acceptance ≤ 0.02: {verdict(r['ks'] <= 0.02)};"
@@ -159,16 +160,16 @@ def run(a):
     if not a.skip_dense:
         print("\n[3] SLQ against dense eigenvalues at m = 4096 (S = C = 64)")
         t = time.perf_counter()
-        network = ops.mixer_network(net, 64, 64, seed=a.seed)
-        J = network.jacobian()
+        structured = ops.mixer_network(net, 64, 64, seed=a.seed)
+        J = structured.jacobian()
         dense = np.linalg.eigvalsh(J @ J.T)
         t_dense = time.perf_counter() - t
         t = time.perf_counter()
-        q4 = lz.slq(network.jacobian_gram(), n_steps=60, n_probes=16, seed=a.seed + 1)
+        q4 = lz.slq(structured.jacobian_gram(), n_steps=60, n_probes=16, seed=a.seed + 1)
         est = q4.interpolated(lower=0.0)
         t_slq = time.perf_counter() - t
         t = time.perf_counter()
-        top4 = lz.top_eigenvalues(network.jacobian_gram(), k=1)[0]
+        top4 = lz.top_eigenvalues(structured.jacobian_gram(), k=1)[0]
         t_top = time.perf_counter() - t
         print(f"    dense J, JJᵀ, eigvalsh   {t_dense:7.2f} s")
         print(f"    SLQ 60 steps × 16 probes {t_slq:7.2f} s   (dense/SLQ = {t_dense / t_slq:.0f})")
@@ -179,7 +180,7 @@ def run(a):
 
     if not a.skip_linear:
         print(f"\n[4] linear Gaussian nets, depth {DEPTH}, m = {m:,}: moments (4 Lanczos steps, 2 probes; ± s.e.)")
-        lin = arch.mlp(DEPTH, 10, weights="gaussian", activation="linear", q0=1.0)
+        lin = network.mlp(DEPTH, 10, weights="gaussian", activation="linear", q0=1.0)
         fc = FussCatalan(DEPTH)
         classical = [fc.moment(k) ** 2 for k in range(1, 5)]
         free = [FussCatalan(2 * DEPTH).moment(k) for k in range(1, 5)]
@@ -187,8 +188,8 @@ def run(a):
         print("    free FC(8) = MP^⊠8     " + " ".join(f"{v:12.1f}" for v in free))
         for structure in ("kronecker", "permuted"):
             t = time.perf_counter()
-            network = ops.mixer_network(lin, a.side, a.side, structure=structure, seed=a.seed)
-            ql = lz.slq(network.jacobian_gram(), n_steps=4, n_probes=2, seed=a.seed + 1)
+            structured = ops.mixer_network(lin, a.side, a.side, structure=structure, seed=a.seed)
+            ql = lz.slq(structured.jacobian_gram(), n_steps=4, n_probes=2, seed=a.seed + 1)
             vals = " ".join(f"{ql.moment(k):12.1f}" for k in range(1, 5))
             errs = " ".join(f"{ql.moment_stderr(k):12.1f}" for k in range(1, 5))
             print(f"    {structure:22s} {vals}   ({time.perf_counter() - t:.1f} s)")

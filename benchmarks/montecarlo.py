@@ -23,9 +23,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from rmtnet import _backend as B
-from rmtnet import arch
-from rmtnet.spectra import montecarlo
+from rmtnet import backend as B
+from rmtnet.spectra import network
+from rmtnet.spectra.sampling import montecarlo
 
 SQRT2 = np.sqrt(2.0)
 
@@ -33,8 +33,8 @@ SQRT2 = np.sqrt(2.0)
 def routines(n):
     """(name, callable(backend, seed), solver) — each draws its matrices and returns N eigenvalues (one sample);
     solver names the dense routine it ends in."""
-    relu = lambda L, w: arch.mlp(L, n, weights=w, sigma_w=SQRT2, activation="relu")
-    tanh = arch.mlp(2, n, weights="gaussian", sigma_w=1.1, sigma_b=0.05, activation="tanh", q0=1.0)
+    relu = lambda L, w: network.mlp(L, n, weights=w, sigma_w=SQRT2, activation="relu")
+    tanh = network.mlp(2, n, weights="gaussian", sigma_w=1.1, sigma_b=0.05, activation="tanh", q0=1.0)
     return [
         ("wishart", lambda be, s: montecarlo.wishart_eigs(n, n, seed=s, backend=be), "eigvalsh"),
         ("jacobian L=1 gaussian relu", lambda be, s: montecarlo.sample_jacobian_eigs(relu(1, "gaussian"), seed=s,

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from rmtnet import arch
+from rmtnet.spectra import network
 from rmtnet.spectra.kernels import nngp_kernel, ntk_kernel
 
 
@@ -37,7 +37,7 @@ def main(argv=None):
     print(f"{'act':>5} {'ntk s':>7} {'nngp s':>7} {'ntk/nngp':>9} {'quadrature s (B_q)':>19} "
           f"{'quadrature s (B, extrapolated)':>31}")
     for act in ("relu", "erf"):
-        net = arch.mlp(args.depth, 100, activation=act, sigma_w=1.4, sigma_b=0.1)
+        net = network.mlp(args.depth, 100, activation=act, sigma_w=1.4, sigma_b=0.1)
         t_ntk, T = timed(lambda: ntk_kernel(net, X))
         t_nngp, _ = timed(lambda: nngp_kernel(net, X))
         t_q, Tq = timed(lambda: ntk_kernel(net, Xq, method="quadrature"))

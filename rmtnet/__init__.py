@@ -5,6 +5,6 @@ Subpackages
 spectra   limit laws (free probability) and their Monte Carlo counterparts (NumPy / CuPy).
 plot      theory-over-simulation overlays in the house style.
 """
-from . import _backend as backend  # noqa: F401
+from . import backend  # noqa: F401
 
 __version__ = "0.1.0"

@@ -137,9 +137,9 @@ def _backend_problem(backend):
     """Why ``backend`` cannot be used here (None when it can): CuPy missing or no CUDA device."""
     if backend != "cupy":
         return None
-    from rmtnet import _backend
+    from rmtnet import backend as array_backend
     try:
-        _backend.cupy_module()
+        array_backend.cupy_module()
     except RuntimeError as exc:
         return f"--backend cupy: {exc}"
     return None

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ._backend import to_numpy
+from .backend import to_numpy
 from .spectra._checks import finite_array, real_scalar
 from .spectra.measures import Measure
 
@@ -30,7 +30,7 @@ def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
     Samples within ``atom_rtol``·max|samples| (+ 1e-9·|a|) of one of the law's atoms a are counted on it (see
     :func:`_snap_to_atoms`); set it to the relative noise floor of the eigensolver that produced them.
     ``floor`` > 0: the samples resolve only values ≥ floor (e.g. the float64 floor of a deep Jacobian product,
-    :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs` with ``return_floor=True``): the sup is taken over
+    :func:`rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs` with ``return_floor=True``): the sup is taken over
     x ≥ floor, which still compares the mass below the floor, F_n(floor⁻) against F(floor), but not where inside
     [0, floor) the samples fell. F there is :meth:`Measure.cdf_above`, which needs the law's density above the
     floor only."""
@@ -62,7 +62,7 @@ def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
 def _snap_to_atoms(law, s, rel=1e-9):
     """Samples within rel·max|s| + 1e-9·|a| of an atom a are put on it: eigenvalues that are zero in exact arithmetic
     come out of a float64 eigensolver as ±1e-13 (relative to the largest; ~1e-28 as squared singular values, as
-    :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs` computes them), and those equal to a ≠ 0 as a(1 ± 1e-15),
+    :func:`rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs` computes them), and those equal to a ≠ 0 as a(1 ± 1e-15),
     which would otherwise fall on the wrong side of the atom's jump. The rule also moves genuine continuous-part
     samples within that distance onto the atom: for a density crowding to an atom at 0 like x^{-L/(L+1)} that is a
     mass of order rel^{1/(L+1)}, so keep rel at the noise floor of the samples."""

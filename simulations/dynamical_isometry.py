@@ -25,8 +25,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, cli, plot
-from rmtnet._backend import to_numpy
+from rmtnet import cli, plot
+from rmtnet.spectra import network
+from rmtnet.backend import to_numpy
 from rmtnet.spectra import chi, critical_sigma_w, jacobian_law, q_star, sample_jacobian_eigs
 
 ACT = "tanh"
@@ -34,7 +35,7 @@ DEPTH = 16
 
 
 def _net(weights, sigma_w, sigma_b, width=1000):
-    return arch.mlp(DEPTH, width, weights=weights, sigma_w=sigma_w, sigma_b=sigma_b, activation=ACT)
+    return network.mlp(DEPTH, width, weights=weights, sigma_w=sigma_w, sigma_b=sigma_b, activation=ACT)
 
 
 def main(full=False, outdir="figures", seed=0, backend=None):

@@ -33,7 +33,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from rmtnet import cli, experiments, plot
-from rmtnet._backend import torch_device
+from rmtnet.backend import torch_device
 from rmtnet.studies.mixer_width import width_run
 from rmtnet.spectra import mixer
 

@@ -4,7 +4,7 @@ Log–log plot of |mean deviation from the free value| against N for Haar orthog
 non-free control (signed-permutation weights, for which a and b commute), one panel per mixed word, with error bars
 (± one standard error of the mean over the sampled networks; on the log axis a lower bar longer than
 the point is cut at |mean|/10), the fitted slopes in the legend, and a slope −1 guide.
-Network: depth 2, tanh, σ_w = 1.5, σ_b = 0.1, pair at layer 2 (see rmtnet.spectra.freeness).
+Network: depth 2, tanh, σ_w = 1.5, σ_b = 0.1, pair at layer 2 (see rmtnet.studies.freeness).
 
 Writes figures/freeness.png and figures/freeness.csv (one panel "case word" per curve, with its slope).
 Quick mode (default): N = 64 … 512, 32 networks per point. ``--full``: N = 128 … 2048, 48 networks per point.
@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rmtnet import cli, plot
-from rmtnet.spectra.freeness import WORDS, freeness_test
+from rmtnet.studies.freeness import WORDS, freeness_test
 
 LABELS = {"haar": "Haar orthogonal", "gaussian": "Gaussian", "control": "control: signed permutation"}
 TITLES = {"ab": "tr(a°b°)", "abab": "tr(abab) − free value", "abab_c": "tr(a°b°a°b°)", "ababab_c": "tr((a°b°)³)"}

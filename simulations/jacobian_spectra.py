@@ -2,7 +2,7 @@
 2017, 2018): the free-probability law rmtnet.spectra.jacobian_law overlaid on Monte Carlo histograms, and the
 variance of JJᵀ against depth.
 
-Convention (rmtnet.arch): J = D_L W_L ⋯ D_1 W_1 (last_activation=True), square layers, input at the fixed point
+Convention (rmtnet.spectra.network): J = D_L W_L ⋯ D_1 W_1 (last_activation=True), square layers, input at the fixed point
 q* of the length map (q0="fixed_point"), σ_w = critical_sigma_w(φ, σ_b) on the line χ = 1 with σ_b = 0 for
 linear and ReLU and σ_b = 0.05 for hard-tanh, erf and tanh; Gaussian weights (entries N(0, σ_w²/N)) or σ_w times
 a Haar orthogonal matrix. Overlay panels: one (activation, weights, depth L) each, KS distance in the legend;
@@ -29,8 +29,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, cli, plot
-from rmtnet._backend import to_numpy
+from rmtnet import cli, plot
+from rmtnet.spectra import network
+from rmtnet.backend import to_numpy
 from rmtnet.spectra import critical_sigma_w, jacobian_law, sample_jacobian_eigs
 
 SIGMA_B = {"linear": 0.0, "relu": 0.0, "hard_tanh": 0.05, "erf": 0.05, "tanh": 0.05}
@@ -48,7 +49,7 @@ def _sigma_w(act):
 
 
 def _net(act, weights, depth, width):
-    return arch.mlp(depth, width, weights=weights, sigma_w=_sigma_w(act), sigma_b=SIGMA_B[act], activation=act)
+    return network.mlp(depth, width, weights=weights, sigma_w=_sigma_w(act), sigma_b=SIGMA_B[act], activation=act)
 
 
 def _panels(full):

@@ -5,7 +5,7 @@ m = S·C = 10⁴–10⁶ with very sparse, structured weights, and "the s.v.d. o
 mixing factor kron(W, I_C) has W's singular values, C times each. This script takes the comparison to the product of
 the two mixing factors of one linear Mixer layer, x ↦ flatten(W X Vᵀ) (W, V Gaussian, entries N(0, 1/S), N(0, 1/C)),
 at widths dense eigensolvers cannot reach, with stochastic Lanczos quadrature on matrix-free operators
-(rmtnet.spectra.operators, rmtnet.spectra.lanczos):
+(rmtnet.spectra.sampling.operators, rmtnet.spectra.sampling.lanczos):
 
 * **Kronecker** (MLP-Mixer): K = kron(W, V), so KKᵀ = kron(WWᵀ, VVᵀ) has the products of two independent MP(1)
   spectra: its law is the *classical* product MP·MP (rmtnet.spectra.mixer.kronecker_gram_law; m₂ = 4, edge 16) —
@@ -50,8 +50,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, cli, plot
-from rmtnet.spectra import FussCatalan, MarchenkoPastur, lanczos, mixer, operators
+from rmtnet import cli, plot
+from rmtnet.spectra import network
+from rmtnet.spectra import FussCatalan, MarchenkoPastur, mixer
+from rmtnet.spectra.sampling import lanczos, operators
 
 STEPS = 60
 ROW_NNZ = 64
@@ -79,7 +81,7 @@ def _point(operator, m, seed, laws):
 
 def main(full=False, outdir="figures", seed=0, backend=None):
     sides = (32, 100, 316, 1000) if full else (32, 100, 316)
-    net = arch.mlp(1, 10, weights="gaussian", activation="linear", q0=1.0)
+    net = network.mlp(1, 10, weights="gaussian", activation="linear", q0=1.0)
     classical, free, mp = mixer.kronecker_gram_law(MarchenkoPastur(1.0)), FussCatalan(2), MarchenkoPastur(1.0)
     rows, factor_rows, last = [], [], {}
     for S in sides:
@@ -88,10 +90,10 @@ def main(full=False, outdir="figures", seed=0, backend=None):
         for structure in ("kronecker", "permuted", "sparse"):
             t0 = time.perf_counter()
             if structure == "sparse":
-                network = operators.sparse_network(net, S, S, density=density, seed=seed, backend=backend)
+                structured = operators.sparse_network(net, S, S, density=density, seed=seed, backend=backend)
             else:
-                network = operators.mixer_network(net, S, S, structure=structure, seed=seed, backend=backend)
-            row, q = _point(network.jacobian_gram(), m, seed + 1, {"classical": classical, "free": free})
+                structured = operators.mixer_network(net, S, S, structure=structure, seed=seed, backend=backend)
+            row, q = _point(structured.jacobian_gram(), m, seed + 1, {"classical": classical, "free": free})
             row.update(structure=structure, tokens=S, channels=S, m=m,
                        row_nnz=density * m if structure == "sparse" else S,
                        mp_regime=mixer.mp_regime(density, m) if structure == "sparse" else np.nan,
@@ -104,12 +106,12 @@ def main(full=False, outdir="figures", seed=0, backend=None):
             # the single factor: the first one of the layer (SW: M ⊙ A, density 1/C; Mixer: kron(W, I_C))
             if structure != "permuted":
                 t0 = time.perf_counter()
-                frow, _ = _point(network.factor_gram(1, 0), m, seed + 2, {"mp": mp})
+                frow, _ = _point(structured.factor_gram(1, 0), m, seed + 2, {"mp": mp})
                 frow.update(structure=structure, m=m, seconds=time.perf_counter() - t0)
                 factor_rows.append(frow)
                 print(f"m = {m:>9,d}  {structure:9s}  one factor {frow['seconds']:5.1f} s   top = {frow['top']:.3f}"
                       f"   KS to MP(1) {frow['ks_mp']:.3f}")
-            del network
+            del structured
     points, factors = pd.DataFrame(rows), pd.DataFrame(factor_rows)
 
     fig, axes = plt.subplots(1, 5, figsize=(26, 4.6), layout="constrained")

@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rmtnet import cli, plot
-from rmtnet._backend import to_numpy
-from rmtnet.spectra import FussCatalan, MarchenkoPastur, free_mult_power, montecarlo
+from rmtnet.backend import to_numpy
+from rmtnet.spectra import FussCatalan, MarchenkoPastur, free_mult_power
+from rmtnet.spectra.sampling import montecarlo
 
 RATIOS = (0.1, 0.25, 0.5, 1.0, 2.0)
 ORDERS = (1, 2, 3, 5)

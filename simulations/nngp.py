@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rmtnet import cli, plot
-from rmtnet.arch import mlp
+from rmtnet.spectra.network import mlp
 from rmtnet.spectra import kernels
 
 DEPTHS = (1, 2, 4, 8, 16, 32)

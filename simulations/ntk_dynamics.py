@@ -36,7 +36,7 @@ import pandas as pd
 import torch
 
 from rmtnet import cli, experiments, plot
-from rmtnet.arch import mlp
+from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
 from rmtnet.spectra import kernels
 

@@ -1,7 +1,7 @@
 """Spectra of the conjugate kernel and of the NTK over a data set (Fan & Wang, "Spectra of the conjugate kernel and
 neural tangent kernel for linear-width neural networks", NeurIPS 2020, arXiv 2005.11879; their Figs. 1–2 are the
 model): limit laws (rmtnet.spectra.ck_law, ntk_law) over the eigenvalue histograms of actual random networks
-(rmtnet.spectra.montecarlo.sample_ck_eigs, sample_ntk), KS distance in each panel.
+(rmtnet.spectra.sampling.montecarlo.sample_ck_eigs, sample_ntk), KS distance in each panel.
 
 Setting (Fan & Wang): X_ℓ = φ̃(W_ℓX_{ℓ−1})/√d_ℓ with W_ℓ iid N(0, 1), φ̃ the activation centred and scaled to unit
 second moment under N(0, 1), f(x) = wᵀx_L; the CK is X_LᵀX_L and the NTK the Gram of ∇f over W₁ … W_L and w (the
@@ -31,11 +31,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import _backend as B
+from rmtnet import backend as B
 from rmtnet import cli, plot
-from rmtnet.arch import mlp
+from rmtnet.spectra.network import mlp
 from rmtnet.nets import data
-from rmtnet.spectra import ck_law, montecarlo, ntk_law
+from rmtnet.spectra import ck_law, ntk_law
+from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra.measures import Empirical
 
 DIGITS_N = 60

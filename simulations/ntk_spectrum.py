@@ -2,7 +2,7 @@
 depth (Hayase & Karakida 2021): rmtnet.spectra.fisher_law overlaid on Monte Carlo, and λ_max with the critical
 learning rate 2/λ_max against depth.
 
-Convention (rmtnet.arch, rmtnet.spectra.ntk): Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ for one input at the fixed point q*, square
+Convention (rmtnet.spectra.network, rmtnet.spectra.ntk): Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ for one input at the fixed point q*, square
 layers, linear read-out (last_activation=False), orthogonal weights σ_w·O with σ_w = critical_sigma_w("hard_tanh",
 0.05) (χ = 1) and σ_b = 0.05, so that q* is small and D² is close to the identity. Monte Carlo:
 sample_fisher_eigs(..., qhat="mean_field") (the limits q̂_ℓ in place of the input's own norms, the same limit law).
@@ -27,15 +27,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import arch, cli, plot
-from rmtnet._backend import to_numpy
+from rmtnet import cli, plot
+from rmtnet.spectra import network
+from rmtnet.backend import to_numpy
 from rmtnet.spectra import critical_sigma_w, fisher_law, ntk, sample_fisher_eigs
 
 ACT, WEIGHTS, SIGMA_B = "hard_tanh", "orthogonal", 0.05
 
 
 def _net(depth, width):
-    return arch.mlp(depth, width, weights=WEIGHTS, sigma_w=critical_sigma_w(ACT, SIGMA_B), sigma_b=SIGMA_B,
+    return network.mlp(depth, width, weights=WEIGHTS, sigma_w=critical_sigma_w(ACT, SIGMA_B), sigma_b=SIGMA_B,
                     activation=ACT, last_activation=False)
 
 

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rmtnet import _backend as B
-from rmtnet.spectra import MarchenkoPastur, montecarlo
+from rmtnet import backend as B
+from rmtnet.spectra import MarchenkoPastur
+from rmtnet.spectra.sampling import montecarlo
 from rmtnet.plot import ks_distance
 
 def test_numpy_namespace_and_float64_default():

@@ -9,8 +9,8 @@ import pytest
 import scipy.linalg
 import sympy as sp
 
-from rmtnet import _backend
-from rmtnet.spectra import lanczos as lz
+from rmtnet import backend
+from rmtnet.spectra.sampling import lanczos as lz
 from rmtnet.spectra import symbolic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ def gpu_bench():
     return module
 
 
-@pytest.mark.skipif(_backend.gpu_available(), reason="checks the behaviour without a GPU")
+@pytest.mark.skipif(backend.gpu_available(), reason="checks the behaviour without a GPU")
 def test_without_a_gpu_it_says_so_and_exits_cleanly(gpu_bench, capsys):
     assert gpu_bench.main([]) is None
     assert "No CUDA device" in capsys.readouterr().out

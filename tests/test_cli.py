@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rmtnet import _backend, cli, experiments
+from rmtnet import backend, cli, experiments
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(p for p in (ROOT / "simulations").glob("*.py") if not p.name.startswith("_"))
@@ -134,7 +134,7 @@ def test_bad_options_exit_2_with_the_reason(argv, message, capsys):
     assert e.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.skipif(_backend.gpu_available(), reason="checks the message given without a GPU")
+@pytest.mark.skipif(backend.gpu_available(), reason="checks the message given without a GPU")
 def test_backend_cupy_without_a_gpu_is_a_clear_error_not_a_traceback():
     r = subprocess.run([sys.executable, "-m", "rmtnet.cli", "run", "mp_and_fuss_catalan", "--backend", "cupy"],
                        capture_output=True, text=True, cwd=ROOT)

@@ -4,7 +4,7 @@ Without a GPU the CuPy path cannot run here, so its one way to break — a host 
 inside the engine, which CuPy refuses with a TypeError, or a result quietly brought back to the host — is checked
 with a stand-in: :class:`DeviceArray`, a NumPy array that, like a CuPy array, refuses plain host arrays (ndim ≥ 1)
 as operands of ufuncs, array functions and indexing, and a module ``fake_device`` that, like ``cupy``, creates
-such arrays. ``rmtnet._backend.module_of`` is pointed at it. The densities computed on the stand-in must then equal
+such arrays. ``rmtnet.backend.module_of`` is pointed at it. The densities computed on the stand-in must then equal
 the host ones to rounding (the same arithmetic in the same order), and come back as device arrays.
 The real CuPy run is ``tests/test_gpu.py::test_cupy_engine_density_equals_numpy`` (skipped without a GPU)."""
 import types
@@ -12,8 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from rmtnet import _backend as B
-from rmtnet import arch
+from rmtnet import backend as B
+from rmtnet.spectra import network
 from rmtnet.spectra import (Bernoulli, FussCatalan, MarchenkoPastur, Semicircle, free_add, free_mult, free_mult_power,
                             jacobian_law)
 from rmtnet.spectra.measures import GridDensity, OtherGram
@@ -112,7 +112,7 @@ LAWS = {
     "MP ⊠ grid density": lambda: free_mult(MarchenkoPastur(0.5), GridDensity(np.linspace(0.5, 1.5, 41),
                                                                              np.ones(41), normalize=True)),
     "tanh Jacobian, L = 2 (Gaussian push-forward)": lambda: jacobian_law(
-        arch.mlp(2, 100, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0)),
+        network.mlp(2, 100, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0)),
     "non-square layer (other Gram) ⊠ Bernoulli": lambda: free_mult(OtherGram(MarchenkoPastur(2.0), 0.5),
                                                                      Bernoulli(0.5)),
     "semicircle ⊞ MP": lambda: free_add(Semicircle(1.0), MarchenkoPastur(0.5)),

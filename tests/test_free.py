@@ -5,9 +5,8 @@ import sympy as sp
 from scipy import linalg
 
 from rmtnet.plot import ks_distance
-from rmtnet.spectra import (Bernoulli, ConvergenceError, FussCatalan, MarchenkoPastur, PointMasses, Semicircle,
-                            free_add, free_add_power, free_mult, free_mult_power, gaussian_pushforward, montecarlo,
-                            symbolic)
+from rmtnet.spectra import Bernoulli, ConvergenceError, FussCatalan, MarchenkoPastur, PointMasses, Semicircle, free_add, free_add_power, free_mult, free_mult_power, gaussian_pushforward, symbolic
+from rmtnet.spectra.sampling import montecarlo
 
 from conftest import contour_moments, quadrature_moments, total_mass
 

@@ -1,6 +1,6 @@
 """Asymptotic freeness of D_ℓ² and W_ℓ D_{ℓ-1}² W_ℓᵀ in an actual MLP (Collins & Hayase, CMP 2023).
 
-Slopes are fits of log|mean deviation| on log N (rmtnet.spectra.freeness.loglog_fit); fixed seeds, so every number
+Slopes are fits of log|mean deviation| on log N (rmtnet.studies.freeness.loglog_fit); fixed seeds, so every number
 below is deterministic. Measured (seed 0, NumPy, OpenBLAS):
   ReLU, σ_w² = 2, depth 2, N = 32…512, 64 networks per point, word tr(a°b°a°b°):
       Haar −1.06 ± 0.10, Gaussian −0.95, control (signed permutations) +0.02; control/Haar at N = 512 ≈ 360.
@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rmtnet import _backend as B
+from rmtnet import backend as B
 from rmtnet import cli
-from rmtnet.arch import mlp
+from rmtnet.spectra.network import mlp
 from rmtnet.spectra import Bernoulli, MarchenkoPastur, free_mult
-from rmtnet.spectra.freeness import (WORDS, free_abab, freeness_deviations, freeness_test, loglog_fit, sample_network,
+from rmtnet.studies.freeness import (WORDS, free_abab, freeness_deviations, freeness_test, loglog_fit, sample_network,
                                      word_values)
-from rmtnet.spectra.montecarlo import haar_orthogonal
+from rmtnet.spectra.sampling.montecarlo import haar_orthogonal
 
 RELU = dict(depth=2, activation="relu", sigma_w=2 ** 0.5, sigma_b=0.0)
 

@@ -33,15 +33,16 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rmtnet import arch, plot
+from rmtnet import plot
+from rmtnet.spectra import network
 from rmtnet.experiments import sweep
 from rmtnet.nets import data as nd, layers as nl, models as nm
 from rmtnet.spectra import (Affine, Arcsine, Bernoulli, Empirical, FussCatalan, GridDensity, MarchenkoPastur,
                             Mixture, PointMasses, Semicircle, free_add, free_add_power, free_mult, free_mult_power,
                             gaussian_pushforward, kernels, symbolic)
 from rmtnet.spectra._checks import ConvergenceError
-from rmtnet.spectra.random_matrices import free_product_eigs, ginibre_product_eigs, wishart_eigs
-from rmtnet.spectra import montecarlo
+from rmtnet.spectra.sampling.random_matrices import free_product_eigs, ginibre_product_eigs, wishart_eigs
+from rmtnet.spectra.sampling import montecarlo
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -406,7 +407,7 @@ def test_symbolic(name, arg, call, valid, value):
 
 
 # --- Monte Carlo ---------------------------------------------------------------------------------------------------
-NET = arch.mlp(2, 8, sigma_w=1.2, activation="tanh")
+NET = network.mlp(2, 8, sigma_w=1.2, activation="tanh")
 
 MONTECARLO = [
     ("wishart_eigs.n", "n", lambda v: wishart_eigs(v, 5, seed=0), int_at_least(1), small_ints),
@@ -433,7 +434,7 @@ def test_montecarlo(name, arg, call, valid, values):
 
 
 # --- kernels and network descriptions --------------------------------------------------------------------------------
-KNET = arch.mlp(2, 3, sigma_w=1.3, sigma_b=0.1, activation="relu")
+KNET = network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1, activation="relu")
 XS = np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0], [0.0, 0.3, 1.0]])
 YS = np.array([[1.0], [0.0], [-1.0]])
 
@@ -476,21 +477,21 @@ KERNELS = [
      lambda v: True if v is None else int_at_least(0)(v), lambda: small_ints(-3, 100)),
     ("ntk_predict.X_train", "X_train", lambda v: kernels.ntk_predict(KNET, v, YS, XS[:2], t=1.0),
      lambda v: _matrix_ok(v, rows=3) and None, matrices),
-    ("mlp.depth", "depth", lambda v: arch.mlp(v, 10), lambda v: int_at_least(1)(v) is True or
+    ("mlp.depth", "depth", lambda v: network.mlp(v, 10), lambda v: int_at_least(1)(v) is True or
      (False if int_at_least(1)(v) is False else None), lambda: small_ints(-2, 30)),
-    ("mlp.width", "width", lambda v: arch.mlp(2, v), lambda v: int_at_least(1)(v) is True or
+    ("mlp.width", "width", lambda v: network.mlp(2, v), lambda v: int_at_least(1)(v) is True or
      (False if int_at_least(1)(v) is False else None), lambda: small_ints(-2, 30)),
-    ("mlp.sigma_w", "sigma_w", lambda v: arch.mlp(2, 10, sigma_w=v, activation="relu"),
+    ("mlp.sigma_w", "sigma_w", lambda v: network.mlp(2, 10, sigma_w=v, activation="relu"),
      real_in(0, lo_open=True, huge=1e100), scalars),
-    ("mlp.sigma_b", "sigma_b", lambda v: arch.mlp(2, 10, sigma_b=v, activation="relu"), real_in(0, huge=1e100),
+    ("mlp.sigma_b", "sigma_b", lambda v: network.mlp(2, 10, sigma_b=v, activation="relu"), real_in(0, huge=1e100),
      scalars),
-    ("mlp.q0", "q0", lambda v: arch.mlp(2, 10, q0=v, activation="tanh"),
+    ("mlp.q0", "q0", lambda v: network.mlp(2, 10, q0=v, activation="tanh"),
      lambda v: True if isinstance(v, str) and v == "fixed_point" else real_in(0, lo_open=True, huge=1e100)(v),
      lambda: st.one_of(st.just("fixed_point"), scalars())),
-    ("mlp.activation", "activation", lambda v: arch.mlp(2, 10, activation=v),
+    ("mlp.activation", "activation", lambda v: network.mlp(2, 10, activation=v),
      lambda v: isinstance(v, str) and v in ("linear", "relu", "hard_tanh", "erf", "tanh"),
      lambda: st.one_of(st.sampled_from(["relu", "tanh", "sigmoid", "RELU"]), scalars())),
-    ("mlp.weights", "weights", lambda v: arch.mlp(2, 10, weights=v), one_of("gaussian", "orthogonal"),
+    ("mlp.weights", "weights", lambda v: network.mlp(2, 10, weights=v), one_of("gaussian", "orthogonal"),
      lambda: st.one_of(st.sampled_from(["gaussian", "orthogonal", "haar"]), scalars())),
     ("ks_distance.samples", "samples", lambda v: plot.ks_distance(MarchenkoPastur(0.5), v),
      lambda v: finite_real_array(v) and np.size(v) > 0, arrays),
@@ -511,7 +512,7 @@ def test_kernels_arch_plot(name, arg, call, valid, values):
 
 # --- mean field, transforms, Mixer sizes, Lanczos -----------------------------------------------------------------
 from rmtnet.spectra import meanfield, mixer, transforms  # noqa: E402
-from rmtnet.spectra.lanczos import slq  # noqa: E402
+from rmtnet.spectra.sampling.lanczos import slq  # noqa: E402
 
 SPD = np.diag([1.0, 2.0, 3.0, 4.0])
 ERF_CRITICAL = meanfield.critical_sigma_w("erf", 0.1)          # σ_w on the critical line of erf at σ_b = 0.1: 1.18
@@ -573,21 +574,21 @@ def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
 # --- the NTK and Fisher laws and their Monte Carlo -----------------------------------------------------------------
 from rmtnet.spectra import ntk  # noqa: E402
 
-FW = arch.mlp(1, 20, activation="erf")                   # Fan & Wang's setting: Gaussian weights, σ_w = 1, σ_b = 0
-FW40 = arch.mlp(1, 40, activation="erf")                 # n_data ≤ 40 at γ = n_data/40 ≤ 1
-FW4 = arch.mlp(1, 4, activation="erf")                   # d₀ = 4: sample_ntk's X has shape (4, n_data)
-FAN_WANG_NETS = [FW, arch.mlp(2, 12, activation="relu"), arch.mlp(1, 20, activation="tanh"),
-                 arch.mlp(1, 20, activation="linear"), arch.mlp(1, 10, ratios=[2.0], activation="erf"),
-                 arch.mlp(1, 20, activation="relu", last_activation=False),
-                 arch.mlp(1, 8, activation="linear")]            # n_data = 10 > d₀ = 8: an atom at 0 (rank d₀)
-OTHER_NETS = [arch.mlp(1, 20, sigma_w=1.5), arch.mlp(1, 20, weights="orthogonal"), arch.mlp(1, 20, sigma_b=0.1),
-              arch.mlp(2, 10, ratios=[1.0, 2.0], sigma_w=1.2, activation="linear")]
-FL = arch.mlp(2, 10, sigma_w=1.2, activation="linear")  # Fisher laws: square nets whose levels are cheap to tabulate
-FT = arch.mlp(2, 10, sigma_w=1.2, activation="tanh")
-ZERO_INPUT = arch.mlp(1, 10, sigma_w=1.2, activation="relu")      # ReLU's ordered phase: q0 = q* = 0, the law δ₀
-FISHER_NETS = [FL, ZERO_INPUT, arch.mlp(1, 10, sigma_w=1.2, activation="relu", weights="orthogonal", q0=1.0),
-               arch.mlp(2, 10, sigma_w=1.4, sigma_b=0.1, activation="relu", q0=1.0),
-               arch.mlp(3, 10, activation="linear", last_activation=False, q0=2.0)]
+FW = network.mlp(1, 20, activation="erf")                   # Fan & Wang's setting: Gaussian weights, σ_w = 1, σ_b = 0
+FW40 = network.mlp(1, 40, activation="erf")                 # n_data ≤ 40 at γ = n_data/40 ≤ 1
+FW4 = network.mlp(1, 4, activation="erf")                   # d₀ = 4: sample_ntk's X has shape (4, n_data)
+FAN_WANG_NETS = [FW, network.mlp(2, 12, activation="relu"), network.mlp(1, 20, activation="tanh"),
+                 network.mlp(1, 20, activation="linear"), network.mlp(1, 10, ratios=[2.0], activation="erf"),
+                 network.mlp(1, 20, activation="relu", last_activation=False),
+                 network.mlp(1, 8, activation="linear")]            # n_data = 10 > d₀ = 8: an atom at 0 (rank d₀)
+OTHER_NETS = [network.mlp(1, 20, sigma_w=1.5), network.mlp(1, 20, weights="orthogonal"), network.mlp(1, 20, sigma_b=0.1),
+              network.mlp(2, 10, ratios=[1.0, 2.0], sigma_w=1.2, activation="linear")]
+FL = network.mlp(2, 10, sigma_w=1.2, activation="linear")  # Fisher laws: square nets whose levels are cheap to tabulate
+FT = network.mlp(2, 10, sigma_w=1.2, activation="tanh")
+ZERO_INPUT = network.mlp(1, 10, sigma_w=1.2, activation="relu")      # ReLU's ordered phase: q0 = q* = 0, the law δ₀
+FISHER_NETS = [FL, ZERO_INPUT, network.mlp(1, 10, sigma_w=1.2, activation="relu", weights="orthogonal", q0=1.0),
+               network.mlp(2, 10, sigma_w=1.4, sigma_b=0.1, activation="relu", q0=1.0),
+               network.mlp(3, 10, activation="linear", last_activation=False, q0=2.0)]
 
 
 def nets(*families):
@@ -699,10 +700,10 @@ def test_ntk_law(name, arg, call, valid, values):
 
 # --- freeness, structured operators, Lanczos ------------------------------------------------------------------------
 from rmtnet.spectra import operators  # noqa: E402
-from rmtnet.spectra.freeness import CASES as FREENESS_CASES, WORDS, freeness_test  # noqa: E402
-from rmtnet.spectra.lanczos import top_eigenvalues  # noqa: E402
+from rmtnet.studies.freeness import CASES as FREENESS_CASES, WORDS, freeness_test  # noqa: E402
+from rmtnet.spectra.sampling.lanczos import top_eigenvalues  # noqa: E402
 
-FNET = arch.mlp(3, 4, sigma_w=1.5, sigma_b=0.1, activation="tanh")
+FNET = network.mlp(3, 4, sigma_w=1.5, sigma_b=0.1, activation="tanh")
 
 
 def _freeness(net=FNET, **kw):
@@ -745,8 +746,8 @@ def _cases():
                      st.sampled_from(FREENESS_CASES), scalars())
 
 
-FREENESS_NETS = [FNET, arch.mlp(2, 4, activation="relu"), arch.mlp(2, 4, activation="linear"),
-                 arch.mlp(2, 4, sigma_w=100.0, activation="tanh"), arch.mlp(1, 4), arch.mlp(2, 4, ratios=[1.0, 2.0])]
+FREENESS_NETS = [FNET, network.mlp(2, 4, activation="relu"), network.mlp(2, 4, activation="linear"),
+                 network.mlp(2, 4, sigma_w=100.0, activation="tanh"), network.mlp(1, 4), network.mlp(2, 4, ratios=[1.0, 2.0])]
 
 FREENESS = [
     ("freeness_test.widths", "widths", lambda v: _freeness(widths=v), _widths_ok,
@@ -777,7 +778,7 @@ def test_freeness(name, arg, call, valid, values):
     check_generated("freeness", 12, name, arg, call, valid, values())
 
 
-MNET = arch.mlp(2, 8, sigma_w=1.1, sigma_b=0.1, activation="tanh")
+MNET = network.mlp(2, 8, sigma_w=1.1, sigma_b=0.1, activation="tanh")
 STRUCTURED = operators.mixer_network(MNET, 3, 2, seed=0)
 
 

@@ -1,12 +1,13 @@
 """CuPy path of every Monte Carlo routine: with the same draws (NumPy's stream delivered on the device,
-:class:`rmtnet._backend.HostStream`) the device spectra equal the host spectra to 1e-10 relative. Skipped without a
+:class:`rmtnet.backend.HostStream`) the device spectra equal the host spectra to 1e-10 relative. Skipped without a
 GPU; the CPU path is complete without it."""
 import numpy as np
 import pytest
 
-from rmtnet import _backend as B
-from rmtnet import arch
-from rmtnet.spectra import kernels, montecarlo
+from rmtnet import backend as B
+from rmtnet.spectra import network
+from rmtnet.spectra import kernels
+from rmtnet.spectra.sampling import montecarlo
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not B.gpu_available(), reason="needs CuPy and a CUDA device")]
 
@@ -16,18 +17,18 @@ CASES = {
     "wishart": lambda seed, be: montecarlo.wishart_eigs(300, 500, seed=seed, backend=be, n_samples=2),
     "ginibre_product": lambda seed, be: montecarlo.ginibre_product_eigs(300, 3, seed=seed, backend=be, n_samples=2),
     "jacobian_gaussian_tanh": lambda seed, be: montecarlo.sample_jacobian_eigs(
-        arch.mlp(4, 300, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0),
+        network.mlp(4, 300, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0),
         n_samples=2, seed=seed, backend=be),
     "jacobian_orthogonal_erf": lambda seed, be: montecarlo.sample_jacobian_eigs(
-        arch.mlp(4, 300, weights="orthogonal", sigma_w=1.1, activation="erf", q0=1.0),
+        network.mlp(4, 300, weights="orthogonal", sigma_w=1.1, activation="erf", q0=1.0),
         n_samples=2, seed=seed, backend=be),
     "jacobian_non_square_relu": lambda seed, be: montecarlo.sample_jacobian_eigs(
-        arch.mlp(3, 200, widths=[200, 300, 150, 200], weights="orthogonal", sigma_w=SQRT2, activation="relu"),
+        network.mlp(3, 200, widths=[200, 300, 150, 200], weights="orthogonal", sigma_w=SQRT2, activation="relu"),
         n_samples=2, seed=seed, backend=be),
     "fisher_relu": lambda seed, be: montecarlo.sample_fisher_eigs(
-        arch.mlp(3, 300, weights="orthogonal", sigma_w=SQRT2, activation="relu"), n_samples=2, seed=seed, backend=be),
+        network.mlp(3, 300, weights="orthogonal", sigma_w=SQRT2, activation="relu"), n_samples=2, seed=seed, backend=be),
     "ck_relu": lambda seed, be: montecarlo.sample_ck_eigs(
-        arch.mlp(2, widths=[400, 300, 300], activation="relu"), 200, n_samples=2, seed=seed, backend=be),
+        network.mlp(2, widths=[400, 300, 300], activation="relu"), 200, n_samples=2, seed=seed, backend=be),
     "free_product": lambda seed, be: montecarlo.free_product_eigs(
         [np.linspace(0.5, 2.0, 300), np.repeat([0.0, 3.0], 150), np.geomspace(0.1, 1.0, 300)], seed=seed, backend=be),
 }
@@ -45,7 +46,7 @@ def test_cupy_spectra_equal_numpy_spectra_on_the_same_draws(name):
 
 
 def test_cupy_nngp_kernel_equals_numpy():
-    net = arch.mlp(3, 256, weights="gaussian", sigma_w=SQRT2, activation="relu")
+    net = network.mlp(3, 256, weights="gaussian", sigma_w=SQRT2, activation="relu")
     X = np.random.default_rng(3).standard_normal((5, 256))
     host = kernels.sample_nngp_kernel(net, X, n_samples=2, seed=0, backend="numpy")
     dev = kernels.sample_nngp_kernel(net, X, n_samples=2, seed=B.HostStream(0, "cupy"), backend="cupy")
@@ -57,7 +58,7 @@ def test_cupy_engine_density_equals_numpy():
     same Newton continuation, so agreement to rounding. The benchmark's law and a tanh Jacobian law."""
     from rmtnet.spectra import Bernoulli, MarchenkoPastur, free_mult, free_mult_power, jacobian_law
     laws = [free_mult(free_mult_power(Bernoulli(0.5), 4), free_mult_power(MarchenkoPastur(1.0, 2.0), 4)),
-            jacobian_law(arch.mlp(4, 300, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0))]
+            jacobian_law(network.mlp(4, 300, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="tanh", q0=1.0))]
     for law in laws:
         x = np.linspace(0.0, law.continuous_support()[1] * 1.02, 2001)
         host = law.pdf(x)
@@ -84,14 +85,14 @@ def test_cupy_engine_on_a_million_points():
 def test_cupy_slq_of_a_million_dimensional_mixer_jacobian():
     """The slow CPU acceptance run (tests/test_lanczos.py::test_width_one_million_mixer_density) on the GPU: depth-4
     tanh-orthogonal Mixer JJᵀ at S = C = 1000 (m = 10⁶) drawn on the device, SLQ with 50 steps and 4 probes: KS ≤ 0.02
-    to the ⊠ law of the dense network, m₁ and m₂ within 1 % of the law's exact moments (the CPU test's tolerances)."""
+    to the ⊠ law of the dense structured, m₁ and m₂ within 1 % of the law's exact moments (the CPU test's tolerances)."""
     from rmtnet import plot
     from rmtnet.spectra import jacobian_law
-    from rmtnet.spectra import lanczos as lz
-    from rmtnet.spectra import operators as ops
-    net = arch.mlp(4, 10, weights="orthogonal", activation="tanh", sigma_w=1.05)
-    network = ops.mixer_network(net, 1000, 1000, seed=0, backend="cupy")
-    q = lz.slq(network.jacobian_gram(), n_steps=50, n_probes=4, seed=1)
+    from rmtnet.spectra.sampling import lanczos as lz
+    from rmtnet.spectra.sampling import operators as ops
+    net = network.mlp(4, 10, weights="orthogonal", activation="tanh", sigma_w=1.05)
+    structured = ops.mixer_network(net, 1000, 1000, seed=0, backend="cupy")
+    q = lz.slq(structured.jacobian_gram(), n_steps=50, n_probes=4, seed=1)
     law = jacobian_law(net)
     u = (np.arange(4000) + 0.5) / 4000
     assert plot.ks_distance(law, q.interpolated(lower=0.0).quantile(u)) <= 0.02
@@ -105,17 +106,17 @@ def test_cupy_slq_full_reorthogonalisation_keeps_to_the_basis_memory():
     1.5 GB (an earlier version copied the strided basis for CuPy's einsum, needing up to twice that). The estimate is
     the law's: m₁ and m₂ within 1 %."""
     from rmtnet.spectra import jacobian_law
-    from rmtnet.spectra import lanczos as lz
-    from rmtnet.spectra import operators as ops
+    from rmtnet.spectra.sampling import lanczos as lz
+    from rmtnet.spectra.sampling import operators as ops
     cp = B.native("cupy")
-    net = arch.mlp(4, 10, weights="orthogonal", activation="tanh", sigma_w=1.05)
+    net = network.mlp(4, 10, weights="orthogonal", activation="tanh", sigma_w=1.05)
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
     n_probes, n_steps, m = 8, 80, 10 ** 6
     pool.set_limit(size=n_probes * n_steps * m * 8 + 1536 * 2 ** 20)
     try:
-        network = ops.mixer_network(net, 1000, 1000, seed=0, backend="cupy")
-        q = lz.slq(network.jacobian_gram(), n_steps=n_steps, n_probes=n_probes, seed=1)
+        structured = ops.mixer_network(net, 1000, 1000, seed=0, backend="cupy")
+        q = lz.slq(structured.jacobian_gram(), n_steps=n_steps, n_probes=n_probes, seed=1)
     finally:
         pool.set_limit(size=0)
         pool.free_all_blocks()

@@ -3,15 +3,17 @@ theory vs Monte Carlo of actual propagated networks (Pennington, Schoenholz & Ga
 import numpy as np
 import pytest
 
-from rmtnet import arch, plot
-from rmtnet.spectra import FussCatalan, MarchenkoPastur, jacobian_law, montecarlo, sample_jacobian_eigs
+from rmtnet import plot
+from rmtnet.spectra import network
+from rmtnet.spectra import FussCatalan, MarchenkoPastur, jacobian_law, sample_jacobian_eigs
+from rmtnet.spectra.sampling import montecarlo
 
 SQRT2 = np.sqrt(2.0)
 
 
 @pytest.mark.parametrize("L, edge", [(1, 3 + 2 * SQRT2), (2, (11 + 5 * np.sqrt(5)) / 2)])
 def test_relu_gaussian_critical_edge(L, edge):
-    law = jacobian_law(arch.mlp(L, weights="gaussian", sigma_w=SQRT2, activation="relu"))
+    law = jacobian_law(network.mlp(L, weights="gaussian", sigma_w=SQRT2, activation="relu"))
     assert abs(law.continuous_support()[1] - edge) < 1e-8 * edge
     locs, masses = law.atoms()
     assert np.allclose(locs, [0.0]) and abs(masses[0] - 0.5) < 1e-14     # max of the D² atoms at 0
@@ -19,14 +21,14 @@ def test_relu_gaussian_critical_edge(L, edge):
 
 @pytest.mark.parametrize("L", [2, 3, 5, 8])
 def test_relu_orthogonal_critical_edge(L):
-    law = jacobian_law(arch.mlp(L, weights="orthogonal", sigma_w=SQRT2, activation="relu"))
+    law = jacobian_law(network.mlp(L, weights="orthogonal", sigma_w=SQRT2, activation="relu"))
     edge = L ** L / (L - 1) ** (L - 1)
     assert abs(law.continuous_support()[1] - edge) < 1e-8 * edge
 
 
 @pytest.mark.parametrize("L", [1, 3, 6])
 def test_linear_gaussian_is_fuss_catalan(L):
-    law = jacobian_law(arch.mlp(L, weights="gaussian", activation="linear"))
+    law = jacobian_law(network.mlp(L, weights="gaussian", activation="linear"))
     fc = FussCatalan(L)
     assert abs(law.continuous_support()[1] - fc.continuous_support()[1]) < 1e-8 * fc.continuous_support()[1]
     x = np.linspace(0.05, 0.95, 7) * fc.continuous_support()[1]
@@ -39,7 +41,7 @@ def test_linear_gaussian_is_fuss_catalan(L):
 def test_critical_variance_law(act, weights, slope, L):
     """σ²_{JJᵀ} = L(μ₂/μ₁² - 1 - s₁) at χ = 1: 2L, L, L, 0."""
     sw = SQRT2 if act == "relu" else 1.0
-    law = jacobian_law(arch.mlp(L, weights=weights, sigma_w=sw, activation=act))
+    law = jacobian_law(network.mlp(L, weights=weights, sigma_w=sw, activation=act))
     assert abs(law.moment(1) - 1.0) < 1e-12
     assert abs(law.var() - slope * L) < 1e-8 * max(1, L)
 
@@ -47,7 +49,7 @@ def test_critical_variance_law(act, weights, slope, L):
 def test_non_square_single_layer_is_mp():
     """One linear Gaussian layer n₁×n₀: JJᵀ = WWᵀ is σ²·MP(n₁/n₀) exactly, for both a wider and a narrower layer."""
     for r in (0.5, 2.0):
-        law = jacobian_law(arch.mlp(1, 400, ratios=[r], weights="gaussian", sigma_w=1.3, activation="linear"))
+        law = jacobian_law(network.mlp(1, 400, ratios=[r], weights="gaussian", sigma_w=1.3, activation="linear"))
         mp = MarchenkoPastur(r, scale=1.3 ** 2)
         x = np.linspace(*mp.continuous_support(), 9)[1:-1]
         assert np.allclose(law.pdf(x), mp.pdf(x), rtol=1e-9)
@@ -59,7 +61,7 @@ def test_non_square_relu_network_matches_monte_carlo(weights):
     """A bottleneck 600 → 900 → 450 → 600 ReLU net, 8 draws: KS < 0.02 (the eigenvalues are squared singular
     values, exact zeros below 1e-28·max, so only samples below 1e-24·max count on the atom at 0), and m₁, m₂
     within 3 standard errors. ~25 s per weight kind (the cdf of a three-level nested law); orthogonal is slow."""
-    net = arch.mlp(3, 600, widths=[600, 900, 450, 600], weights=weights, sigma_w=SQRT2, activation="relu",
+    net = network.mlp(3, 600, widths=[600, 900, 450, 600], weights=weights, sigma_w=SQRT2, activation="relu",
                    q0=1.0)
     law = jacobian_law(net)
     eig = np.asarray(montecarlo.sample_jacobian_eigs(net, n_samples=8, seed=3)).reshape(8, -1)
@@ -75,7 +77,7 @@ def test_nested_product_is_tabulated_without_changing_the_law():
     from rmtnet.spectra.free import free_mult_scaled
     from rmtnet.spectra.jacobian import _layers
     from rmtnet.spectra.measures import OtherGram, Tabulated
-    net = arch.mlp(2, 600, widths=[600, 600, 900], weights="gaussian", sigma_w=SQRT2, activation="relu")
+    net = network.mlp(2, 600, widths=[600, 600, 900], weights="gaussian", sigma_w=SQRT2, activation="relu")
     law = jacobian_law(net)
     (_, w1, d1), (r2, w2, d2) = _layers(net)
     exact = free_mult_scaled([OtherGram(free_mult_scaled([w1, d1, w2]), r2), d2])
@@ -92,7 +94,7 @@ def test_nested_product_is_tabulated_without_changing_the_law():
                                           (dict(widths=[10, 10]), "widths"), (dict(q0=-1.0), "q0")])
 def test_bad_network_descriptions_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        arch.mlp(2, 100, **kwargs)
+        network.mlp(2, 100, **kwargs)
 
 
 # --- smooth activations: theory vs Monte Carlo --------------------------------------------------------------------
@@ -107,7 +109,7 @@ def _moments_check(law, eig_per_sample, K=4, n_se=3.0):
 
 
 def _smooth_case(act, sw, sb, weights, L, N, S, seed):
-    net = arch.mlp(L, N, weights=weights, sigma_w=sw, sigma_b=sb, activation=act, q0=1.0)
+    net = network.mlp(L, N, weights=weights, sigma_w=sw, sigma_b=sb, activation=act, q0=1.0)
     law = jacobian_law(net)
     eig = np.asarray(sample_jacobian_eigs(net, n_samples=S, seed=seed)).reshape(S, -1)
     return net, law, eig
@@ -143,7 +145,7 @@ def test_depth_32_converges_with_width(act, sw, sb, weights):
     the Fuss–Catalan test below). One network alone is a noisy witness: for tanh–Gaussian at N = 1000 its KS was
     0.0069, 0.0035, 0.0081, 0.0132 over seeds 5–8, and 0.0033 (two) and 0.0017 (four) pooled — the distance is
     mostly network-to-network fluctuation, which shrinks with N as the bias does."""
-    net = arch.mlp(32, 4000, weights=weights, sigma_w=sw, sigma_b=sb, activation=act, q0=1.0)
+    net = network.mlp(32, 4000, weights=weights, sigma_w=sw, sigma_b=sb, activation=act, q0=1.0)
     law = jacobian_law(net)                       # the limit law does not depend on N: one cdf table for both
     ks = {}
     for N in (1000, 4000):
@@ -159,7 +161,7 @@ def test_deep_product_resolution_floor():
     eigenvalues: the samples pile up near ε²λ_max and the full KS distance is ≈ 0.09 at any N. They are counted right,
     though: the fraction below x₀ matches the law within 3 binomial standard errors, and on x ≥ x₀ the KS distance
     is < 0.01."""
-    net = arch.mlp(32, 800, weights="gaussian", activation="linear", sigma_w=1.0)
+    net = network.mlp(32, 800, weights="gaussian", activation="linear", sigma_w=1.0)
     eigs, floor = sample_jacobian_eigs(net, n_samples=1, seed=3, return_floor=True)
     law = FussCatalan(32)
     p = law.cdf(floor)
@@ -174,7 +176,7 @@ def test_deep_product_float64_error_below_floor_scale():
     """The floor's premise, checked independently: the product J = D_32W_32 ⋯ D_1W_1 formed in float64 and in
     extended precision (80-bit, ε ≈ 1e-19) gives eigenvalues of JJᵀ that differ by less than 2√(x·x₀) — a singular
     value error below √(x₀) — at every x, from λ_max down to 1e-35 (erf, σ_w = 1.2, σ_b = 0.1, n = 200)."""
-    net = arch.mlp(32, 200, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="erf", q0=1.0)
+    net = network.mlp(32, 200, weights="gaussian", sigma_w=1.2, sigma_b=0.1, activation="erf", q0=1.0)
     j64 = jld = None
     for w, _, h in montecarlo.propagate(net, n_samples=1, seed=3):
         a = net.activation.dphi(h[0])[:, None] * w[0]
@@ -191,7 +193,7 @@ def test_per_layer_variances_follow_mean_field():
     """The Monte Carlo's actual pre-activations have ‖h_ℓ‖²/n → q_ℓ of the recursion the theory uses: over 16
     networks at n = 1000 the mean of ‖h_ℓ‖²/n is within 3 standard errors of q_ℓ at every layer, and the standard
     error is below 1.5 % of q_ℓ (so the check has teeth)."""
-    net = arch.mlp(6, 1000, weights="orthogonal", sigma_w=1.3, sigma_b=0.2, activation="tanh", q0=2.0)
+    net = network.mlp(6, 1000, weights="orthogonal", sigma_w=1.3, sigma_b=0.2, activation="tanh", q0=2.0)
     emp = np.array([np.mean(h ** 2, axis=-1) for _, _, h in montecarlo.propagate(net, n_samples=16, seed=0)])
     mean, se = emp.mean(1), emp.std(1, ddof=1) / 4.0
     assert np.all(se < 0.015 * np.asarray(net.q)), se / net.q

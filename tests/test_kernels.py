@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rmtnet import _backend as B
+from rmtnet import backend as B
 from rmtnet import cli
-from rmtnet.arch import mlp
+from rmtnet.spectra.network import mlp
 from rmtnet.spectra import kernels, meanfield
 from rmtnet.spectra.kernels import (erf_kernel, gaussian_pair_expectation, gp_posterior, kernel_map, nngp_kernel,
                                     nngp_regression, pair_kernel, relu_kernel, sample_nngp_kernel)

@@ -1,4 +1,4 @@
-"""rmtnet.spectra.lanczos (stochastic Lanczos quadrature, top eigenvalues) and rmtnet.spectra.operators (matrix-free
+"""rmtnet.spectra.sampling.lanczos (stochastic Lanczos quadrature, top eigenvalues) and rmtnet.spectra.sampling.operators (matrix-free
 JJᵀ and Fisher duals of Mixer / RP-Mixer / SW-MLP / dense networks), with the classical-product law of
 rmtnet.spectra.mixer that the Kronecker structure calls for. The m = 10⁶ run and the figure script are ``slow``;
 the CuPy path is ``gpu`` (skipped without CuPy and a device)."""
@@ -10,11 +10,12 @@ import pytest
 from scipy import sparse
 from scipy.sparse import linalg as splinalg
 
-from rmtnet import _backend as B
-from rmtnet import arch, plot
+from rmtnet import backend as B
+from rmtnet import plot
+from rmtnet.spectra import network
 from rmtnet.spectra import ConvergenceError, FussCatalan, MarchenkoPastur, free_mult_power, jacobian_law, mixer
-from rmtnet.spectra import lanczos as lz
-from rmtnet.spectra import operators as ops
+from rmtnet.spectra.sampling import lanczos as lz
+from rmtnet.spectra.sampling import operators as ops
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +32,7 @@ def one_blas_thread():
 def tanh_orthogonal(depth=4):
     """Near-critical tanh network with orthogonal weights at the fixed point q* (Pennington et al. 2017): its JJᵀ law
     is compact, [0.024, 1.365] at depth 4, so Lanczos resolves it with tens of steps."""
-    return arch.mlp(depth, 10, weights="orthogonal", activation="tanh", sigma_w=1.05)
+    return network.mlp(depth, 10, weights="orthogonal", activation="tanh", sigma_w=1.05)
 
 
 def wishart(n, seed, ratio=2.0):
@@ -44,9 +45,9 @@ def wishart(n, seed, ratio=2.0):
 
 def _slq_against_dense(S, n_probes, law_ks):
     net = tanh_orthogonal()
-    network = ops.mixer_network(net, S, S, seed=0)
-    A = network.jacobian_gram()
-    J = network.jacobian()
+    structured = ops.mixer_network(net, S, S, seed=0)
+    A = structured.jacobian_gram()
+    J = structured.jacobian()
     dense = np.linalg.eigvalsh(J @ J.T)
     q = lz.slq(A, n_steps=60, n_probes=n_probes, seed=1)
     assert plot.ks_distance(q.interpolated(lower=0.0), dense) <= 0.01
@@ -197,11 +198,11 @@ def test_smoothed_densities_keep_mean_and_log_mean():
 # ------------------------------------------------------------------------------------------------------------------
 # Operators against their dense definitions
 
-def _kron_jacobian(network, structure):
+def _kron_jacobian(structured, structure):
     """J built densely from the drawn factors: kron for Mixer layers, permutation matrices for RP ones."""
-    m = network.m
+    m = structured.m
     J = np.eye(m)
-    for ell, layer in enumerate(network.layers):
+    for ell, layer in enumerate(structured.layers):
         if structure == "kronecker":
             K = np.kron(layer[0].w, layer[1].v)
         else:
@@ -209,7 +210,7 @@ def _kron_jacobian(network, structure):
             S, C = v.tokens, v.v.shape[0]
             Pq, Pp = np.eye(m)[q.perm], np.eye(m)[p.perm]                 # (P x)[i] = x[perm[i]]
             K = Pp @ np.kron(np.eye(C), w.v) @ Pq @ np.kron(np.eye(S), v.v)
-        J = network.d[ell][:, None] * (K @ J)
+        J = structured.d[ell][:, None] * (K @ J)
     return J
 
 
@@ -217,14 +218,14 @@ def _kron_jacobian(network, structure):
 def test_mixer_operator_equals_dense_kron_jacobian(structure):
     """S = 5, C = 7, depth 3, tanh, Gaussian, with biases: J, JJᵀ and JᵀJ equal the dense kron-built matrices to
     1e-12; RP with the commutations put back is the Mixer itself (same seed)."""
-    net = arch.mlp(3, 10, weights="gaussian", activation="tanh", sigma_w=1.3, sigma_b=0.2, q0=1.0)
-    network = ops.mixer_network(net, 5, 7, structure=structure, seed=11)
-    J = _kron_jacobian(network, structure)
-    assert np.abs(network.jacobian() - J).max() < 1e-12
-    assert np.abs(network.jacobian_gram().to_dense() - J @ J.T).max() < 1e-12
-    assert np.abs(network.jacobian_gram("input").to_dense() - J.T @ J).max() < 1e-12
+    net = network.mlp(3, 10, weights="gaussian", activation="tanh", sigma_w=1.3, sigma_b=0.2, q0=1.0)
+    structured = ops.mixer_network(net, 5, 7, structure=structure, seed=11)
+    J = _kron_jacobian(structured, structure)
+    assert np.abs(structured.jacobian() - J).max() < 1e-12
+    assert np.abs(structured.jacobian_gram().to_dense() - J @ J.T).max() < 1e-12
+    assert np.abs(structured.jacobian_gram("input").to_dense() - J.T @ J).max() < 1e-12
     x = np.random.default_rng(0).standard_normal((35, 4))
-    A = network.jacobian_gram()
+    A = structured.jacobian_gram()
     assert np.abs(A @ x[:, 0] - A.matmat(x)[:, 0]).max() < 1e-13
     if structure == "kronecker":
         rp = ops.mixer_network(net, 5, 7, structure="permuted", permutations="commutation", seed=11)
@@ -234,18 +235,18 @@ def test_mixer_operator_equals_dense_kron_jacobian(structure):
 def test_sparse_network_equals_dense_masked_product():
     """SW-MLP: the CSR operator equals (M ⊙ A)(M′ ⊙ A′) applied densely; the masks have the asked density (within 5
     binomial standard deviations) and the kept entries variance σ_w/(p·m) (within 5 %)."""
-    net = arch.mlp(2, 10, weights="gaussian", activation="tanh", sigma_w=1.2, q0=0.5)
+    net = network.mlp(2, 10, weights="gaussian", activation="tanh", sigma_w=1.2, q0=0.5)
     S, C = 12, 10
-    network = ops.sparse_network(net, S, C, seed=3)
+    structured = ops.sparse_network(net, S, C, seed=3)
     m = S * C
     J = np.eye(m)
-    for ell, layer in enumerate(network.layers):
+    for ell, layer in enumerate(structured.layers):
         K = layer[1].a.toarray() @ layer[0].a.toarray()               # factors act in list order
-        J = network.d[ell][:, None] * (K @ J)
-    assert np.abs(network.jacobian() - J).max() < 1e-12
-    assert np.abs(network.jacobian_gram().to_dense() - J @ J.T).max() < 1e-12
-    assert network.layers[0][0].nnz == pytest.approx(m * m / C, rel=0.1)      # density 1/C, then 1/S
-    assert network.layers[0][1].nnz == pytest.approx(m * m / S, rel=0.1)
+        J = structured.d[ell][:, None] * (K @ J)
+    assert np.abs(structured.jacobian() - J).max() < 1e-12
+    assert np.abs(structured.jacobian_gram().to_dense() - J @ J.T).max() < 1e-12
+    assert structured.layers[0][0].nnz == pytest.approx(m * m / C, rel=0.1)      # density 1/C, then 1/S
+    assert structured.layers[0][1].nnz == pytest.approx(m * m / S, rel=0.1)
     a = ops.bernoulli_csr(3000, 2000, 0.01, 0.5, seed=1)
     p, n = 0.01, 3000 * 2000
     assert abs(a.nnz - p * n) < 5 * np.sqrt(n * p * (1 - p))
@@ -257,8 +258,8 @@ def test_fisher_dual_and_jacobian_match_montecarlo_and_dense_recursion():
     """Dense network drawn as montecarlo.propagate draws it: its JJᵀ and Fisher-dual operators have the eigenvalues
     of sample_jacobian_eigs / sample_fisher_eigs (both q̂ conventions) to 1e-12 relative. For a Mixer the Fisher dual
     equals the recursion Θ_{ℓ+1} = q̂_ℓ I + K D Θ_ℓ D Kᵀ written out with the dense kron matrices."""
-    from rmtnet.spectra import montecarlo as mc
-    net = arch.mlp(3, 60, weights="orthogonal", activation="tanh", sigma_w=1.1, sigma_b=0.2, q0=1.0)
+    from rmtnet.spectra.sampling import montecarlo as mc
+    net = network.mlp(3, 60, weights="orthogonal", activation="tanh", sigma_w=1.1, sigma_b=0.2, q0=1.0)
     dense = ops.mlp_network(net, seed=3)
     pairs = [(dense.jacobian_gram(), mc.sample_jacobian_eigs(net, seed=3)),
              (dense.fisher_dual(), mc.sample_fisher_eigs(net, seed=3)),
@@ -266,19 +267,19 @@ def test_fisher_dual_and_jacobian_match_montecarlo_and_dense_recursion():
     for op, ref in pairs:
         e = np.linalg.eigvalsh(op.to_dense())
         assert np.abs(e - np.sort(ref)).max() < 1e-12 * ref.max()
-    net = arch.mlp(3, 10, weights="gaussian", activation="tanh", sigma_w=1.2, sigma_b=0.1, q0=1.0,
+    net = network.mlp(3, 10, weights="gaussian", activation="tanh", sigma_w=1.2, sigma_b=0.1, q0=1.0,
                    last_activation=False)
-    network = ops.mixer_network(net, 4, 6, seed=5)
+    structured = ops.mixer_network(net, 4, 6, seed=5)
     m = 24
     theta = None
-    for ell, layer in enumerate(network.layers):
+    for ell, layer in enumerate(structured.layers):
         K = np.kron(layer[0].w, layer[1].v)
         if theta is None:
-            theta = network.qhat[0] * np.eye(m)
+            theta = structured.qhat[0] * np.eye(m)
         else:
-            KD = K * network.d[ell - 1][None, :]
-            theta = network.qhat[ell] * np.eye(m) + KD @ theta @ KD.T
-    assert np.abs(network.fisher_dual().to_dense() - theta).max() < 1e-12 * np.abs(theta).max()
+            KD = K * structured.d[ell - 1][None, :]
+            theta = structured.qhat[ell] * np.eye(m) + KD @ theta @ KD.T
+    assert np.abs(structured.fisher_dual().to_dense() - theta).max() < 1e-12 * np.abs(theta).max()
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -307,12 +308,12 @@ def test_linear_mixer_is_classical_rp_and_sparse_are_free():
     laws are 0.060 apart in KS), with m₂ within 15 % of (L + 1)² = 9 and λ_max > 30 (edge 6.75² = 45.6; free: 12.2).
     At S = C = 40, SLQ's m₂ of the Mixer agrees with the draw's exact m₂ within 3 standard errors, and the RP-Mixer
     and SW-MLP have m₂ within 3 standard errors + 4 % of FussCatalan(4)'s 5 and the top eigenvalue near 5⁵/4⁴ = 12.2."""
-    net = arch.mlp(2, 10, weights="gaussian", activation="linear", q0=1.0)
+    net = network.mlp(2, 10, weights="gaussian", activation="linear", q0=1.0)
     classical, free = mixer.kronecker_gram_law(FussCatalan(2)), FussCatalan(4)
 
-    def exact_spectrum(network):
-        A = network.layers[1][0].w @ network.layers[0][0].w
-        Bm = network.layers[1][1].v @ network.layers[0][1].v
+    def exact_spectrum(structured):
+        A = structured.layers[1][0].w @ structured.layers[0][0].w
+        Bm = structured.layers[1][1].v @ structured.layers[0][1].v
         return np.outer(np.linalg.eigvalsh(A @ A.T), np.linalg.eigvalsh(Bm @ Bm.T)).ravel()
 
     exact = exact_spectrum(ops.mixer_network(net, 100, 100, seed=0))
@@ -321,11 +322,11 @@ def test_linear_mixer_is_classical_rp_and_sparse_are_free():
     kron = ops.mixer_network(net, 40, 40, seed=0)
     q = lz.slq(kron.jacobian_gram(), n_steps=10, n_probes=32, seed=1)
     assert abs(q.moment(2) - np.mean(exact_spectrum(kron) ** 2)) < 3 * q.moment_stderr(2)
-    for network in (ops.mixer_network(net, 40, 40, structure="permuted", seed=0), ops.sparse_network(net, 40, 40,
+    for structured in (ops.mixer_network(net, 40, 40, structure="permuted", seed=0), ops.sparse_network(net, 40, 40,
                                                                                                      seed=0)):
-        q = lz.slq(network.jacobian_gram(), n_steps=10, n_probes=32, seed=1)
+        q = lz.slq(structured.jacobian_gram(), n_steps=10, n_probes=32, seed=1)
         assert abs(q.moment(2) - 5.0) < 3 * q.moment_stderr(2) + 0.2
-        assert 10.5 < lz.top_eigenvalues(network.jacobian_gram())[0] < 14.5
+        assert 10.5 < lz.top_eigenvalues(structured.jacobian_gram())[0] < 14.5
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ def test_bad_arguments_raise_value_errors():
         lambda: lz.top_eigenvalues(A, tol=0.0),
         lambda: ops.mixer_network(tanh_orthogonal(), 0, 4),
         lambda: ops.mixer_network(tanh_orthogonal(), 4, 4, structure="monarch"),
-        lambda: ops.sparse_network(arch.mlp(2, 10, weights="gaussian"), 4, 4, density=1.5),
+        lambda: ops.sparse_network(network.mlp(2, 10, weights="gaussian"), 4, 4, density=1.5),
         lambda: ops.sparse_network(tanh_orthogonal(), 4, 4),               # orthogonal weights: not sparse
         lambda: ops.mixer_network(tanh_orthogonal(), 4, 4).fisher_dual(qhat="exact"),
         lambda: lz.LinearCdf([0.0, 1.0], [0.0, 0.5]),
@@ -364,7 +365,7 @@ def test_bad_arguments_raise_value_errors():
 @pytest.mark.slow
 def test_width_one_million_mixer_density(one_blas_thread):
     """The benchmark's acceptance run: depth-4 tanh-orthogonal Mixer JJᵀ at S = C = 1000 (m = 10⁶), 50 Lanczos steps
-    of one probe: KS ≤ 0.02 to the ⊠ law of the dense network, m₁, m₂ within 1 % of the law's exact moments. The
+    of one probe: KS ≤ 0.02 to the ⊠ law of the dense structured, m₁, m₂ within 1 % of the law's exact moments. The
     time is printed, not asserted (a shared machine); the benchmark reports it against the 60 s budget."""
     import runpy
     bench = runpy.run_path(str(ROOT / "benchmarks" / "large_width.py"))
@@ -406,7 +407,7 @@ def test_large_width_figure(tmp_path):
 def test_cupy_operators_equal_numpy_on_the_same_draws(structure):
     """With NumPy's stream on the device (HostStream), the CuPy networks draw the same weights, permutations and
     masks, and their JJᵀ and Fisher-dual matvecs equal the NumPy ones to 1e-10 relative."""
-    net = arch.mlp(2, 10, weights="gaussian", activation="tanh", sigma_w=1.2, sigma_b=0.1, q0=1.0)
+    net = network.mlp(2, 10, weights="gaussian", activation="tanh", sigma_w=1.2, sigma_b=0.1, q0=1.0)
 
     def build(seed, be):
         if structure == "sparse":
@@ -436,8 +437,8 @@ def test_cupy_slq_and_top_eigenvalues_equal_numpy():
     dense = np.linalg.eigvalsh(A)[::-1]
     assert np.allclose(lz.top_eigenvalues(cusparse.csr_matrix(cp.asarray(A)), k=2), dense[:2], rtol=1e-8)
     net = tanh_orthogonal(2)
-    network = ops.mixer_network(net, 64, 64, seed=0, backend="cupy")
-    q = lz.slq(network.jacobian_gram(), n_steps=40, n_probes=4, seed=1)
+    structured = ops.mixer_network(net, 64, 64, seed=0, backend="cupy")
+    q = lz.slq(structured.jacobian_gram(), n_steps=40, n_probes=4, seed=1)
     u = (np.arange(4000) + 0.5) / 4000
     assert plot.ks_distance(jacobian_law(net), q.interpolated(lower=0.0).quantile(u)) < 0.02
 
@@ -449,13 +450,13 @@ def test_tiny_mask_density_and_non_networks_are_handled():
     block."""
     import time
 
-    from rmtnet import arch
-    from rmtnet.spectra import operators
-    from rmtnet.spectra.lanczos import slq
+    from rmtnet.spectra import network
+    from rmtnet.spectra.sampling import operators
+    from rmtnet.spectra.sampling.lanczos import slq
     start = time.perf_counter()
     for p in (1e-308, 5e-324, 1e-19):
         assert operators.bernoulli_csr(6, 6, p, 1.0, 0).nnz == 0
-    net = arch.mlp(2, 8, sigma_w=1.1, activation="tanh")
+    net = network.mlp(2, 8, sigma_w=1.1, activation="tanh")
     J = operators.sparse_network(net, 3, 2, density=1e-300, seed=0).jacobian_gram().to_dense()
     assert np.all(J == 0.0) and time.perf_counter() - start < 5
     assert operators.bernoulli_csr(6, 6, 1.0, 1.0, 0).nnz == 36

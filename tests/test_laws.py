@@ -6,7 +6,8 @@ import sympy as sp
 from scipy import integrate, special, stats
 
 from rmtnet.plot import ks_distance
-from rmtnet.spectra import Arcsine, Bernoulli, FussCatalan, MarchenkoPastur, PointMasses, Semicircle, montecarlo
+from rmtnet.spectra import Arcsine, Bernoulli, FussCatalan, MarchenkoPastur, PointMasses, Semicircle
+from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra import symbolic
 
 from conftest import contour_moments, quadrature_moments, total_mass

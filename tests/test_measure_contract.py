@@ -44,14 +44,14 @@ def _tent():
 
 
 def _slq():
-    from rmtnet.spectra.lanczos import slq
+    from rmtnet.spectra.sampling.lanczos import slq
     rng = np.random.default_rng(5)
     a = rng.normal(size=(60, 60))
     return slq((a + a.T) / np.sqrt(240.0), n_steps=12, n_probes=4, seed=3)
 
 
 def _ntk():
-    from rmtnet.arch import mlp
+    from rmtnet.spectra.network import mlp
     from rmtnet.spectra import ntk_law
     n = 400
     return ntk_law(mlp(1, widths=[2 * n, n], activation="relu"), n)

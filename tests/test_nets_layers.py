@@ -457,8 +457,8 @@ def test_emn_computes_a_weighted_row_sum_per_node():
 
 
 def test_dense_mlp_from_arch_matches_its_description():
-    from rmtnet import arch
-    net = arch.mlp(3, 40, weights="orthogonal", sigma_w=1.3, sigma_b=0.1, activation="tanh", q0=1.0)
+    from rmtnet.spectra import network
+    net = network.mlp(3, 40, weights="orthogonal", sigma_w=1.3, sigma_b=0.1, activation="tanh", q0=1.0)
     model = MLP.from_arch(net, seed=0, dtype=F64)
     W = model.layers[0].weight.detach()
     assert torch.allclose(W @ W.T, 1.3 ** 2 * torch.eye(40, dtype=F64), atol=1e-12)   # σ_w × Haar

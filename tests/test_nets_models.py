@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from rmtnet import arch, plot
+from rmtnet import plot
+from rmtnet.spectra import network
 from rmtnet.nets import EMN, MLP, MLPMixer, RPMixer, SWMLP, effective_singular_values, jacobian_spectrum, train
 from rmtnet.nets.data import Dataset
 from rmtnet.spectra import jacobian_law, sample_jacobian_eigs
@@ -43,7 +44,7 @@ def test_torch_mlp_jacobian_at_init_samples_the_limit_law():
     """MLP.from_arch (critical ReLU, Gaussian, L = 2, N = 600): the eigenvalues of JJᵀ by torch.func at init against
     jacobian_law — KS below 0.04 over 2 networks (the NumPy Monte Carlo of the same description, for scale, also
     below 0.04)."""
-    net = arch.mlp(2, 600, weights="gaussian", sigma_w=np.sqrt(2.0), activation="relu")
+    net = network.mlp(2, 600, weights="gaussian", sigma_w=np.sqrt(2.0), activation="relu")
     law = jacobian_law(net)
     eigs = []
     for seed in (0, 1):

@@ -3,8 +3,10 @@ moment recursions against the tabulated laws, and Monte Carlo of actual networks
 import numpy as np
 import pytest
 
-from rmtnet import arch, plot
-from rmtnet.spectra import ck_law, fisher_law, montecarlo, ntk
+from rmtnet import plot
+from rmtnet.spectra import network
+from rmtnet.spectra import ck_law, fisher_law, ntk
+from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra.measures import GridDensity, PointMasses, Tabulated
 
 SQRT2 = np.sqrt(2.0)
@@ -12,12 +14,12 @@ SQRT2 = np.sqrt(2.0)
 
 @pytest.mark.parametrize("L, q0", [(1, 1.0), (4, 0.7), (9, 2.5)])
 def test_linear_orthogonal_fisher_is_a_point_mass_at_L_q0(L, q0):
-    net = arch.mlp(L, 300, weights="orthogonal", sigma_w=1.0, activation="linear")
+    net = network.mlp(L, 300, weights="orthogonal", sigma_w=1.0, activation="linear")
     law = fisher_law(net, q0=q0)
     assert isinstance(law, PointMasses) and law.continuous_support() is None
     assert np.allclose(law.atoms()[0], [L * q0], rtol=1e-15) and np.allclose(law.atoms()[1], [1.0])
     eig = np.asarray(montecarlo.sample_fisher_eigs(net, n_samples=2, seed=0) if q0 == net.q0 else
-                     montecarlo.sample_fisher_eigs(arch.mlp(L, 300, weights="orthogonal", activation="linear",
+                     montecarlo.sample_fisher_eigs(network.mlp(L, 300, weights="orthogonal", activation="linear",
                                                             q0=q0), n_samples=2, seed=0))
     assert np.allclose(eig, L * q0, rtol=1e-12)
 
@@ -26,7 +28,7 @@ def test_fisher_moments_recursion_and_closed_mean():
     """m₁(μ_{ℓ+1}) = q̂_ℓ + σ² m₁(ν_ℓ) m₁(μ_ℓ): at ReLU criticality with q̂ = ½, m₁ = ½·(ℓ/2 … ) = L/4 for
     D_L on both sides; the law's moments (series) equal the independent moment recursion."""
     for L in (2, 3, 6):
-        net = arch.mlp(L, weights="orthogonal", sigma_w=SQRT2, activation="relu")
+        net = network.mlp(L, weights="orthogonal", sigma_w=SQRT2, activation="relu")
         m = ntk.fisher_moments(net, 4)
         assert abs(m[0] - L / 4) < 1e-12
         law = fisher_law(net)
@@ -38,7 +40,7 @@ def test_tabulated_density_carries_the_exact_moments():
     below are exact point masses, so only this table errs) integrates to the moments of the exact moment recursion
     (series + binomial) within 3e-4 relative at the default table, and the error falls like the square of the node
     spacing (≥ 3× smaller when the table doubles)."""
-    net = arch.mlp(4, weights="orthogonal", sigma_w=SQRT2, activation="relu", last_activation=False, q0=1.0)
+    net = network.mlp(4, weights="orthogonal", sigma_w=SQRT2, activation="relu", last_activation=False, q0=1.0)
     law = fisher_law(net)
     assert isinstance(law, Tabulated)
     exact = ntk.fisher_moments(net, 3)
@@ -54,7 +56,7 @@ def test_relu_orthogonal_fisher_matches_monte_carlo(L):
     """σ_w² = 2, ReLU, Haar weights, N = 500, 100 networks of the actual network (empirical q̂ of the propagated
     input): m₁, m₂ within 3 standard errors. The per-network spread is large (the norms q̂_ℓ and the ranks of the
     D_ℓ fluctuate by O(1/√N) and compound over layers), so the 1 % comparison is the slow test below."""
-    net = arch.mlp(L, 500, weights="orthogonal", sigma_w=SQRT2, activation="relu")
+    net = network.mlp(L, 500, weights="orthogonal", sigma_w=SQRT2, activation="relu")
     S = 100
     eig = np.asarray(montecarlo.sample_fisher_eigs(net, n_samples=S, seed=L)).reshape(S, -1)
     mc = np.array([[np.mean(e ** k) for k in (1, 2)] for e in eig])
@@ -68,7 +70,7 @@ def test_relu_orthogonal_fisher_matches_monte_carlo(L):
 def test_relu_orthogonal_fisher_moments_within_one_percent(L):
     """The acceptance's 1 %: N = 1000, 600 networks at the mean-field norms (qhat="mean_field": the same limit, the
     scalar norm noise removed); the standard error is ≈ 0.3 % for m₂ at L = 6."""
-    net = arch.mlp(L, 1000, weights="orthogonal", sigma_w=SQRT2, activation="relu")
+    net = network.mlp(L, 1000, weights="orthogonal", sigma_w=SQRT2, activation="relu")
     mc = []
     for seed in range(12):
         eig = np.asarray(montecarlo.sample_fisher_eigs(net, n_samples=50, seed=100 + seed,
@@ -85,7 +87,7 @@ def test_tanh_fisher_density_matches_monte_carlo():
     layer, and q̂_ℓ shifts the whole spectrum): KS < 0.03; and the
     tabulated level's grid moments within 1e-3 of the exact recursion (each tabulation adds ~1e-4, passed on to the
     levels above through their densities)."""
-    net = arch.mlp(3, 1000, weights="gaussian", sigma_w=1.1, sigma_b=0.05, activation="tanh", q0=1.0,
+    net = network.mlp(3, 1000, weights="gaussian", sigma_w=1.1, sigma_b=0.05, activation="tanh", q0=1.0,
                    last_activation=False)
     law = fisher_law(net)
     exact = ntk.fisher_moments(net, 3)
@@ -103,7 +105,7 @@ def test_critical_learning_rate_and_linear_growth_of_lambda_max():
     sw = critical_sigma_w("hard_tanh", 0.05)
     tops = []
     for L in (2, 3, 4):
-        net = arch.mlp(L, weights="orthogonal", sigma_w=sw, sigma_b=0.05, activation="hard_tanh",
+        net = network.mlp(L, weights="orthogonal", sigma_w=sw, sigma_b=0.05, activation="hard_tanh",
                        last_activation=False)
         law = fisher_law(net)
         tops.append(law.hull()[1])
@@ -115,11 +117,11 @@ def test_critical_learning_rate_and_linear_growth_of_lambda_max():
 
 def test_fisher_needs_square_layers_and_positive_q0():
     with pytest.raises(ValueError, match="square"):
-        fisher_law(arch.mlp(2, 100, ratios=[1.0, 2.0]))
+        fisher_law(network.mlp(2, 100, ratios=[1.0, 2.0]))
     with pytest.raises(ValueError, match="q0"):
-        fisher_law(arch.mlp(2, 100), q0=-1.0)
+        fisher_law(network.mlp(2, 100), q0=-1.0)
     with pytest.raises(ValueError, match="qhat"):
-        montecarlo.sample_fisher_eigs(arch.mlp(2, 10), qhat="exact")
+        montecarlo.sample_fisher_eigs(network.mlp(2, 10), qhat="exact")
 
 
 
@@ -127,31 +129,31 @@ def test_bad_arguments_of_the_ntk_and_fisher_functions_are_named():
     """Found by tests/test_fuzz.py: a non-network gave AttributeError ('float' object has no attribute 'weights'),
     n_data and K went through int() (NaN: "cannot convert float NaN to integer"; K = 0, -3, "1" or True were taken as
     one moment), return_all took any truthy value, and the Fan–Wang settings' errors named sigma_w but not net."""
-    net = arch.mlp(1, 20, activation="erf")
+    net = network.mlp(1, 20, activation="erf")
     for call, name in ((lambda: ntk.ntk_moments(1.0, 10), "net"), (lambda: ntk.ntk_coefficients("a", 10), "net"),
                        (lambda: ntk.ntk_factor_variance(None), "net"), (lambda: fisher_law([1.0]), "net"),
                        (lambda: ntk.fisher_moments(object()), "net"), (lambda: ntk.ntk_moments(net, np.nan), "n_data"),
                        (lambda: ntk.ck_moments(net, "a"), "n_data"), (lambda: ntk.ntk_moments(net, 10, K=0), "K"),
                        (lambda: ntk.ntk_moments(net, 10, K="1"), "K"), (lambda: ntk.fisher_moments(net, K=True), "K"),
                        (lambda: ntk.ck_moments(net, 10, K=np.nan), "K"),
-                       (lambda: ntk.ntk_coefficients(arch.mlp(1, 20, sigma_w=1.5), 10), "net"),
-                       (lambda: fisher_law(arch.mlp(2, 10, activation="linear"), q0=5e-324), "q0")):
+                       (lambda: ntk.ntk_coefficients(network.mlp(1, 20, sigma_w=1.5), 10), "net"),
+                       (lambda: fisher_law(network.mlp(2, 10, activation="linear"), q0=5e-324), "q0")):
         with pytest.raises(ValueError, match=rf"\b{name}\b"):
             call()
     with pytest.raises(TypeError, match="return_all"):
-        fisher_law(arch.mlp(2, 10, activation="linear"), return_all="yes")
+        fisher_law(network.mlp(2, 10, activation="linear"), return_all="yes")
     with pytest.raises(OverflowError, match=r"\bK\b"):          # MP's moment of order 517 overflows
-        ntk.fisher_moments(arch.mlp(2, 10, activation="linear"), K=10 ** 6)
-    assert ntk.fisher_moments(arch.mlp(2, 10, activation="linear", sigma_w=1.2), K=1).shape == (1,)
+        ntk.fisher_moments(network.mlp(2, 10, activation="linear"), K=10 ** 6)
+    assert ntk.fisher_moments(network.mlp(2, 10, activation="linear", sigma_w=1.2), K=1).shape == (1,)
     assert ntk.ck_moments(net, 10, K=1).shape == (1,)
 
 
 def test_fisher_law_of_a_zero_input_is_a_point_mass_at_zero():
-    """ReLU in the ordered phase (σ_w² < 2, σ_b = 0) has q* = 0, so arch.mlp's default input is x₀ = 0 and Θ = 0:
+    """ReLU in the ordered phase (σ_w² < 2, σ_b = 0) has q* = 0, so network.mlp's default input is x₀ = 0 and Θ = 0:
     fisher_moments raised "series reversion needs f(0) = 0 and f'(0) != 0" (a factor δ₀ has m₁ = 0) and
     critical_learning_rate divided by λ_max = 0 (ZeroDivisionError). Now the moments are 0 and the learning rate is
     refused naming net and q0."""
-    net = arch.mlp(2, 10, sigma_w=1.2, activation="relu")
+    net = network.mlp(2, 10, sigma_w=1.2, activation="relu")
     assert net.q0 == 0.0
     assert np.all(ntk.fisher_moments(net, K=3) == 0.0)
     assert fisher_law(net).support() == (0.0, 0.0)
@@ -166,7 +168,7 @@ def test_fisher_law_of_a_zero_input_is_a_point_mass_at_zero():
 def test_ck_second_moment_closed_form_and_monte_carlo(act):
     """One layer: m₂ = 1 + γ₁ + b²γ₀ exactly (law and moment recursion), and Monte Carlo at n = 1000 data points
     (d₀ = 2000, d₁ = 1500; 4 draws) within 1 %; KS < 0.01."""
-    net = arch.mlp(1, widths=[2000, 1500], activation=act)
+    net = network.mlp(1, widths=[2000, 1500], activation=act)
     n = 1000
     b = _b_phi(act)
     closed = 1 + n / 1500 + b ** 2 * n / 2000
@@ -216,7 +218,7 @@ def test_deep_ck_matches_monte_carlo():
     2·m₂(n = 1000) − m₂(n = 500), within 3 standard errors of the law's m₂."""
     est = {}
     for n, S in ((500, 16), (1000, 8)):
-        net = arch.mlp(3, widths=[2 * n] + [3 * n // 2] * 3, activation="relu")
+        net = network.mlp(3, widths=[2 * n] + [3 * n // 2] * 3, activation="relu")
         eig = np.asarray(montecarlo.sample_ck_eigs(net, n, n_samples=S, seed=2)).reshape(S, -1)
         m2 = np.array([np.mean(e ** 2) for e in eig])
         est[n] = m2.mean(), m2.std(ddof=1) / np.sqrt(S)
@@ -232,11 +234,11 @@ def test_deep_ck_matches_monte_carlo():
 
 def test_ck_rejects_settings_outside_fan_wang():
     with pytest.raises(ValueError, match="weights"):
-        ck_law(arch.mlp(1, 100, weights="orthogonal"), 50)
+        ck_law(network.mlp(1, 100, weights="orthogonal"), 50)
     with pytest.raises(ValueError, match="sigma_w"):
-        ck_law(arch.mlp(1, 100, sigma_w=2.0), 50)
+        ck_law(network.mlp(1, 100, sigma_w=2.0), 50)
     with pytest.raises(ValueError, match="n_data"):
-        ck_law(arch.mlp(1, 100), 0)
+        ck_law(network.mlp(1, 100), 0)
 
 
 def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
@@ -244,7 +246,7 @@ def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
     are those of fisher_moments (exact series) of the cut net, its cdf that of fisher_law of the cut net built on
     its own; with last_activation the last entry carries D_L (checked on an atomic ReLU–orthogonal net)."""
     def net(L, **kw):
-        return arch.mlp(L, 300, **kw)
+        return network.mlp(L, 300, **kw)
     laws = fisher_law(net(3, weights="gaussian", activation="linear"), return_all=True)
     assert len(laws) == 3
     for L, law in enumerate(laws, start=1):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from rmtnet import _backend as B
-from rmtnet.arch import mlp
+from rmtnet import backend as B
+from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
 from rmtnet.nets.probes import parameter_jacobian
 from rmtnet.spectra.kernels import (derivative_pair_kernel, erf_derivative_kernel, erf_kernel, nngp_kernel,

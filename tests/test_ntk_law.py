@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from rmtnet.arch import mlp
+from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
 from rmtnet.nets.probes import parameter_jacobian
 from rmtnet.spectra import ck_law, ntk_factor_variance, ntk_law, ntk_moments, sample_ntk_eigs
@@ -14,7 +14,7 @@ from rmtnet.spectra._checks import ConvergenceError
 from rmtnet.spectra.laws import MarchenkoPastur
 from rmtnet.spectra.measures import Empirical, GridDensity, Measure
 from rmtnet.spectra.meanfield import activation, gaussian_expectation, second_moment
-from rmtnet.spectra.montecarlo import ntk_gram, sample_ntk
+from rmtnet.spectra.sampling.montecarlo import ntk_gram, sample_ntk
 from rmtnet.spectra.ntk import NTKLaw, _fan_wang_constants, normalised_activation, ntk_coefficients
 
 

@@ -203,9 +203,9 @@ def test_deep_relu_layer_power_edge(T):
 
 def test_deep_orthogonal_jacobian_law_builds():
     """Depth 1024 (raised "a must be a finite real number, got inf" about an argument the user never passed)."""
-    from rmtnet import arch
+    from rmtnet.spectra import network
     from rmtnet.spectra import jacobian_law
-    law = jacobian_law(arch.mlp(1024, 100, weights="orthogonal", sigma_w=1.05, activation="tanh"))
+    law = jacobian_law(network.mlp(1024, 100, weights="orthogonal", sigma_w=1.05, activation="tanh"))
     lo, hi = law.continuous_support()
     assert 0 <= lo < hi < np.inf and 0 < law.moment(1) <= hi
 
@@ -227,9 +227,9 @@ def test_mass_below_float64_is_accounted_for(depth):
     the resolved mass, and the power law read off the density at the last nodes (to 2e-5 at depth 100) — the
     cdf reaches 1, a quantile inside the tail is below the last node, and one warning says how much."""
     import warnings
-    from rmtnet import arch
+    from rmtnet.spectra import network
     from rmtnet.spectra import jacobian_law
-    law = jacobian_law(arch.mlp(depth, 400, weights="gaussian", sigma_w=np.sqrt(2), activation="relu"))
+    law = jacobian_law(network.mlp(depth, 400, weights="gaussian", sigma_w=np.sqrt(2), activation="relu"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         acc = accounted(law)
@@ -319,13 +319,13 @@ def test_points_near_a_hard_edge_at_zero_start_from_the_shared_trunk():
     x = 10⁻¹⁵⁰ … 10⁻²⁰: 16–64 from the trunk, 96–206 each on its own way down (at most 0.31 of it per point; the
     count at 10⁻¹⁵⁰ moves with rounding, 53 or 64 as the bins' Cauchy kernel is arranged); the densities agree to
     1e-12."""
-    from rmtnet import arch
+    from rmtnet.spectra import network
     from rmtnet.spectra import jacobian_law
     from rmtnet.spectra.free import FreeProduct
 
     def solve(monkeypatch_ratio):
         FreeProduct._TRUNK_RATIO = monkeypatch_ratio
-        law = jacobian_law(arch.mlp(10, 100, weights="gaussian", sigma_w=1.05, activation="tanh"))
+        law = jacobian_law(network.mlp(10, 100, weights="gaussian", sigma_w=1.05, activation="tanh"))
         x = np.logspace(-150, -20, 14)
         *_, iters = law._solve(x + 0j, return_state=True)
         return iters, law._solve_density(x)[2]

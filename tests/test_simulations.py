@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rmtnet import _backend as B
+from rmtnet import backend as B
 from rmtnet import cli
 from rmtnet.spectra import mixer
 

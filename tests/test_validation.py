@@ -6,13 +6,14 @@ import sympy as sp
 
 from scipy import special
 
-from rmtnet import arch, plot
+from rmtnet import plot
+from rmtnet.spectra import network
 from rmtnet.experiments import sweep
-from rmtnet.spectra import (Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses,
-                            Semicircle, free_mult, free_mult_power, kernels, montecarlo)
+from rmtnet.spectra import Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle, free_mult, free_mult_power, kernels
+from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra import symbolic as S
 from rmtnet.spectra._checks import ConvergenceError
-from rmtnet.spectra.random_matrices import free_product_eigs
+from rmtnet.spectra.sampling.random_matrices import free_product_eigs
 
 MP = MarchenkoPastur(0.5)
 
@@ -184,8 +185,8 @@ def test_symbolic_sequences_are_checked(call, message):
 
 
 def test_samplers_name_a_bad_net_and_width():
-    net = arch.mlp(2, 8, sigma_w=1.2, activation="tanh")
-    with pytest.raises(ValueError, match="net must be an rmtnet.arch.MLP"):    # AttributeError before
+    net = network.mlp(2, 8, sigma_w=1.2, activation="tanh")
+    with pytest.raises(ValueError, match="net must be an rmtnet.spectra.network.MLP"):    # AttributeError before
         montecarlo.sample_jacobian_eigs(3.0, seed=0)
     with pytest.raises(ValueError, match="width must be a positive integer, got nan"):   # int(nan) before
         montecarlo.sample_jacobian_eigs(net, width=float("nan"), seed=0)
@@ -195,7 +196,7 @@ def test_samplers_name_a_bad_net_and_width():
 
 def test_kernels_refuse_inputs_whose_products_overflow():
     """nngp_kernel of inputs ~1e77 returned [[inf]] (c₁₁c₂₂ overflows in the arc-cosine kernel)."""
-    net = arch.mlp(2, 3, sigma_w=1.3, sigma_b=0.1)
+    net = network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1)
     X = np.full((1, 3), 8.9e76)
     for f in (kernels.nngp_kernel, kernels.ntk_kernel):
         with pytest.raises(ValueError, match="X must have entries of magnitude at most 1e"):
@@ -208,7 +209,7 @@ def test_mlp_sigma_whose_square_leaves_float64_is_refused(sigma_w):
     """1e-308: ZeroDivisionError in the fixed point (σ_w² = 0); 1e308: OverflowError (34, 'Numerical result out of
     range')."""
     with pytest.raises(ValueError, match="sigma_w must be 0 or lie in"):
-        arch.mlp(2, 10, sigma_w=sigma_w)
+        network.mlp(2, 10, sigma_w=sigma_w)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -367,10 +368,10 @@ def test_free_product_eigs_refuses_diagonals_whose_product_overflows():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: arch.mlp(2, 10, weights=np.array([])), "weights must be one of"),       # ambiguous truth value
-    (lambda: kernels.ntk_kernel(arch.mlp(2, 3), np.eye(3), parameterization=np.array([])),
+    (lambda: network.mlp(2, 10, weights=np.array([])), "weights must be one of"),       # ambiguous truth value
+    (lambda: kernels.ntk_kernel(network.mlp(2, 3), np.eye(3), parameterization=np.array([])),
      "parameterization must be one of"),
-    (lambda: kernels.ntk_predict(arch.mlp(2, 3, sigma_w=1.3, sigma_b=0.1), np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0],
+    (lambda: kernels.ntk_predict(network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1), np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0],
                                  [0.0, 0.3, 1.0]]), np.ones((3, 1)), np.eye(3)[:2], diag_reg=1e308),
      "diag_reg = 1e\\+308 makes"),                                                  # scipy's 'infs or NaNs'
 ])
@@ -416,7 +417,7 @@ def test_inverse_transforms_near_zero():
 def test_mixer_sizes_beyond_float64_and_slq_of_nothing_are_named():
     """connections(8, 8, gamma=1e308) returned inf; slq of a 0 × 0 matrix blamed n_steps ("[1, m] = [1, 0]")."""
     from rmtnet.spectra import mixer
-    from rmtnet.spectra.lanczos import slq
+    from rmtnet.spectra.sampling.lanczos import slq
     with pytest.raises(ValueError, match="gamma = 1e\\+308, gamma_channel = None give a result beyond float64"):
         mixer.connections(8, 8, gamma=1e308)
     assert mixer.connections(8, 8, gamma=2.0) == 1024.0
@@ -426,9 +427,9 @@ def test_mixer_sizes_beyond_float64_and_slq_of_nothing_are_named():
 
 def test_fixed_point_of_a_tiny_bias_converges():
     """σ_b = 2.9e-99 (ReLU, σ_w = 1): q* = 2σ_b² ≈ 1.7e-197 took Brent 134 steps; the default cap of 100 raised
-    SciPy's bare RuntimeError from arch.mlp."""
+    SciPy's bare RuntimeError from network.mlp."""
     sb = 2.9095577026588976e-99
-    net = arch.mlp(2, 10, sigma_b=sb)
+    net = network.mlp(2, 10, sigma_b=sb)
     assert net.q[0] == pytest.approx(2 * sb ** 2, rel=1e-12)
 
 

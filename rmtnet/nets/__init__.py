@@ -9,10 +9,11 @@ children by noise, pruning or annealing, partition masks, ensemble prediction (:
 
 The paper studies that use this library live in :mod:`rmtnet.studies`; the Ensemble Mask Network experiments of
 Luntzel (2023, arXiv 2309.06382) moved there (:mod:`rmtnet.studies.emn`) and stay importable from here under their
-old names (``rmtnet.nets.emn``, ``rmtnet.nets.train_emn``, …), loaded on first use so that this package never imports
-the studies at import time. ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for
+old names (``rmtnet.nets.emn``, ``rmtnet.nets.train_emn``, …) as deprecated aliases until rmtnet 0.3, loaded on
+first use (this package never imports the studies). ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for
 predictions.
 """
+from .._deprecation import moved_names
 from . import data, ensembles, layers, metrics, models, probes, similarity, training
 from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
@@ -27,20 +28,12 @@ __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", 
            "empirical_ntk",
            "input_jacobian", "jacobian_spectrum", "weight_singular_values", "effective_singular_values", "MinibatchCKA", "cka", "cka_between",
            "hsic", "layer_features", "evaluate", "train", "DivergenceError", "data", "layers", "models", "probes", "similarity",
-           "training", "emn", "LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",
-           "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities", "sweep_emn",
-           "train_emn", "training_matrices", "training_size", "ensembles", "metrics", "ensemble_predict", "noisy_children",
+           "training", "ensembles", "metrics", "ensemble_predict", "noisy_children",
            "partition_masks", "pruned_children", "stochastic_children"]
 
 
-# The Ensemble Mask Network names, moved to rmtnet.studies.emn, resolved on first access (PEP 562).
-_EMN_NAMES = frozenset({"LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator",
-                        "sample_symmetric_binary", "sample_test_pairs", "sum_class_counts", "sum_class_probabilities",
-                        "sweep_emn", "train_emn", "training_matrices", "training_size"})
-
-
-def __getattr__(name):
-    if name == "emn" or name in _EMN_NAMES:
-        import rmtnet.studies.emn as emn
-        return emn if name == "emn" else getattr(emn, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The Ensemble Mask Network names, moved to rmtnet.studies.emn: deprecated aliases, resolved on first access (PEP 562).
+__getattr__ = moved_names(__name__, {"emn": "rmtnet.studies.emn", **{name: f"rmtnet.studies.emn:{name}" for name in (
+    "LearnedOperator", "class_allocation", "emn_error", "emn_run", "learned_operator", "sample_symmetric_binary",
+    "sample_test_pairs", "sum_class_counts", "sum_class_probabilities", "sweep_emn", "train_emn", "training_matrices",
+    "training_size")}})

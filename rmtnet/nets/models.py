@@ -63,12 +63,12 @@ def activation_module(name):
 # Dense MLP
 
 class MLP(nn.Module):
-    """A dense MLP with widths n₀ → n₁ → … → n_L, in rmtnet.arch's convention: h_ℓ = W_ℓ x_{ℓ−1} + b_ℓ,
+    """A dense MLP with widths n₀ → n₁ → … → n_L, in rmtnet.spectra.network's convention: h_ℓ = W_ℓ x_{ℓ−1} + b_ℓ,
     x_ℓ = φ(h_ℓ), W_ℓ Gaussian N(0, σ_w²/n_{ℓ−1}) or σ_w × Haar orthogonal (a partial isometry scaled to the same
     entry variance when n_ℓ ≠ n_{ℓ−1}), b_ℓ ~ N(0, σ_b²); the last layer has φ only if ``last_activation``.
     Inputs of any shape (…, ``*``) are flattened to (…, n₀).
 
-    :meth:`from_arch` builds the torch face of an :func:`rmtnet.arch.mlp` description, so its input–output Jacobian
+    :meth:`from_arch` builds the torch face of an :func:`rmtnet.spectra.network.mlp` description, so its input–output Jacobian
     at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`."""
 
     def __init__(self, widths, activation="relu", weights="gaussian", sigma_w=1.0, sigma_b=0.0, last_activation=False,
@@ -105,7 +105,7 @@ class MLP(nn.Module):
 
     @classmethod
     def from_arch(cls, net, width=None, seed=None, device=None, dtype=None):
-        """The trainable MLP of an :class:`rmtnet.arch.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo)."""
+        """The trainable MLP of an :class:`rmtnet.spectra.network.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo)."""
         return cls(net.scaled_widths(width), activation=net.activation.name, weights=net.weights, sigma_w=net.sigma_w,
                    sigma_b=net.sigma_b, last_activation=net.last_activation, bias=net.sigma_b > 0, seed=seed,
                    device=device, dtype=dtype)

@@ -10,7 +10,7 @@ Conventions.
   * The input–output Jacobian is J = ∂f/∂x of shape (d_out, d_in), input and output flattened row-major;
     :func:`jacobian_spectrum` returns the eigenvalues of JJᵀ (d_out of them), as the squared singular values of J
     in float64, padded with the d_out − d_in zeros when d_out > d_in — the convention of
-    :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs`, so the two can be overlaid.
+    :func:`rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs`, so the two can be overlaid.
   * The empirical NTK is Θ(x, x′) = J_θ(x) J_θ(x′)ᵀ with J_θ(x) = ∂f(x)/∂θ over every trainable parameter θ
     (``requires_grad=True``; buffers and frozen parameters are held fixed), unnormalised (no 1/n or 1/width factor:
     divide as the theory at hand requires), in the model's own dtype. ``layout``

@@ -2,6 +2,11 @@
 
 Conventions (M as in Pennington, Schoenholz & Ganguli, AISTATS 2018): G(z) = ∫ dμ(x)/(z - x), M(z) = zG(z) - 1,
 ψ(u) = M(1/u), η = ψ/(1 + ψ), S(w) = (1 + w)/(w M⁻¹(w)), S_{μ⊠ν} = S_μ S_ν.
+
+Layers, lowest first (each imports only those below it): the free-probability core (measures, laws, ⊠/⊞, transforms,
+series, symbolic), the network theory (the description :mod:`.network`, mean field, Jacobian, Fisher, NTK, kernels,
+Mixer), and the sampling wing :mod:`.sampling` (random matrices, network Monte Carlo, structured operators, Lanczos),
+which nothing in the theory imports.
 """
 from ._checks import ConvergenceError
 from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, OtherGram, GaussianPushforward,
@@ -14,17 +19,18 @@ from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_mom
 from .jacobian import jacobian_law
 from .ntk import (fisher_law, ck_law, critical_learning_rate, ntk_factor_variance, ntk_law,
                   ntk_moments)
-from .montecarlo import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
-from . import series, montecarlo, meanfield, jacobian, ntk, kernels, freeness, mixer
+from .network import MLP, mlp
+from . import series, network, meanfield, jacobian, ntk, kernels, mixer, sampling
+from .sampling import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
 
 __all__ = [
     "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
     "GaussianPushforward", "gaussian_pushforward", "MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli",
     "Arcsine", "free_mult", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum",
     "cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
-    "eta_inverse", "series", "montecarlo", "meanfield", "activation", "q_star", "chi", "critical_sigma_w",
+    "eta_inverse", "series", "sampling", "network", "MLP", "mlp", "meanfield", "activation", "q_star", "chi", "critical_sigma_w",
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
     "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
-    "freeness", "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
+    "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
     "ntk_factor_variance", "sample_ntk_eigs",
 ]

@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-from .. import _backend as B
+from .. import backend as B
 
 
 class ConvergenceError(RuntimeError):
@@ -56,11 +56,11 @@ def positive_integers(**named):
 
 
 def mlp_description(name, net):
-    """Return ``net`` if it is a network description of :func:`rmtnet.arch.mlp` (duck-typed: depth, σ_w, σ_b and
-    the activation, so that rmtnet.spectra need not import rmtnet.arch), else raise ValueError naming ``name``."""
+    """Return ``net`` if it is a network description of :func:`rmtnet.spectra.network.mlp` (duck-typed: depth, σ_w, σ_b and
+    the activation, so that rmtnet.spectra need not import rmtnet.spectra.network), else raise ValueError naming ``name``."""
     for attr in ("depth", "sigma_w", "sigma_b", "activation"):
         if not hasattr(net, attr):
-            raise ValueError(f"{name} must be an rmtnet.arch.MLP (built with rmtnet.arch.mlp), got "
+            raise ValueError(f"{name} must be an rmtnet.spectra.network.MLP (built with rmtnet.spectra.network.mlp), got "
                              f"{type(net).__name__}")
     return net
 

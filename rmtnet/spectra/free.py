@@ -64,7 +64,7 @@ from functools import cached_property
 import numpy as np
 from scipy import optimize
 
-from .. import _backend as B
+from .. import backend as B
 from . import series
 from ._checks import ConvergenceError, finite_array, integer_at_least, log_upper, moment_order, real_scalar
 from .measures import Affine, Measure, PointMasses, atom_cauchy, cumulative_panels

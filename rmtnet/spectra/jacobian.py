@@ -68,7 +68,7 @@ def _layers(net):
 
 
 def jacobian_law(net) -> Measure:
-    """The limit spectral law of JJᵀ for the network ``net`` (an :func:`rmtnet.arch.mlp`), on the output space
+    """The limit spectral law of JJᵀ for the network ``net`` (an :func:`rmtnet.spectra.network.mlp`), on the output space
     ℝ^{n_L}; see the module docstring for the convention and the product formula. A lazy :class:`Measure`."""
     factors, scale = [], 1.0
     wcache = {}

@@ -1,7 +1,7 @@
 """Neural-network Gaussian process (NNGP) kernels of wide random MLPs, and GP regression with them (Lee et al.,
 "Deep Neural Networks as Gaussian Processes", ICLR 2018).
 
-Convention (that of :mod:`rmtnet.arch`): inputs x ∈ ℝ^{n₀} are the rows of X (B × n₀), and for ℓ = 1 … L
+Convention (that of :mod:`rmtnet.spectra.network`): inputs x ∈ ℝ^{n₀} are the rows of X (B × n₀), and for ℓ = 1 … L
 
     h_ℓ = W_ℓ x_{ℓ-1} + b_ℓ,   x_ℓ = φ(h_ℓ),   W_ℓ entries of variance σ_w²/n_{ℓ-1},   b_ℓ ~ N(0, σ_b² I).
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from .. import _backend as B
+from .. import backend as B
 from ._checks import finite_array, integer_at_least, mlp_description, real_scalar
 from .meanfield import Activation, activation
 
@@ -291,7 +291,7 @@ def _first_layer(net, Xa, Xb):
 
 
 def nngp_kernel(net, X, method="auto", return_all=False):
-    """The NNGP kernel of ``net`` (an :class:`rmtnet.arch.MLP`) on the inputs X (rows, shape (B, n₀)).
+    """The NNGP kernel of ``net`` (an :class:`rmtnet.spectra.network.MLP`) on the inputs X (rows, shape (B, n₀)).
 
     Returns Σ_L (B × B), the limiting covariance of the output pre-activation h_L: Σ₁ = σ_w² XXᵀ/n₀ + σ_b² and
     Σ_{ℓ+1} = σ_w² E[φ(z)φ(z′)] + σ_b² (module docstring, eqs. (1)–(2); Lee et al. 2018). This is the GP prior
@@ -480,7 +480,7 @@ def _ntk_layers(net, X, method, parameterization):
 
 
 def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
-    """The infinite-width neural tangent kernel Θ_L (B × B) of ``net`` (an :class:`rmtnet.arch.MLP` with a linear
+    """The infinite-width neural tangent kernel Θ_L (B × B) of ``net`` (an :class:`rmtnet.spectra.network.MLP` with a linear
     read-out h_L) on the rows of X (B × n₀): Θ(x, x′) = lim Σ_θ ∂h_L(x)/∂θ · ∂h_L(x′)/∂θ over every weight and bias,
     for one output unit (Jacot, Gabriel & Hongler, NeurIPS 2018; Arora et al., NeurIPS 2019, "On exact computation
     with an infinitely wide neural net"; Lee et al., NeurIPS 2019).
@@ -618,7 +618,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     (``width`` for a square net; the net's own widths when ``width`` is None). Weights W_ℓ ∈ ℝ^{n_ℓ×n_{ℓ-1}} are
     Gaussian with entries N(0, σ_w²/n_{ℓ-1}) or, for ``net.weights == "orthogonal"``, σ_w times a Haar orthogonal
     matrix (a scaled Haar partial isometry where n_ℓ ≠ n_{ℓ-1}, e.g. the input layer;
-    :func:`rmtnet.spectra.montecarlo.layer_weights`); biases N(0, σ_b²), shared by all inputs.
+    :func:`rmtnet.spectra.sampling.montecarlo.layer_weights`); biases N(0, σ_b²), shared by all inputs.
 
     sampler: ``"weights"`` materialises every W_ℓ (cost O(n²) per layer, batched over samples within ``max_bytes``).
     ``"marginal"`` (Gaussian weights only) draws the same joint law of (h₁, …, h_L) on the B inputs without forming
@@ -637,7 +637,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
         raise ValueError("sampler='marginal' needs net.weights == 'gaussian'; use sampler='weights'")
     if width is not None:
         width = _count("width", width)
-    from .random_matrices import layer_weights
+    from .sampling.random_matrices import layer_weights
     widths = (X.shape[1],) + tuple(net.scaled_widths(width)[1:])
     xp = B.native(backend)
     rng = B.rng(seed, backend)

@@ -10,7 +10,7 @@ from functools import cached_property
 import numpy as np
 from scipy import integrate, special
 
-from .. import _backend as B
+from .. import backend as B
 from ._checks import finite_array, integer_at_least, moment_order, probabilities, real_scalar
 from .measures import Measure, PointMasses
 
@@ -109,7 +109,7 @@ class MarchenkoPastur(Measure):
 
     def sample(self, n, seed=None, backend=None):
         """Eigenvalues of one σ²XXᵀ with N = n rows and M = round(n/λ) columns (finite-N Monte Carlo)."""
-        from .random_matrices import wishart_eigs
+        from .sampling.random_matrices import wishart_eigs
         return wishart_eigs(n, max(1, round(n / self.ratio)), seed=seed, backend=backend) * self.scale
 
     def __repr__(self):

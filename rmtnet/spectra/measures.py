@@ -39,7 +39,7 @@ import numpy as np
 from scipy import integrate, interpolate, special
 from scipy.optimize import elementwise
 
-from .. import _backend as B
+from .. import backend as B
 from ._checks import (ConvergenceError, finite_array, integer_at_least, moment_order, probabilities,
                       probability_vector, real_scalar)
 
@@ -619,7 +619,7 @@ class Measure:
         :meth:`cdf` integrates the density up from the bottom of the support. For a law whose mass crowds against
         0 over hundreds of decades — the JJᵀ law of a deep network: Fuss–Catalan(32) keeps 9 % of its mass below
         1e-35 — that means solving for the density at nodes down to 1e-300. A comparison with samples that resolve
-        only x ≥ lo (a float64 floor, :func:`rmtnet.spectra.montecarlo.sample_jacobian_eigs`) needs none of it:
+        only x ≥ lo (a float64 floor, :func:`rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs`) needs none of it:
         the mass below lo is the complement of the mass above. Each band is integrated on its part above lo by
         tanh-sinh, in s = log x when lo > 0 (ρ(eˢ)eˢ is smooth over the decades), and interpolated by the cubic
         Hermite of (∫, ρ) like :meth:`cdf`. Laws with a cdf of their own (a closed form, a table) use it.

@@ -317,5 +317,5 @@ def kronecker_gram_law(a, b=None, n_panels=400):
     σ^L))``: m₂ = σ^{4L}(L + 1)² — 25σ^16 at L = 4 — against σ^{4L}(2L + 1) = 9σ^16 for the free product
     FussCatalan(2L) of a dense or sparse net of the same 2L factors (m₂(FussCatalan(s)) = s + 1). Tensor
     independence, not freeness, is what the Kronecker structure leaves between the two sides
-    (:mod:`rmtnet.spectra.operators`)."""
+    (:mod:`rmtnet.spectra.sampling.operators`)."""
     return ClassicalProduct(a, a if b is None else b, n_panels=n_panels)

@@ -3,7 +3,7 @@ data (Fan & Wang 2020) of deep random networks: Hayase & Karakida (AISTATS 2021,
 ("Spectra of the conjugate kernel and neural tangent kernel for linear-width neural networks", NeurIPS 2020,
 arXiv 2005.11879).
 
-**Fisher / one-sample NTK.** For one input x₀ and the network of :mod:`rmtnet.arch` (square layers), the NTK of the
+**Fisher / one-sample NTK.** For one input x₀ and the network of :mod:`rmtnet.spectra.network` (square layers), the NTK of the
 output with respect to all weights, Θ = Σ_ℓ q̂_{ℓ-1} B_ℓ B_ℓᵀ (B_ℓ = ∂x_L/∂h_ℓ, q̂_ℓ = ‖x_ℓ‖²/n), is the dual of the
 Fisher information: they share their nonzero eigenvalues. It obeys (Hayase & Karakida 2021, eq. (9))
 
@@ -86,7 +86,7 @@ def _fisher_levels(net):
 
 
 def fisher_law(net, q0=None, return_all=False):
-    """Limit spectral law of the one-sample NTK / Fisher dual Θ of ``net`` (square, an :func:`rmtnet.arch.mlp`) by the
+    """Limit spectral law of the one-sample NTK / Fisher dual Θ of ``net`` (square, an :func:`rmtnet.spectra.network.mlp`) by the
     Hayase–Karakida recursion (module docstring). ``q0`` overrides the input's ‖x₀‖²/n₀ (then every q_ℓ follows).
 
     Each level is tabulated before the next ⊠; purely atomic levels (linear or ReLU–orthogonal nets at small depth)

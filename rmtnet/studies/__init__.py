@@ -4,6 +4,8 @@
   Algorithm 1, the test error of Table 1 and Fig. 3, the learned operator of Fig. 4, resumable sweeps.
 - :mod:`.subnetwork_ensembles` — the runs of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State
   University, 2023): noise mutations on spirals, the small-budget comparison, pruning and annealing of children.
+- :mod:`.freeness` — the numerical test of asymptotic freeness of the Jacobian's factors (Pennington, Schoenholz &
+  Ganguli, AISTATS 2018; Hanin & Nica 2020): deviations of mixed moments from their free values against width.
 - :mod:`.mixer_width` — one point of the effective-width study of Hayase & Karakida (ICML 2024, arXiv 2306.01470).
 - :mod:`.wider_nets` — the static-sparsity control of Golubeva, Neyshabur & Gur-Ari (ICLR 2021, arXiv 2010.14495):
   one-hidden-layer MLPs widened at a fixed number of weights.
@@ -11,6 +13,6 @@
 The library they use — models, layers, training, probes, the subnetwork-ensemble methods — is :mod:`rmtnet.nets`
 (and :mod:`rmtnet.spectra` for predictions); nothing in those imports this package.
 """
-from . import emn, mixer_width, subnetwork_ensembles, wider_nets
+from . import emn, freeness, mixer_width, subnetwork_ensembles, wider_nets
 
-__all__ = ["emn", "mixer_width", "subnetwork_ensembles", "wider_nets"]
+__all__ = ["emn", "freeness", "mixer_width", "subnetwork_ensembles", "wider_nets"]

@@ -53,8 +53,9 @@ import array_api_compat
 import numpy as np
 import pandas as pd
 
-from .. import _backend as B
-from .montecarlo import propagate
+from .. import backend as B
+from ..spectra.network import mlp
+from ..spectra.sampling.montecarlo import propagate
 
 __all__ = ["WORDS", "WEIGHTS", "CASES", "CONTROLS", "NetworkDraw", "sample_network", "free_abab", "word_values",
            "freeness_deviations", "loglog_fit", "LogLogFit", "FreenessResult", "freeness_test"]
@@ -114,7 +115,7 @@ def _words(words):
 def _square_net(net):
     for attr in ("widths", "depth", "sigma_w", "sigma_b", "activation", "q0"):
         if not hasattr(net, attr):
-            raise ValueError(f"net must be an rmtnet.arch.MLP (missing .{attr}), got {type(net).__name__}")
+            raise ValueError(f"net must be an rmtnet.spectra.network.MLP (missing .{attr}), got {type(net).__name__}")
     if len(set(net.widths)) != 1:
         raise ValueError(f"net must be square (all widths equal) for the freeness test, got widths {net.widths}")
     return net
@@ -175,10 +176,10 @@ def _swap(m):
 
 
 def sample_network(net, width=None, n_samples=1, seed=None, backend=None, weights=None) -> NetworkDraw:
-    """Draw ``n_samples`` square networks described by ``net`` (an :class:`rmtnet.arch.MLP`; width N = ``width``,
+    """Draw ``n_samples`` square networks described by ``net`` (an :class:`rmtnet.spectra.network.MLP`; width N = ``width``,
     default ``net.width``) and propagate one random input through each (‖x₀‖²/N = net.q0 exactly).
 
-    weights: "orthogonal" (σ_w·Haar, the QR-with-signs sampler of :mod:`~rmtnet.spectra.montecarlo`), "gaussian"
+    weights: "orthogonal" (σ_w·Haar, the QR-with-signs sampler of :mod:`~rmtnet.spectra.sampling.montecarlo`), "gaussian"
     (entries N(0, σ_w²/N)), "permutation" (σ_w·uniform random signed permutation: orthogonal but not Haar, the
     non-free control), or None for ``net.weights``. Float64, on ``backend``, reproducible from ``seed``."""
     net = _square_net(net)
@@ -415,8 +416,8 @@ def freeness_test(net=None, *, widths=(64, 128, 256, 512), n_samples=32, words=W
     """Deviation from freeness of the Jacobian pair (a, b) = (D_ℓ², W_ℓ D_{ℓ-1}² W_ℓᵀ) against the width N, for Haar
     weights (Collins & Hayase 2023), Gaussian weights, and a non-free control; with fitted log–log slopes.
 
-    net: a square :class:`rmtnet.arch.MLP` (its ``weights`` field is ignored: each case sets the weights), or None to
-    build ``rmtnet.arch.mlp(**mlp_kwargs)`` with defaults depth=2, activation="tanh", sigma_w=1.5, sigma_b=0.1.
+    net: a square :class:`rmtnet.spectra.network.MLP` (its ``weights`` field is ignored: each case sets the weights), or None to
+    build ``rmtnet.spectra.network.mlp(**mlp_kwargs)`` with defaults depth=2, activation="tanh", sigma_w=1.5, sigma_b=0.1.
     widths: at least two distinct widths N ≥ 2 (three or more for a residual-based slope error). n_samples: networks
     per width (≥ 2). cases: a subset of ("haar", "gaussian", "control"). control: "permutation" (σ_w·random signed
     permutation weights: a and b commute) or "shuffled" (Haar network, b replaced by a shuffled σ_w² D_{ℓ-1}²).
@@ -425,7 +426,6 @@ def freeness_test(net=None, *, widths=(64, 128, 256, 512), n_samples=32, words=W
     Expected: slopes ≈ −1 for "haar" and "gaussian" (mean deviation = O(1/N) bias; the single-sample spread sd is
     O(1/N) too, see the module docstring), ≈ 0 for the control (on the order-4 words)."""
     if net is None:
-        from ..arch import mlp                    # spectra does not import arch at module level
         kw = {**_NET_DEFAULTS, **mlp_kwargs}
         kw.setdefault("width", 64)
         net = mlp(**kw)

@@ -1,15 +1,15 @@
 """Finite-N Monte Carlo of the random matrices whose limits the laws describe (NumPy or CuPy, float64).
 
 Every sampler takes an explicit ``seed`` and a ``backend`` ("numpy", "cupy", or None for the global default) and
-returns eigenvalues on that backend; :func:`rmtnet._backend.to_numpy` brings them to the host.
+returns eigenvalues on that backend; :func:`rmtnet.backend.to_numpy` brings them to the host.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _backend as B
-from ._checks import finite_array, mlp_description, one_of, positive_integers
-from .meanfield import normalised_activation
+from ... import backend as B
+from .._checks import finite_array, mlp_description, one_of, positive_integers
+from ..meanfield import normalised_activation
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
                               layer_weights, random_input, signed_permutation, wishart_eigs)
 
@@ -21,7 +21,7 @@ __all__ = ["propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck
 
 # --------------------------------------------------------------------------------------------------------------
 # Random networks: weights, a propagated input, and the spectra of their Jacobian, Fisher dual and CK.
-# The net is an rmtnet.arch.MLP (duck-typed here: spectra does not import arch).
+# The net is an rmtnet.spectra.network.MLP (duck-typed here: spectra does not import arch).
 
 def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=None):
     """Draw ``n_samples`` networks and push one random input (‖x₀‖²/n₀ = net.q0) through each.

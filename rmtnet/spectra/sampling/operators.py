@@ -1,9 +1,9 @@
 """Matrix-free Jacobians of random Mixer-structured networks: JJᵀ and the Fisher dual as operators for
-:mod:`rmtnet.spectra.lanczos`, at effective widths m = S·C far beyond dense eigensolvers (10⁶ on 2 CPU cores).
+:mod:`rmtnet.spectra.sampling.lanczos`, at effective widths m = S·C far beyond dense eigensolvers (10⁶ on 2 CPU cores).
 
 Convention (Hayase & Karakida, ICML 2024, arXiv 2306.01470, in row-major form; :mod:`rmtnet.nets.layers`).
 Features are S×C matrices X (S tokens, C channels) flattened **row-major**, x[s·C + c] = X[s, c], so that
-flatten(A X B) = kron(A, Bᵀ) flatten(X). A network of depth L is, as in :mod:`rmtnet.arch`,
+flatten(A X B) = kron(A, Bᵀ) flatten(X). A network of depth L is, as in :mod:`rmtnet.spectra.network`,
 
     h_ℓ = K_ℓ x_{ℓ−1} + b_ℓ,    x_ℓ = φ(h_ℓ),    J = D_L K_L D_{L−1} ⋯ D_1 K_1,   D_ℓ = diag φ′(h_ℓ)
 
@@ -22,14 +22,14 @@ permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations aro
 sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, the first of         2 CSR products, k·nnz
                density 1/C, then 1/S (the Mixer's densities: the SW-MLP) or any
                ``density``; CSR
-dense          one m×m matrix (for checks against :mod:`rmtnet.spectra.montecarlo`)   1 GEMM, k·m²
+dense          one m×m matrix (for checks against :mod:`rmtnet.spectra.sampling.montecarlo`)   1 GEMM, k·m²
 =============  =====================================================================  ==============================
 
 Weights: each factor has gain √σ_w, so every K_ℓ has gain σ_w and entries of variance σ_w²/m and the mean-field
 recursion of the dense network holds: W, V ~ N(0, σ_w/S), N(0, σ_w/C) (``"gaussian"``) or √σ_w times Haar
-orthogonal (``"orthogonal"``, :func:`~rmtnet.spectra.montecarlo.haar_orthogonal`); sparse factors keep entries
+orthogonal (``"orthogonal"``, :func:`~rmtnet.spectra.sampling.montecarlo.haar_orthogonal`); sparse factors keep entries
 N(0, σ_w/(p·m)) (:class:`rmtnet.nets.MaskedLinear`'s scaling). Biases b_ℓ ~ N(0, σ_b²). D_ℓ comes from pushing one
-random input (‖x₀‖²/m = net.q0) through the drawn network, as :func:`~rmtnet.spectra.montecarlo.propagate` does.
+random input (‖x₀‖²/m = net.q0) through the drawn network, as :func:`~rmtnet.spectra.sampling.montecarlo.propagate` does.
 
 Predictions (checked in tests/test_lanczos.py and benchmarks/large_width.py):
 
@@ -55,8 +55,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from .. import _backend as B
-from ._checks import integer_at_least, one_of, real_scalar
+from ... import backend as B
+from .._checks import integer_at_least, one_of, real_scalar
 from .random_matrices import layer_weights, random_input
 
 __all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "Permutation",
@@ -362,7 +362,7 @@ class StructuredNetwork:
     def fisher_dual(self, qhat="empirical"):
         """The one-sample Fisher dual / NTK of the effective width-m network with respect to its effective weights,
         Θ = Σ_ℓ q̂_{ℓ−1} B_ℓB_ℓᵀ with B_ℓ = ∂x_L/∂h_ℓ (Hayase & Karakida 2021, eq. (9); the convention of
-        :func:`~rmtnet.spectra.montecarlo.sample_fisher_eigs`): Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + K_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
+        :func:`~rmtnet.spectra.sampling.montecarlo.sample_fisher_eigs`): Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + K_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
         K_{ℓ+1}ᵀ, Θ = D_L Θ_L D_L (Θ_L without a last activation).
 
         Matrix-free by unrolling the recursion: g_L = D_L u, g_ℓ = D_ℓ K_{ℓ+1}ᵀ g_{ℓ+1} (one backward pass), then
@@ -417,7 +417,7 @@ class StructuredNetwork:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Builders from an rmtnet.arch description (duck-typed: spectra does not import arch)
+# Builders from an rmtnet.spectra.network description (duck-typed: spectra does not import arch)
 
 def _bias(net, m, rng):
     """b ~ N(0, σ_b² I) as a (1, m) row, drawn right after the layer's weights (montecarlo.propagate's order)."""
@@ -427,12 +427,12 @@ def _bias(net, m, rng):
 def _check_net(net, what):
     for attr in ("depth", "weights", "sigma_w", "sigma_b", "activation", "last_activation", "q0"):
         if not hasattr(net, attr):
-            raise ValueError(f"net must be a network description (rmtnet.arch.mlp) for {what}, got "
+            raise ValueError(f"net must be a network description (rmtnet.spectra.network.mlp) for {what}, got "
                              f"{type(net).__name__} (no {attr!r})")
 
 
 def mixer_network(net, tokens, channels, *, structure="kronecker", permutations="random", seed=None, backend=None):
-    """Draw the Mixer-structured version of ``net`` (an :func:`rmtnet.arch.mlp`: depth, weights, σ_w, σ_b,
+    """Draw the Mixer-structured version of ``net`` (an :func:`rmtnet.spectra.network.mlp`: depth, weights, σ_w, σ_b,
     activation, last_activation, q0; its widths are not used) at S = ``tokens``, C = ``channels``: one Mixer layer
     (W_ℓ, V_ℓ) per layer of ``net``, ``structure`` ``"kronecker"`` (MLP-Mixer) or ``"permuted"`` (RP-Mixer) — module
     docstring. ``permutations="commutation"`` (permuted only) uses the commutations, giving the kronecker network
@@ -502,8 +502,8 @@ def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=No
 
 def mlp_network(net, width=None, *, seed=None, backend=None):
     """The dense square network of ``net`` (width ``width`` or net.width) drawn exactly as
-    :func:`~rmtnet.spectra.montecarlo.propagate` draws one sample from the same seed, so that its JJᵀ and Fisher dual
-    have the eigenvalues :func:`~rmtnet.spectra.montecarlo.sample_jacobian_eigs` and ``sample_fisher_eigs`` return."""
+    :func:`~rmtnet.spectra.sampling.montecarlo.propagate` draws one sample from the same seed, so that its JJᵀ and Fisher dual
+    have the eigenvalues :func:`~rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs` and ``sample_fisher_eigs`` return."""
     _check_net(net, "mlp_network")
     widths = net.scaled_widths(width)
     if len(set(widths)) != 1:

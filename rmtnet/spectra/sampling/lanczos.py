@@ -62,10 +62,10 @@ import numpy as np
 from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
-from .. import _backend as B
-from ._checks import (ConvergenceError, boolean, finite_array, integer_at_least, moment_order, one_of, probabilities,
+from ... import backend as B
+from .._checks import (ConvergenceError, boolean, finite_array, integer_at_least, moment_order, one_of, probabilities,
                       real_scalar)
-from .measures import GridDensity, Measure, PointMasses, binned_cauchy
+from ..measures import GridDensity, Measure, PointMasses, binned_cauchy
 
 __all__ = ["slq", "top_eigenvalues", "SpectralQuadrature", "LinearCdf", "as_block_operator"]
 
@@ -84,7 +84,7 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
     """(f, m, backend) with f(X) = A X for X of shape (m, k), from any of the forms :func:`slq` accepts.
 
     * a dense square NumPy or CuPy array, a SciPy or CuPy sparse matrix, a SciPy or CuPy ``LinearOperator``;
-    * anything with a ``shape`` and a ``matmat`` (the operators of :mod:`rmtnet.spectra.operators`);
+    * anything with a ``shape`` and a ``matmat`` (the operators of :mod:`rmtnet.spectra.sampling.operators`);
     * a callable on (m,) vectors or (m, k) blocks, with ``dim`` = m (or a ``shape`` attribute). ``block=False``
       says the callable takes vectors only: it is then called column by column.
 
@@ -238,7 +238,7 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
         block=True):
     """Spectral measure of a symmetric operator A by stochastic Lanczos quadrature (module docstring).
 
-    operator: a square array, sparse matrix, LinearOperator, an operator of :mod:`rmtnet.spectra.operators`, or a
+    operator: a square array, sparse matrix, LinearOperator, an operator of :mod:`rmtnet.spectra.sampling.operators`, or a
     callable (see :func:`as_block_operator`; ``dim``, ``backend``, ``block`` as there). Symmetry is assumed, not
     checked.
     n_steps: Lanczos steps k per probe, 1 ≤ k ≤ m (the quadrature has k nodes; moments exact to order 2k − 1).

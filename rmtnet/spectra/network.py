@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .spectra import meanfield
-from .spectra._checks import real_scalar
-from .spectra.meanfield import Activation
+from . import meanfield
+from ._checks import real_scalar
+from .meanfield import Activation
 
 __all__ = ["MLP", "mlp"]
 

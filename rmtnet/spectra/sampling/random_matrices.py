@@ -1,11 +1,11 @@
 """Classical random-matrix ensembles, sampled on NumPy or CuPy in float64: Ginibre, Haar orthogonal matrices and
 partial isometries (QR with the signs of diag(R) folded in, Mezzadri 2007), random signed permutations, Wishart and
 Ginibre-product eigenvalues, free products of diagonals conjugated by Haar matrices, and the layer weights of a random
-network (Gaussian, orthogonal, permutation) in rmtnet.arch's convention.
+network (Gaussian, orthogonal, permutation) in rmtnet.spectra.network's convention.
 
 These are the bottom of rmtnet.spectra's sampling: the laws (``MarchenkoPastur.rvs``) and the network samplers of
-:mod:`rmtnet.spectra.montecarlo` build on them, and this module imports nothing else of rmtnet but the backend and
-the argument checks. ``rng`` arguments are generators from :func:`rmtnet._backend.rng`; ``seed`` arguments anything
+:mod:`rmtnet.spectra.sampling.montecarlo` build on them, and this module imports nothing else of rmtnet but the backend and
+the argument checks. ``rng`` arguments are generators from :func:`rmtnet.backend.rng`; ``seed`` arguments anything
 it accepts.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from .. import _backend as B
-from ._checks import finite_array, positive_integers
+from ... import backend as B
+from .._checks import finite_array, positive_integers
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "random_input",
            "wishart_eigs", "ginibre_product_eigs", "free_product_eigs"]
@@ -92,7 +92,7 @@ def haar_isometry(n, m, rng, backend=None, batch=None):
 
 def signed_permutation(n, rng, backend=None, batch=None):
     """Uniformly random signed n×n permutation matrices, built densely: orthogonal but not Haar, and not
-    asymptotically free from diagonal matrices — the control of :mod:`~rmtnet.spectra.freeness`."""
+    asymptotically free from diagonal matrices — the control of :mod:`~rmtnet.studies.freeness`."""
     xp = B.native(backend)
     b = 1 if batch is None else batch
     perm = xp.argsort(rng.random((b, n)), axis=-1)
@@ -104,7 +104,7 @@ def signed_permutation(n, rng, backend=None, batch=None):
 
 def layer_weights(kind, n_out, n_in, sigma_w, rng, backend=None, batch=None):
     """W ∈ ℝ^{n_out×n_in} with entries of variance σ_w²/n_in: ``"gaussian"``, or ``"orthogonal"``: a Haar
-    (partial) isometry scaled by σ_w·√(max(1, n_out/n_in)) (rmtnet.arch's convention; square: σ_w O), or
+    (partial) isometry scaled by σ_w·√(max(1, n_out/n_in)) (rmtnet.spectra.network's convention; square: σ_w O), or
     ``"permutation"`` (square only): σ_w times a random signed permutation, the non-free control."""
     if kind == "gaussian":
         return sigma_w * ginibre(n_out, n_in, rng, backend, batch)
