@@ -350,6 +350,141 @@ def available_cores() -> int:
     return affinity_cores()
 
 
+def _checked_jobs(fn, on_error, n_jobs) -> int:
+    """Check :func:`sweep`'s ``fn`` and ``on_error``; its ``n_jobs`` as a number of local workers (-1: every core
+    this process may use)."""
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {fn!r}")
+    if not isinstance(on_error, str) or on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
+        raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
+    return available_cores() if n_jobs == -1 else n_jobs
+
+
+def _seed_list(seeds) -> list[int]:
+    """:func:`sweep`'s ``seeds`` (an integer or a non-empty list of integers) as a list of Python ints."""
+    if isinstance(seeds, (numbers.Integral, np.integer)):
+        seeds = (seeds,)
+    if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds must be an integer or a non-empty list of integers, got {seeds!r}")
+    seeds = [_scalar("seeds", s) for s in seeds]
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+    return seeds
+
+
+def _runs(grid, seeds) -> list[tuple[dict, int, str]]:
+    """The runs ``(config, seed, run_key)`` of a sweep in grid order (configurations, then seeds), none twice."""
+    runs = [(config, seed, run_key(config, seed)) for config in expand_grid(grid) for seed in seeds]
+    counts = Counter(key for _, _, key in runs)
+    for config, seed, key in runs:
+        if counts[key] > 1:
+            raise ValueError(f"grid and seeds contain the same run twice: {config} seed={seed}")
+    return runs
+
+
+def _destination(executor, scheduler):
+    """Where a sweep's runs go: ``(pool, address)``, the caller's executor or None, and a Dask scheduler's checked
+    address or None (the one set by :func:`use_scheduler` when the sweep names neither, counted as its sweep)."""
+    if executor is not None and scheduler is not None:
+        raise ValueError("give executor or scheduler, not both")
+    pool = None if executor is None else _caller_executor(executor)
+    if executor is None and scheduler is None and _default is not None:
+        scheduler = _default.address
+        _default.sweeps += 1
+    return pool, None if scheduler is None else scheduler_address(scheduler)
+
+
+def _open_store(store):
+    """The :class:`_Store` at the path ``store``, or None for ``store=None``; ValueError if it cannot be opened."""
+    try:
+        return None if store is None else _Store(Path(store))
+    except OSError as exc:
+        raise ValueError(f"store={str(store)!r} cannot be created or read ({exc.strerror or exc}); give a path in "
+                         f"a writable folder, or store=None to keep nothing on disk") from exc
+
+
+class _Outcomes:
+    """What became of a sweep's runs as they come back: a finished run is stored at once (one line) and kept, a
+    failed one is collected (``on_error`` "collect" or "skip") or re-raised ("raise"); either moves the bar on."""
+
+    def __init__(self, writer, on_error, bar):
+        self.writer, self.on_error, self.bar = writer, on_error, bar
+        self.kept, self.failures = [], []
+
+    def finish(self, run, outcome):
+        config, seed, key = run
+        row = {**config, SEED: seed, **outcome, CONFIG: _config_json(config), KEY: key}
+        if self.writer is not None:
+            self.writer.append(row)
+        self.kept.append(row)
+        self.bar.update(1)
+
+    def fail(self, run, exc):
+        if self.on_error == "raise":
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"in sweep run {run[0]} seed={run[1]}")
+            raise exc
+        self.failures.append((run[0], run[1], exc))
+        self.bar.update(1)
+
+
+def _run_here(fn, todo, outcomes):
+    """The runs ``todo`` one after the other in this process."""
+    for run in todo:
+        try:
+            outcome = _run(fn, run[0], run[1])
+        except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
+            outcomes.fail(run, exc)
+        else:
+            outcomes.finish(run, outcome)
+
+
+def _run_elsewhere(fn, todo, outcomes, pool, address, n_jobs):
+    """The runs ``todo`` on the caller's executor ``pool``, else on the Dask scheduler at ``address`` (through a
+    client opened and closed here), else on a local process pool of ``n_jobs`` workers, each stored as it comes
+    back; whatever is still pending when this ends (``on_error="raise"``, an interrupt) is cancelled."""
+    client = None
+    if address is not None:
+        client = connect(address)
+        pool = client.get_executor()
+    owned = pool is None
+    pool = _local_pool(n_jobs) if owned else pool
+    try:
+        futures = {pool.submit(_run, fn, config, seed): (config, seed, key) for config, seed, key in todo}
+        try:
+            # Results are stored in the order they come back; a task of a lost Dask worker is run again
+            # elsewhere by the scheduler and simply comes back later (or raises KilledWorker: a failure).
+            for future in cf.as_completed(futures):
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # noqa: BLE001
+                    outcomes.fail(futures[future], exc)
+                else:
+                    outcomes.finish(futures[future], outcome)
+        finally:
+            for future in futures:
+                future.cancel()
+    finally:
+        if owned:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if client is not None:
+            client.close()
+
+
+def _sweep_table(store, kept, keys) -> pd.DataFrame:
+    """The runs ``keys`` of a sweep in that order: read back from the ``store`` (runs of earlier attempts
+    included), or with ``store=None`` the rows ``kept`` by this call."""
+    if store is not None:
+        table = read_store(Path(store))
+    else:
+        table = _typed_configs(pd.DataFrame(kept)) if kept else pd.DataFrame(columns=[KEY])
+    order = {key: i for i, key in enumerate(keys)}
+    table = table[table[KEY].isin(order)]
+    return table.sort_values(KEY, key=lambda k: k.map(order)).reset_index(drop=True)
+
+
 def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, progress: bool = True,
           executor=None, on_error: str = "collect", scheduler=None) -> pd.DataFrame:
     """Run ``fn(**config, seed=seed)`` for every configuration of ``grid`` and every seed; return the table.
@@ -382,109 +517,26 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     of earlier attempts too) in grid order (configurations, then seeds): the config columns, ``seed``, the results,
     ``run_key``.
     """
-    if not callable(fn):
-        raise ValueError(f"fn must be callable, got {fn!r}")
-    if not isinstance(on_error, str) or on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
-        raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
-    n_jobs = available_cores() if n_jobs == -1 else n_jobs
-    if isinstance(seeds, (numbers.Integral, np.integer)):
-        seeds = (seeds,)
-    if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__iter__"):
-        raise ValueError(f"seeds must be an integer or a non-empty list of integers, got {seeds!r}")
-    seeds = [_scalar("seeds", s) for s in seeds]
-    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
-    runs = [(config, seed, run_key(config, seed)) for config in expand_grid(grid) for seed in seeds]
-    keys = [key for _, _, key in runs]
-    counts = Counter(keys)
-    for config, seed, key in runs:
-        if counts[key] > 1:
-            raise ValueError(f"grid and seeds contain the same run twice: {config} seed={seed}")
-    if executor is not None and scheduler is not None:
-        raise ValueError("give executor or scheduler, not both")
-    pool = None if executor is None else _caller_executor(executor)
-    if executor is None and scheduler is None and _default is not None:
-        scheduler = _default.address
-        _default.sweeps += 1
-    address = None if scheduler is None else scheduler_address(scheduler)
-
-    store_path = None if store is None else Path(store)
-    try:
-        writer = None if store_path is None else _Store(store_path)
-    except OSError as exc:
-        raise ValueError(f"store={str(store)!r} cannot be created or read ({exc.strerror or exc}); give a path in "
-                         f"a writable folder, or store=None to keep nothing on disk") from exc
+    n_jobs = _checked_jobs(fn, on_error, n_jobs)
+    runs = _runs(grid, _seed_list(seeds))
+    pool, address = _destination(executor, scheduler)
+    writer = _open_store(store)
     done = writer.keys() if writer is not None else set()
     todo = [run for run in runs if run[2] not in done]
-    kept, failures = [], []
-
-    def finish(run, outcome):
-        config, seed, key = run
-        row = {**config, SEED: seed, **outcome, CONFIG: _config_json(config), KEY: key}
-        if writer is not None:
-            writer.append(row)
-        kept.append(row)
-        bar.update(1)
-
-    def fail(run, exc):
-        if on_error == "raise":
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"in sweep run {run[0]} seed={run[1]}")
-            raise exc
-        failures.append((run[0], run[1], exc))
-        bar.update(1)
 
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="sweep", unit="run",
                disable=None if progress else True)
+    outcomes = _Outcomes(writer, on_error, bar)
     try:
         if pool is None and address is None and n_jobs == 1:
-            for run in todo:
-                try:
-                    outcome = _run(fn, run[0], run[1])
-                except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
-                    fail(run, exc)
-                else:
-                    finish(run, outcome)
+            _run_here(fn, todo, outcomes)
         elif todo:
-            client = None
-            if address is not None:
-                client = connect(address)
-                pool = client.get_executor()
-            owned = pool is None
-            pool = _local_pool(n_jobs) if owned else pool
-            try:
-                futures = {pool.submit(_run, fn, config, seed): (config, seed, key) for config, seed, key in todo}
-                try:
-                    # Results are stored in the order they come back; a task of a lost Dask worker is run again
-                    # elsewhere by the scheduler and simply comes back later (or raises KilledWorker: a failure).
-                    for future in cf.as_completed(futures):
-                        try:
-                            outcome = future.result()
-                        except Exception as exc:  # noqa: BLE001
-                            fail(futures[future], exc)
-                        else:
-                            finish(futures[future], outcome)
-                finally:
-                    for future in futures:
-                        future.cancel()
-            finally:
-                if owned:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                if client is not None:
-                    client.close()
+            _run_elsewhere(fn, todo, outcomes, pool, address, n_jobs)
     finally:
         bar.close()
 
-    if failures and on_error == "collect":
-        raise SweepError(failures)
-    if failures:
-        warnings.warn(str(SweepError(failures)), RuntimeWarning, stacklevel=2)
-    if store_path is not None:
-        table = read_store(store_path)
-    else:
-        table = _typed_configs(pd.DataFrame(kept)) if kept else pd.DataFrame(columns=[KEY])
-    order = {key: i for i, key in enumerate(keys)}
-    table = table[table[KEY].isin(order)]
-    return table.sort_values(KEY, key=lambda k: k.map(order)).reset_index(drop=True)
+    if outcomes.failures and on_error == "collect":
+        raise SweepError(outcomes.failures)
+    if outcomes.failures:
+        warnings.warn(str(SweepError(outcomes.failures)), RuntimeWarning, stacklevel=2)
+    return _sweep_table(store, outcomes.kept, [key for _, _, key in runs])

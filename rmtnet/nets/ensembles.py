@@ -698,20 +698,9 @@ class TrustRegion:
     table: pd.DataFrame
 
 
-def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None, sigmas=None,
-                        sparsities=(0.0,), n_draws: int = 4, rtol: float = 0.05, max_iter: int = 40,
-                        layers: Sequence[str] | None = None, seed: int = 0) -> TrustRegion:
-    """The noise scale σ (and mutation sparsity) whose mutants diverge from ``parent`` by the target output KL Δ on
-    held-out inputs ``x`` (§4.2.1, Alg. 1's ``trustRegionSearch``).
-
-    For each sparsity s the mean KL over ``n_draws`` mutants, KL_s(σ) = mean_d KL(F(x; W) ‖ F(x; W + σ Z_d ∘ M_d))
-    with Z_d ~ 𝒩(0, 1) and M_d ~ Bernoulli(1 − s), uses the same draws (Z_d, M_d) at every σ (common random numbers,
-    so KL_s is a smooth function of σ). It is evaluated on the ascending grid ``sigmas`` (default 13 points
-    geometrically from 1e-4 to 1); the first grid point with KL ≥ Δ and the one below it bracket the crossing, which
-    is then bisected (geometrically) until |KL − Δ| ≤ ``rtol`` · Δ or ``max_iter`` steps. If the grid never reaches Δ
-    the largest σ is kept with ``reached=False``. Among sparsities, the one whose children are most accurate on
-    (x, ``y``) at their σ wins ("the σ that maximizes accuracy while KL ≈ Δ"); several sparsities need ``y``.
-    """
+def _checked_search(parent, target_kl, y, sigmas, sparsities, n_draws, rtol, max_iter):
+    """:func:`trust_region_search`'s arguments checked, in that order; returns ``(target_kl, rtol, n_draws,
+    max_iter, sigmas, sparsities)``, the default σ grid filled in and the sparsities as a list."""
     if not isinstance(parent, nn.Module):
         raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
     target_kl = real_scalar("target_kl", target_kl, lo=0.0, lo_open=True)
@@ -728,62 +717,107 @@ def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None
         raise ValueError("sparsities must hold at least one value in [0, 1)")
     if len(sparsities) > 1 and y is None:
         raise ValueError("y (validation labels) is needed to choose among several sparsities")
+    return target_kl, rtol, n_draws, max_iter, sigmas, sparsities
 
-    weights = maskable_weights(parent, layers)
-    base = {k: w.detach().clone() for k, w in weights.items()}
-    log_p = torch.log_softmax(_logits(parent, x), dim=-1)
-    work = copy.deepcopy(parent)
-    wmods = {f"{n}.weight": m for n, m in _modules(work, layers).items()}
-    g = generator(seed)
-    rows, best = [], []
 
-    for s in sparsities:
-        draws = []
+class _Mutants:
+    """Mutants W + σ Z_d ∘ M_d of ``parent`` (on a copy of it) compared with it on the held-out inputs ``x``: the
+    draws (Z_d, M_d) of one sparsity are made once and rescaled at every σ (common random numbers); every
+    evaluation is kept as a row of the search's table."""
+
+    def __init__(self, parent, x, y, layers):
+        self.weights = maskable_weights(parent, layers)
+        self.base = {k: w.detach().clone() for k, w in self.weights.items()}
+        self.log_p = torch.log_softmax(_logits(parent, x), dim=-1)
+        self.work = copy.deepcopy(parent)
+        self.wmods = {f"{n}.weight": m for n, m in _modules(self.work, layers).items()}
+        self.x, self.y, self.rows = x, y, []
+
+    def draw(self, sparsity, n_draws, g):
+        """``n_draws`` new draws from the generator ``g``: Z_d ~ 𝒩(0, 1) masked by M_d ~ Bernoulli(1 − sparsity)."""
+        self.sparsity, self.draws = sparsity, []
         for _ in range(n_draws):
-            m = _unit_masks(weights, s, "random", "unstructured", "local", False, g)
-            draws.append({k: torch.randn(w.shape, generator=g, dtype=torch.float64) * m[k] for k, w in weights.items()})
+            m = _unit_masks(self.weights, sparsity, "random", "unstructured", "local", False, g)
+            self.draws.append({k: torch.randn(w.shape, generator=g, dtype=torch.float64) * m[k]
+                               for k, w in self.weights.items()})
 
-        def measure(sigma, stage):
-            kls, accs = [], []
-            for z in draws:
-                with torch.no_grad():
-                    for k, w0 in base.items():
-                        _raw(wmods[k]).copy_(w0 + (sigma * z[k]).to(device=w0.device, dtype=w0.dtype))
-                log_q = torch.log_softmax(_logits(work, x), dim=-1)
-                kls.append(float((log_p.exp() * (log_p - log_q)).sum(-1).mean()))
-                if y is not None:
-                    accs.append(metrics.accuracy(log_q.exp(), y))
-            row = {"sigma": float(sigma), "sparsity": s, "kl": float(np.mean(kls)), "kl_std": float(np.std(kls)),
-                   "accuracy": float(np.mean(accs)) if accs else math.nan, "stage": stage}
-            rows.append(row)
-            return row
+    def measure(self, sigma, stage):
+        """The row of σ: mean and std over the draws of KL(F(x; W) ‖ F(x; W + σ Z_d ∘ M_d)) (Eq. 4.5), and the
+        mutants' mean accuracy on (x, y) (NaN without labels)."""
+        kls, accs = [], []
+        for z in self.draws:
+            with torch.no_grad():
+                for k, w0 in self.base.items():
+                    _raw(self.wmods[k]).copy_(w0 + (sigma * z[k]).to(device=w0.device, dtype=w0.dtype))
+            log_q = torch.log_softmax(_logits(self.work, self.x), dim=-1)
+            kls.append(float((self.log_p.exp() * (self.log_p - log_q)).sum(-1).mean()))
+            if self.y is not None:
+                accs.append(metrics.accuracy(log_q.exp(), self.y))
+        row = {"sigma": float(sigma), "sparsity": self.sparsity, "kl": float(np.mean(kls)),
+               "kl_std": float(np.std(kls)), "accuracy": float(np.mean(accs)) if accs else math.nan, "stage": stage}
+        self.rows.append(row)
+        return row
 
-        grid = [measure(sig, "grid") for sig in sigmas]
-        above = [i for i, r in enumerate(grid) if r["kl"] >= target_kl]
-        if not above:
-            best.append((grid[-1], False))
-            continue
-        j = above[0]
-        hi = grid[j]
-        lo = grid[j - 1] if j > 0 else {"sigma": 0.0, "kl": 0.0}
-        found = hi if abs(hi["kl"] - target_kl) <= rtol * target_kl else None
-        for _ in range(max_iter if found is None else 0):
-            mid_sigma = math.sqrt(lo["sigma"] * hi["sigma"]) if lo["sigma"] > 0 else hi["sigma"] / 2
-            mid = measure(mid_sigma, "bisection")
-            if abs(mid["kl"] - target_kl) <= rtol * target_kl:
-                found = mid
-                break
-            lo, hi = (mid, hi) if mid["kl"] < target_kl else (lo, mid)
-        if found is None:                 # max_iter ran out: the closer end of the final bracket
-            found = min((lo, hi), key=lambda r: abs(r["kl"] - target_kl) if "stage" in r else math.inf)
-        best.append((found, True))
 
+def _crossing(measure, sigmas, target_kl, rtol, max_iter):
+    """``(row, reached)``: the row where ``measure``'s KL crosses ``target_kl``. The grid ``sigmas`` first; the
+    first grid point with KL ≥ target and the one below it (σ = 0 below the first) bracket the crossing, which is
+    bisected geometrically until |KL − target| ≤ ``rtol`` · target (after ``max_iter`` steps, the bracket's end
+    closer to it). A grid that never reaches the target gives its largest σ, unreached."""
+    grid = [measure(sig, "grid") for sig in sigmas]
+    above = [i for i, r in enumerate(grid) if r["kl"] >= target_kl]
+    if not above:
+        return grid[-1], False
+    j = above[0]
+    hi = grid[j]
+    lo = grid[j - 1] if j > 0 else {"sigma": 0.0, "kl": 0.0}
+    found = hi if abs(hi["kl"] - target_kl) <= rtol * target_kl else None
+    for _ in range(max_iter if found is None else 0):
+        mid_sigma = math.sqrt(lo["sigma"] * hi["sigma"]) if lo["sigma"] > 0 else hi["sigma"] / 2
+        mid = measure(mid_sigma, "bisection")
+        if abs(mid["kl"] - target_kl) <= rtol * target_kl:
+            found = mid
+            break
+        lo, hi = (mid, hi) if mid["kl"] < target_kl else (lo, mid)
+    if found is None:                 # max_iter ran out: the closer end of the final bracket
+        found = min((lo, hi), key=lambda r: abs(r["kl"] - target_kl) if "stage" in r else math.inf)
+    return found, True
+
+
+def _most_accurate(best, y):
+    """Among the sparsities' ``(row, reached)``, those that reached the target (all if none did): the most
+    accurate with labels ``y`` (NaN last), else the first."""
     reached_any = any(ok for _, ok in best)
     pool = [(r, ok) for r, ok in best if ok] if reached_any else best
-    chosen, ok = max(pool, key=lambda t: -math.inf if math.isnan(t[0]["accuracy"]) else t[0]["accuracy"]) \
+    return max(pool, key=lambda t: -math.inf if math.isnan(t[0]["accuracy"]) else t[0]["accuracy"]) \
         if y is not None else pool[0]
+
+
+def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None, sigmas=None,
+                        sparsities=(0.0,), n_draws: int = 4, rtol: float = 0.05, max_iter: int = 40,
+                        layers: Sequence[str] | None = None, seed: int = 0) -> TrustRegion:
+    """The noise scale σ (and mutation sparsity) whose mutants diverge from ``parent`` by the target output KL Δ on
+    held-out inputs ``x`` (§4.2.1, Alg. 1's ``trustRegionSearch``).
+
+    For each sparsity s the mean KL over ``n_draws`` mutants, KL_s(σ) = mean_d KL(F(x; W) ‖ F(x; W + σ Z_d ∘ M_d))
+    with Z_d ~ 𝒩(0, 1) and M_d ~ Bernoulli(1 − s), uses the same draws (Z_d, M_d) at every σ (common random numbers,
+    so KL_s is a smooth function of σ). It is evaluated on the ascending grid ``sigmas`` (default 13 points
+    geometrically from 1e-4 to 1); the first grid point with KL ≥ Δ and the one below it bracket the crossing, which
+    is then bisected (geometrically) until |KL − Δ| ≤ ``rtol`` · Δ or ``max_iter`` steps. If the grid never reaches Δ
+    the largest σ is kept with ``reached=False``. Among sparsities, the one whose children are most accurate on
+    (x, ``y``) at their σ wins ("the σ that maximizes accuracy while KL ≈ Δ"); several sparsities need ``y``.
+    """
+    target_kl, rtol, n_draws, max_iter, sigmas, sparsities = _checked_search(
+        parent, target_kl, y, sigmas, sparsities, n_draws, rtol, max_iter)
+    mutants = _Mutants(parent, x, y, layers)
+    g = generator(seed)
+    best = []
+    for s in sparsities:
+        mutants.draw(s, n_draws, g)
+        best.append(_crossing(mutants.measure, sigmas, target_kl, rtol, max_iter))
+    chosen, ok = _most_accurate(best, y)
     return TrustRegion(sigma=chosen["sigma"], sparsity=chosen["sparsity"], kl=chosen["kl"],
-                       accuracy=chosen["accuracy"], reached=ok, table=pd.DataFrame(rows))
+                       accuracy=chosen["accuracy"], reached=ok, table=pd.DataFrame(mutants.rows))
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -144,6 +144,158 @@ def _name(x):
     return x if isinstance(x, str) or x is None else getattr(x, "__qualname__", repr(x))
 
 
+def _checked_arguments(data, epochs, batch_size, eval_every, lr, momentum, weight_decay, optimizer, schedule,
+                       callback, seed, dtype):
+    """:func:`train`'s data and hyperparameters checked, in that order; returns the numbers it goes on with:
+    ``(epochs, batch_size, eval_every, lr, momentum, weight_decay, seed)``."""
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
+    epochs = _positive_int("epochs", epochs)
+    batch_size = _positive_int("batch_size", batch_size)
+    eval_every = _positive_int("eval_every", eval_every)
+    lr = real_scalar("lr", lr, lo=0, lo_open=True)
+    momentum = real_scalar("momentum", momentum, lo=0, hi=1, hi_open=True)
+    weight_decay = real_scalar("weight_decay", weight_decay, lo=0)
+    one_of("optimizer", optimizer, OPTIMIZERS)
+    if not (callable(schedule) or (isinstance(schedule, str) and schedule in SCHEDULES)):
+        raise ValueError(f"schedule must be one of {SCHEDULES} or a callable (optimizer, total_steps), "
+                         f"got {schedule!r:.60}")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None, got {callback!r:.60}")
+    seed = integer_at_least("seed", seed, 0)
+    if seed >= 2 ** 63:
+        raise ValueError(f"seed must be below 2**63 (torch's generators take a 64-bit seed), got {seed}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"dtype must be a real floating-point torch.dtype (torch.float32, torch.float64, …) or None, "
+                         f"got {dtype!r:.60}")
+    return epochs, batch_size, eval_every, lr, momentum, weight_decay, seed
+
+
+def _training_dtype(model, dtype, lr, weight_decay):
+    """The dtype the run trains in (``dtype``, else the model's own), checked to hold ``lr`` and ``weight_decay``:
+    the optimiser's step multiplies by them in that dtype."""
+    if dtype is None:
+        dtype = model_dtype(model, torch.get_default_dtype())
+    for name, value in (("lr", lr), ("weight_decay", weight_decay)):
+        if value > torch.finfo(dtype).max:
+            raise ValueError(f"{name} must be at most {torch.finfo(dtype).max:g}, the largest {dtype}, got {value!r}")
+    return dtype
+
+
+class _Run:
+    """One call of :func:`train` under way: the model, its optimiser and schedule, the shuffling loader, the metrics
+    rows, the epoch and step reached and the seconds spent — everything the checkpoint saves — with the epoch of
+    optimisation steps, the evaluation that appends a row, and the checkpoint's writing and reading."""
+
+    def __init__(self, model, data, batches, opt, sched, loss_fn, *, config, checkpoint, metrics, eval_batch_size,
+                 settings):
+        self.model, self.data, self.batches, self.loss_fn = model, data, batches, loss_fn
+        self.opt, self.sched = opt, sched
+        self.config, self.checkpoint, self.metrics = config, checkpoint, metrics
+        self.eval_batch_size, self.settings = eval_batch_size, settings
+        self.rows, self.epoch, self.step, self.wall_before = [], 0, 0, 0.0
+
+    def resume_or_seed(self, seed):
+        """Continue from the checkpoint if its file exists, else seed the global torch RNG; start the clock."""
+        if self.checkpoint is not None and self.checkpoint.exists():
+            self._resume()
+        else:
+            torch.manual_seed(seed)
+        self.start = time.perf_counter()
+        self.last_lr = self.opt.param_groups[0]["lr"]
+
+    def _resume(self):
+        checkpoint = self.checkpoint
+        try:
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as exc:
+            raise RuntimeError(f"checkpoint {checkpoint} cannot be read (truncated or corrupt: {exc}); delete it "
+                               f"to restart this training from epoch 0, or put back an intact copy to resume") from exc
+        changed = {k: (state["config"].get(k), v) for k, v in self.config.items() if state["config"].get(k) != v}
+        if changed:
+            raise ValueError(f"checkpoint {checkpoint} was written with other arguments (saved, given): {changed}; "
+                             f"use another checkpoint path or the same arguments")
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.batches.generator.set_state(state["shuffle_rng"])
+        self.rows, self.epoch, self.step = state["rows"], state["epoch"], state["step"]
+        self.wall_before = state["wall_s"]
+
+    def _save(self):
+        state = {"config": self.config, "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                 "scheduler": self.sched.state_dict(), "torch_rng": torch.get_rng_state(),
+                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                 "shuffle_rng": self.batches.generator.get_state(), "rows": self.rows, "epoch": self.epoch,
+                 "step": self.step, "wall_s": self.wall_before + time.perf_counter() - self.start}
+        atomic_write(self.checkpoint, lambda tmp: torch.save(state, tmp))
+
+    def _record(self):
+        """Evaluate both splits, append the row (and write the metrics file); a non-finite metric diverged."""
+        row = {"epoch": self.epoch, "step": self.step, "lr": self.last_lr}
+        for split in ("train", "test"):
+            try:
+                row.update(evaluate(self.model, self.data, split, loss=self.loss_fn,
+                                    batch_size=self.eval_batch_size))
+            except FloatingPointError as exc:
+                raise DivergenceError(f"{exc} at the evaluation after epoch {self.epoch}, step {self.step} "
+                                      f"({self.settings})") from None
+        row["wall_s"] = self.wall_before + time.perf_counter() - self.start
+        self.rows.append(row)
+        if self.metrics is not None:
+            atomic_write(self.metrics, lambda tmp: pd.DataFrame(self.rows).to_csv(tmp, index=False))
+        return row
+
+    def _first_record(self):
+        """:meth:`_record` at epoch 0, the model's first forward pass: a failure there is a mismatch of shapes or
+        dtypes between the model and the data."""
+        try:
+            return self._record()
+        except (RuntimeError, TypeError, IndexError) as exc:
+            raise ValueError(f"model cannot be applied to data's inputs (x_train of shape "
+                             f"{_shapes(self.data.x_train)}): {type(exc).__name__}: {exc}") from exc
+
+    def _one_epoch(self):
+        """One pass over the shuffled training split, one optimisation step (and schedule step) per batch; a
+        non-finite loss stops it before its update."""
+        self.epoch += 1
+        self.model.train()
+        for x, y in self.batches:
+            self.last_lr = self.opt.param_groups[0]["lr"]
+            self.opt.zero_grad(set_to_none=True)
+            value = self.loss_fn(apply_model(self.model, x), y)
+            if not torch.isfinite(value):
+                raise DivergenceError(f"non-finite training loss {float(value.detach())} at epoch {self.epoch}, "
+                                      f"step {self.step + 1} ({self.settings}; lr at this step {self.last_lr:g})")
+            value.backward()
+            self.opt.step()
+            self.sched.step()
+            self.step += 1
+
+    def epochs_up_to(self, epochs, eval_every, callback, bar):
+        """Evaluate at epoch 0 (unless resumed past it), then train epoch after epoch up to ``epochs``: evaluate
+        every ``eval_every`` and after the last, save the checkpoint after each, call ``callback`` after each
+        evaluation (once the epoch's checkpoint is saved)."""
+        if self.epoch == 0:
+            row = self._first_record()
+            if callback is not None:
+                callback(self.epoch, self.model, row)
+        while self.epoch < epochs:
+            self._one_epoch()
+            evaluated = self.epoch % eval_every == 0 or self.epoch == epochs
+            if evaluated:
+                row = self._record()
+                bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k.startswith("test_")})
+            if self.checkpoint is not None:
+                self._save()
+            bar.update(1)
+            if evaluated and callback is not None:
+                callback(self.epoch, self.model, row)
+
+
 def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int = 128, optimizer: str = "sgd",
           lr: float = 0.1, momentum: float = 0.9, weight_decay: float = 0.0, schedule: str | Callable = "constant",
           loss: str | Callable | None = None, device="cpu", seed: int = 0, checkpoint=None, metrics=None,
@@ -185,125 +337,29 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     evaluation's metrics are not.
     """
     check_model(model)
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
-    epochs = _positive_int("epochs", epochs)
-    batch_size = _positive_int("batch_size", batch_size)
-    eval_every = _positive_int("eval_every", eval_every)
-    lr = real_scalar("lr", lr, lo=0, lo_open=True)
-    momentum = real_scalar("momentum", momentum, lo=0, hi=1, hi_open=True)
-    weight_decay = real_scalar("weight_decay", weight_decay, lo=0)
-    one_of("optimizer", optimizer, OPTIMIZERS)
-    if not (callable(schedule) or (isinstance(schedule, str) and schedule in SCHEDULES)):
-        raise ValueError(f"schedule must be one of {SCHEDULES} or a callable (optimizer, total_steps), "
-                         f"got {schedule!r:.60}")
-    if callback is not None and not callable(callback):
-        raise ValueError(f"callback must be callable or None, got {callback!r:.60}")
-    seed = integer_at_least("seed", seed, 0)
-    if seed >= 2 ** 63:
-        raise ValueError(f"seed must be below 2**63 (torch's generators take a 64-bit seed), got {seed}")
-    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ValueError(f"dtype must be a real floating-point torch.dtype (torch.float32, torch.float64, …) or None, "
-                         f"got {dtype!r:.60}")
+    epochs, batch_size, eval_every, lr, momentum, weight_decay, seed = _checked_arguments(
+        data, epochs, batch_size, eval_every, lr, momentum, weight_decay, optimizer, schedule, callback, seed, dtype)
     checkpoint, metrics = _path("checkpoint", checkpoint), _path("metrics", metrics)
     loss_fn = _loss_function(loss, data.n_classes)
+    dtype = _training_dtype(model, dtype, lr, weight_decay)
 
-    if dtype is None:
-        dtype = model_dtype(model, torch.get_default_dtype())
-    for name, value in (("lr", lr), ("weight_decay", weight_decay)):
-        if value > torch.finfo(dtype).max:            # the optimiser's step multiplies by it in the model's dtype
-            raise ValueError(f"{name} must be at most {torch.finfo(dtype).max:g}, the largest {dtype}, got {value!r}")
-    settings = f"lr {lr:g}, momentum {momentum:g}, weight_decay {weight_decay:g}"
     model.to(device=device, dtype=dtype)
     data = data.to(device, dtype)
     batches = data.loader("train", batch_size=batch_size, shuffle=True, seed=seed)
-    total_steps = epochs * len(batches)
     opt = _optimizer(optimizer, model.parameters(), lr, momentum, weight_decay)
-    sched = _scheduler(schedule, opt, total_steps, lr)
+    sched = _scheduler(schedule, opt, epochs * len(batches), lr)
     config = {"epochs": epochs, "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "momentum": momentum,
               "weight_decay": weight_decay, "schedule": _name(schedule), "loss": _name(loss), "seed": seed,
               "eval_every": eval_every, "dtype": str(dtype), "data": data.name, "n_train": data.n_train}
+    run = _Run(model, data, batches, opt, sched, loss_fn, config=config, checkpoint=checkpoint, metrics=metrics,
+               eval_batch_size=max(batch_size, 1024),
+               settings=f"lr {lr:g}, momentum {momentum:g}, weight_decay {weight_decay:g}")
 
-    rows, epoch, step, wall_before = [], 0, 0, 0.0
-    if checkpoint is not None and checkpoint.exists():
-        try:
-            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as exc:
-            raise RuntimeError(f"checkpoint {checkpoint} cannot be read (truncated or corrupt: {exc}); delete it "
-                               f"to restart this training from epoch 0, or put back an intact copy to resume") from exc
-        changed = {k: (state["config"].get(k), v) for k, v in config.items() if state["config"].get(k) != v}
-        if changed:
-            raise ValueError(f"checkpoint {checkpoint} was written with other arguments (saved, given): {changed}; "
-                             f"use another checkpoint path or the same arguments")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        if state.get("cuda_rng") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        batches.generator.set_state(state["shuffle_rng"])
-        rows, epoch, step, wall_before = state["rows"], state["epoch"], state["step"], state["wall_s"]
-    else:
-        torch.manual_seed(seed)
-    start = time.perf_counter()
-    last_lr = opt.param_groups[0]["lr"]
-
-    def record():
-        row = {"epoch": epoch, "step": step, "lr": last_lr}
-        for split in ("train", "test"):
-            try:
-                row.update(evaluate(model, data, split, loss=loss_fn, batch_size=max(batch_size, 1024)))
-            except FloatingPointError as exc:
-                raise DivergenceError(f"{exc} at the evaluation after epoch {epoch}, step {step} ({settings})") \
-                    from None
-        row["wall_s"] = wall_before + time.perf_counter() - start
-        rows.append(row)
-        if metrics is not None:
-            atomic_write(metrics, lambda tmp: pd.DataFrame(rows).to_csv(tmp, index=False))
-        return row
-
-    def save():
-        state = {"config": config, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                 "scheduler": sched.state_dict(), "torch_rng": torch.get_rng_state(),
-                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                 "shuffle_rng": batches.generator.get_state(), "rows": rows, "epoch": epoch, "step": step,
-                 "wall_s": wall_before + time.perf_counter() - start}
-        atomic_write(checkpoint, lambda tmp: torch.save(state, tmp))
-
-    bar = tqdm(total=epochs, initial=epoch, desc=f"train {data.name}", unit="epoch",
+    run.resume_or_seed(seed)
+    bar = tqdm(total=epochs, initial=run.epoch, desc=f"train {data.name}", unit="epoch",
                disable=None if progress else True)
     try:
-        if epoch == 0:
-            try:
-                row = record()
-            except (RuntimeError, TypeError, IndexError) as exc:     # the first forward pass: shapes and dtypes
-                raise ValueError(f"model cannot be applied to data's inputs (x_train of shape "
-                                 f"{_shapes(data.x_train)}): {type(exc).__name__}: {exc}") from exc
-            if callback is not None:
-                callback(epoch, model, row)
-        while epoch < epochs:
-            epoch += 1
-            model.train()
-            for x, y in batches:
-                last_lr = opt.param_groups[0]["lr"]
-                opt.zero_grad(set_to_none=True)
-                value = loss_fn(apply_model(model, x), y)
-                if not torch.isfinite(value):
-                    raise DivergenceError(f"non-finite training loss {float(value.detach())} at epoch {epoch}, "
-                                          f"step {step + 1} ({settings}; lr at this step {last_lr:g})")
-                value.backward()
-                opt.step()
-                sched.step()
-                step += 1
-            evaluated = epoch % eval_every == 0 or epoch == epochs
-            if evaluated:
-                row = record()
-                bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k.startswith("test_")})
-            if checkpoint is not None:
-                save()
-            bar.update(1)
-            if evaluated and callback is not None:
-                callback(epoch, model, row)
+        run.epochs_up_to(epochs, eval_every, callback, bar)
     finally:
         bar.close()
-    return pd.DataFrame(rows)
+    return pd.DataFrame(run.rows)

@@ -293,6 +293,89 @@ class _NumpyEMN:
                 layer.weight.copy_(torch.from_numpy(V))
 
 
+def _checked_training(model, condition, target, engine, epochs, meta_epochs, lr, samples_per_matrix, batch_size,
+                      size, callback):
+    """:func:`train_emn`'s arguments checked, in that order; returns ``(epochs, meta_epochs, lr, k, batch_size,
+    size, use_numpy)`` with the defaults filled in (k = 8n vectors per matrix, batches of ⌈k/4⌉, |d| =
+    :func:`training_size`) and whether the NumPy engine runs."""
+    if not isinstance(model, EMN):
+        raise ValueError(f"model must be an rmtnet.nets.EMN, got {type(model).__name__}")
+    one_of("condition", condition, CONDITIONS)
+    one_of("target", target, TARGETS)
+    one_of("engine", engine, ENGINES)
+    epochs = integer_at_least("epochs", epochs)
+    meta_epochs = integer_at_least("meta_epochs", meta_epochs)
+    lr = real_scalar("lr", lr, lo=0, lo_open=True)
+    n = model.n
+    k = 8 * n if samples_per_matrix is None else integer_at_least("samples_per_matrix", samples_per_matrix)
+    bs = -(-k // 4) if batch_size is None else integer_at_least("batch_size", batch_size)
+    if bs > k:
+        raise ValueError(f"batch_size must lie in [1, samples_per_matrix = {k}], got {bs}")
+    size = training_size(n) if size is None else integer_at_least("size", size)
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None, got {callback!r}")
+    if engine == "numpy" and not _NumpyEMN.supports(model):
+        raise ValueError("engine='numpy' needs a linear, bias-free, non-sequential EMN; use engine='torch'")
+    return epochs, meta_epochs, lr, k, bs, size, engine == "numpy" or (engine == "auto" and _NumpyEMN.supports(model))
+
+
+class _MatrixSGD:
+    """The inner loops of Algorithm 1 on an EMN, by the NumPy engine (:class:`_NumpyEMN`, whose weights are written
+    back to the module after each meta-epoch) or by autograd through the module; counts the matrices and steps."""
+
+    def __init__(self, model, use_numpy, *, lr, k, batch_size, epochs, target):
+        param = next(model.parameters())
+        self.dtype, self.device = param.dtype, param.device
+        self.np_dtype = {torch.float64: np.float64, torch.float32: np.float32}.get(self.dtype)
+        if use_numpy and self.np_dtype is None:
+            raise ValueError(f"engine='numpy' needs a float32 or float64 model, got {self.dtype}")
+        self.model, self.use_numpy, self.fast = model, use_numpy, _NumpyEMN(model) if use_numpy else None
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.lr, self.k, self.batch_size, self.epochs, self.target = lr, k, batch_size, epochs, target
+        self.matrices = self.steps = 0
+
+    def _torch_step(self, x, y, A, lr):
+        """:meth:`_NumpyEMN.step` by autograd through the module."""
+        out = self.model(torch.from_numpy(x).to(self.device, self.dtype), A)
+        loss = F.mse_loss(out, torch.from_numpy(y).to(self.device, self.dtype))
+        grads = torch.autograd.grad(loss, self.params)
+        with torch.no_grad():
+            for p, g in zip(self.params, grads):
+                p.sub_(lr * g)                              # plain SGD: a zero gradient leaves p unchanged
+        return float(loss.detach())
+
+    def fit(self, A01, rng, meta):
+        """Train on one matrix A of d: k vectors x ~ U[0, 1)ⁿ with targets y = B(A) x (in float64, then the
+        engine's dtype), ``epochs`` passes over them in minibatches, each pass in a fresh random order. Returns the
+        minibatch losses, each before its step; a non-finite one raises, naming meta-epoch ``meta``."""
+        A64 = A01.astype(np.float64)
+        x64 = rng.random((self.k, self.model.n))
+        y64 = x64 @ _target_matrix(A64, self.target).T
+        if self.use_numpy:
+            A, x, y = (a.astype(self.np_dtype, copy=False) for a in (A64, x64, y64))
+        else:
+            A, x, y = torch.from_numpy(A64).to(self.device, self.dtype), x64, y64
+        step = self.fast.step if self.use_numpy else self._torch_step
+        losses = []
+        for _ in range(self.epochs):
+            perm = rng.permutation(self.k)
+            for lo in range(0, self.k, self.batch_size):
+                idx = perm[lo:lo + self.batch_size]
+                loss = step(x[idx], y[idx], A, self.lr)
+                if not math.isfinite(loss):
+                    raise FloatingPointError(f"non-finite training loss at meta-epoch {meta}, matrix "
+                                             f"{self.matrices + 1}, step {self.steps + 1} (lr {self.lr:g})")
+                losses.append(loss)
+                self.steps += 1
+        self.matrices += 1
+        return losses
+
+    def write_back(self):
+        """Put the NumPy engine's weights into the module (the torch engine trains the module's own)."""
+        if self.use_numpy:
+            self.fast.write_back(self.model)
+
+
 def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_epochs: int = 1, seed=0,
               lr: float = 0.1, size: int | None = None, samples_per_matrix: int | None = None,
               batch_size: int | None = None, target: str = "Ax", diagonal: bool = True, engine: str = "auto",
@@ -323,78 +406,25 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
     ``train_loss`` (mean minibatch loss over the meta-epoch, before each step), ``wall_s``, and the callback's
     entries.
     """
-    if not isinstance(model, EMN):
-        raise ValueError(f"model must be an rmtnet.nets.EMN, got {type(model).__name__}")
-    one_of("condition", condition, CONDITIONS)
-    one_of("target", target, TARGETS)
-    one_of("engine", engine, ENGINES)
-    epochs = integer_at_least("epochs", epochs)
-    meta_epochs = integer_at_least("meta_epochs", meta_epochs)
-    lr = real_scalar("lr", lr, lo=0, lo_open=True)
-    n = model.n
-    k = 8 * n if samples_per_matrix is None else integer_at_least("samples_per_matrix", samples_per_matrix)
-    bs = -(-k // 4) if batch_size is None else integer_at_least("batch_size", batch_size)
-    if bs > k:
-        raise ValueError(f"batch_size must lie in [1, samples_per_matrix = {k}], got {bs}")
-    size = training_size(n) if size is None else integer_at_least("size", size)
-    if callback is not None and not callable(callback):
-        raise ValueError(f"callback must be callable or None, got {callback!r}")
-    if engine == "numpy" and not _NumpyEMN.supports(model):
-        raise ValueError("engine='numpy' needs a linear, bias-free, non-sequential EMN; use engine='torch'")
-    use_numpy = engine == "numpy" or (engine == "auto" and _NumpyEMN.supports(model))
-
-    param = next(model.parameters())
-    dtype, device = param.dtype, param.device
-    np_dtype = {torch.float64: np.float64, torch.float32: np.float32}.get(dtype)
-    if use_numpy and np_dtype is None:
-        raise ValueError(f"engine='numpy' needs a float32 or float64 model, got {dtype}")
+    epochs, meta_epochs, lr, k, bs, size, use_numpy = _checked_training(
+        model, condition, target, engine, epochs, meta_epochs, lr, samples_per_matrix, batch_size, size, callback)
+    sgd = _MatrixSGD(model, use_numpy, lr=lr, k=k, batch_size=bs, epochs=epochs, target=target)
     rng = _rng(seed)
-    fast = _NumpyEMN(model) if use_numpy else None
-    params = [p for p in model.parameters() if p.requires_grad]
-
-    def torch_step(x, y, A):
-        out = model(torch.from_numpy(x).to(device, dtype), A)
-        loss = F.mse_loss(out, torch.from_numpy(y).to(device, dtype))
-        grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():
-            for p, g in zip(params, grads):
-                p.sub_(lr * g)                              # plain SGD: a zero gradient leaves p unchanged
-        return float(loss.detach())
-
-    rows, matrices, steps, start = [], 0, 0, time.perf_counter()
-    d = None
-    bar = tqdm(total=meta_epochs * size, desc=f"EMN {condition} n={n}", unit="matrix",
+    rows, start, d = [], time.perf_counter(), None
+    bar = tqdm(total=meta_epochs * size, desc=f"EMN {condition} n={model.n}", unit="matrix",
                disable=None if progress else True)
     try:
         for meta in range(1, meta_epochs + 1):
             if d is None or condition == "subsampled":
-                d = training_matrices(n, size, rng, diagonal)
+                d = training_matrices(model.n, size, rng, diagonal)
             order = rng.permutation(len(d)) if condition == "shuffled" else np.arange(len(d))
             losses = []
             for A01 in d[order]:
-                A64 = A01.astype(np.float64)
-                x64 = rng.random((k, n))
-                y64 = x64 @ _target_matrix(A64, target).T
-                if use_numpy:
-                    A, x, y = (a.astype(np_dtype, copy=False) for a in (A64, x64, y64))
-                else:
-                    A, x, y = torch.from_numpy(A64).to(device, dtype), x64, y64
-                for _ in range(epochs):
-                    perm = rng.permutation(k)
-                    for lo in range(0, k, bs):
-                        idx = perm[lo:lo + bs]
-                        loss = fast.step(x[idx], y[idx], A, lr) if use_numpy else torch_step(x[idx], y[idx], A)
-                        if not math.isfinite(loss):
-                            raise FloatingPointError(f"non-finite training loss at meta-epoch {meta}, matrix "
-                                                     f"{matrices + 1}, step {steps + 1} (lr {lr:g})")
-                        losses.append(loss)
-                        steps += 1
-                matrices += 1
+                losses += sgd.fit(A01, rng, meta)
                 bar.update(1)
-            if use_numpy:
-                fast.write_back(model)
-            row = {"meta_epoch": meta, "matrices": matrices, "steps": steps, "train_loss": float(np.mean(losses)),
-                   "wall_s": time.perf_counter() - start}
+            sgd.write_back()
+            row = {"meta_epoch": meta, "matrices": sgd.matrices, "steps": sgd.steps,
+                   "train_loss": float(np.mean(losses)), "wall_s": time.perf_counter() - start}
             if callback is not None:
                 row.update(callback(meta, model) or {})
             rows.append(row)
