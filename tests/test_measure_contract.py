@@ -1,8 +1,10 @@
-"""The Measure contract: one battery run over every kind of law the package builds, in the manner of scipy's
-``test_continuous_basic`` (ppf inverts cdf, sf + cdf = 1, total mass, moments two ways, the Cauchy transform's
+"""The Measure contract: one battery run over every kind of law the package builds — the library's registry of public
+law classes (:mod:`rmtnet.spectra.registry`, which must name every one) and the laws other modules build — in the
+manner of scipy's ``test_continuous_basic`` (ppf inverts cdf, sf + cdf = 1, total mass, moments two ways, the Cauchy transform's
 expansion at infinity and its agreement with the density, sampling against the cdf, pickling), then the scipy.stats
 vocabulary (ppf, sf, isf, std, median, interval, expect) on a purely atomic law against scipy.stats.rv_discrete and
-on the Marchenko–Pastur law, with and without its atom at 0, against closed forms.
+on the Marchenko–Pastur law, with and without its atom at 0, against closed forms; then the final public methods
+(no law overrides one), logpdf/logcdf/logsf, stats, entropy and the rng convention of rvs.
 
 Tolerances, and why:
 * cdf∘ppf to 1e-9: the generic cdf is a cubic Hermite table accurate to ~1e-10 (measures._quad_panels), and ppf

@@ -33,19 +33,36 @@ __all__ = ["LawExample", "LAWS", "example", "unregistered"]
 
 @dataclass(frozen=True)
 class LawExample:
-    """One example of a law class: ``name`` (unique), ``law_class`` and ``make``, a call without arguments that
-    builds the law from written-out parameters (``type(make()) is law_class``)."""
+    """One example of a law class.
+
+    Parameters
+    ----------
+    name : str
+        The example's name, unique in :data:`LAWS`.
+    law_class : type
+        The Measure subclass it builds (``type(make()) is law_class``).
+    make : callable
+        A call without arguments that builds the law from written-out parameters.
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import Semicircle
+    >>> from rmtnet.spectra.registry import LawExample
+    >>> entry = LawExample("semicircle", Semicircle, lambda: Semicircle(var=2.0))
+    >>> type(entry.make()) is entry.law_class
+    True
+    """
     name: str
     law_class: type
     make: Callable[[], Measure]
 
 
-def relu(h):
+def _relu(h):
     """max(h, 0): a push-forward with an atom (the Gaussian mass below 0 lands on 0)."""
     return np.maximum(h, 0.0)
 
 
-def tanh_derivative_squared(h):
+def _tanh_derivative_squared(h):
     """tanh′(h)² = (1 − tanh² h)², the D² law of a tanh layer."""
     return (1.0 - np.tanh(h) ** 2) ** 2
 
@@ -71,8 +88,8 @@ LAWS = (
     LawExample("affine_reflected_atom", Affine, lambda: Affine(MarchenkoPastur(4.0), -1.5, 1.0)),
     LawExample("other_gram", OtherGram, lambda: OtherGram(MarchenkoPastur(0.5), 2.0)),
     LawExample("gaussian_pushforward", GaussianPushforward,
-               lambda: gaussian_pushforward(tanh_derivative_squared, 0.7)),
-    LawExample("gaussian_pushforward_atom", GaussianPushforward, lambda: gaussian_pushforward(relu, 1.0)),
+               lambda: gaussian_pushforward(_tanh_derivative_squared, 0.7)),
+    LawExample("gaussian_pushforward_atom", GaussianPushforward, lambda: gaussian_pushforward(_relu, 1.0)),
     LawExample("free_mult", FreeProduct, lambda: free_mult(MarchenkoPastur(0.5), MarchenkoPastur(0.3))),
     LawExample("free_mult_atom", FreeProduct,
                lambda: free_mult(Bernoulli(0.5), MarchenkoPastur(1.0, scale=2.0))),

@@ -29,10 +29,11 @@ grid, optionally with atoms), :class:`Mixture`, :class:`Affine` push-forwards an
 (the law of f(h), h ~ N(0, q)). Closed-form laws live in :mod:`rmtnet.spectra.laws`; ⊠/⊞ products in
 :mod:`rmtnet.spectra.free`; every public law with example parameters in :mod:`rmtnet.spectra.registry`.
 
-Modules: ``_quadrature`` (tanh-sinh nodes and cdf tables), ``_base`` (:class:`Measure`, :class:`Affine`),
-``_atomic`` (atomic and grid kinds), ``_cauchy`` (binned Cauchy kernels), ``_pushforward`` (mixtures and
-push-forwards).
+Modules: ``_quadrature`` (tanh-sinh nodes), ``_tables`` (the generic cdf tables, a mixin of :class:`Measure`),
+``_base`` (:class:`Measure`, :class:`Affine`), ``_atomic`` (atomic and grid kinds), ``_cauchy`` (binned Cauchy
+kernels), ``_pushforward`` (mixtures and push-forwards).
 """
+from .._checks import ConvergenceError
 from ._quadrature import adaptive_tanh_sinh, resolved_tanh_sinh, cumulative_panels
 from ._quadrature import cumulative as _cumulative          # the name existing callers import
 from ._cauchy import atom_cauchy, binned_cauchy
