@@ -41,7 +41,7 @@ def _large_order_moment(mu, k):
 
 
 def _draw_size(size):
-    """``size`` of :meth:`Measure.rvs` checked: None, an integer ≥ 0 or a tuple of them (returned as given)."""
+    """``size`` of :meth:`Measure.rvs` checked: None, an integer ≥ 0 or a tuple of them (returned as ints)."""
     if size is None:
         return None
     if isinstance(size, tuple):
