@@ -123,7 +123,7 @@ def test_tanh_power_moments_equal_series(tanh_law):
 def test_tanh_power_monte_carlo(tanh_law):
     nu, law = tanh_law
     n = 2000
-    diags = [np.sqrt(nu.rvs(n, seed=10 + i)) for i in range(5)]
+    diags = [np.sqrt(nu.rvs(n, rng=10 + i)) for i in range(5)]
     eig = montecarlo.free_product_eigs(diags, seed=11)
     assert ks_distance(law, eig) < 0.02
 

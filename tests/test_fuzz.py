@@ -170,6 +170,15 @@ def seed_ok(v):
     return int_at_least(0)(v) is True
 
 
+def size_ok(v):
+    """rvs' size: None (one draw), an integer ≥ 0, or a tuple of them."""
+    if v is None:
+        return True
+    if isinstance(v, tuple):
+        return all(int_at_least(0)(n) is True for n in v)
+    return int_at_least(0)(v)
+
+
 def one_of(*allowed):
     return lambda v: isinstance(v, str) and v in allowed
 
@@ -281,7 +290,9 @@ METHODS = [
     ("interval", "confidence", lambda m, v: m.interval(v), probability_array, scalars),
     ("moment", "k", lambda m, v: m.moment(v), int_at_least(0),
      lambda: st.one_of(st.integers(-5, 60), st.sampled_from([10 ** 6, 2 ** 40, 3.0, 2.5, math.nan]), junk())),
-    ("rvs.n", "n", lambda m, v: m.rvs(v, seed=1), int_at_least(0), lambda: small_ints(-3, 50)),
+    ("rvs.size", "size", lambda m, v: m.rvs(v, rng=1), size_ok, lambda: small_ints(-3, 50)),
+    ("rvs.rng", "rng", lambda m, v: m.rvs(3, rng=v), seed_ok,
+     lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
     ("rvs.seed", "seed", lambda m, v: m.rvs(3, seed=v), seed_ok,
      lambda: st.one_of(st.integers(-5, 2 ** 70), scalars())),
     ("cauchy", "z", lambda m, v: m.cauchy(_above(v)), finite_real_array, arrays),
@@ -297,7 +308,7 @@ METHODS = [
 @pytest.mark.parametrize("law_name", LAW_NAMES)
 @pytest.mark.parametrize("method, arg, call, valid, values", METHODS, ids=[m[0] for m in METHODS])
 def test_measure_methods(law_name, method, arg, call, valid, values):
-    """Each method of each kind of law, 8 cases apiece (9 laws × 15 methods × 8 = 1080)."""
+    """Each method of each kind of law, 8 cases apiece (9 laws × 16 methods × 8 = 1152)."""
     mu = law(law_name)
 
     @examples(8)

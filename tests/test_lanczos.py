@@ -296,7 +296,7 @@ def test_kronecker_gram_law_is_the_classical_product():
     engine = mixer.kronecker_gram_law(free_mult_power(MarchenkoPastur(1.0), 2))
     assert np.abs(law.cdf(x) - engine.cdf(x)).max() < 1e-8
     n = 20_000
-    prod = fc.rvs(n, seed=1) * fc.rvs(n, seed=2)
+    prod = fc.rvs(n, rng=1) * fc.rvs(n, rng=2)
     assert plot.ks_distance(law, prod) < 0.015
     assert law.continuous_support() == pytest.approx((0.0, 6.75 ** 2))
 

@@ -103,7 +103,7 @@ def test_arcsine():
     assert np.allclose(contour_moments(a, 4), [a.moment(k) for k in range(1, 5)], rtol=1e-9)
     q = np.linspace(0.05, 0.95, 7)
     assert np.allclose(a.cdf(a.quantile(q)), q, atol=1e-12)
-    assert stats.kstest(a.rvs(20000, seed=3), a.cdf).pvalue > 1e-3
+    assert stats.kstest(a.rvs(20000, rng=3), a.cdf).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("bad", [

@@ -31,7 +31,7 @@ LAYERS = {
              "rmtnet.spectra._checks"),
     "free-probability core": ("rmtnet.spectra.measures", "rmtnet.spectra.laws", "rmtnet.spectra.free",
                               "rmtnet.spectra.continuation", "rmtnet.spectra.transforms", "rmtnet.spectra.series",
-                              "rmtnet.spectra.symbolic"),
+                              "rmtnet.spectra.symbolic", "rmtnet.spectra.registry"),
     "network theory": ("rmtnet.spectra.network", "rmtnet.spectra.activations", "rmtnet.spectra.meanfield",
                        "rmtnet.spectra.jacobian", "rmtnet.spectra.fisher", "rmtnet.spectra.ntk",
                        "rmtnet.spectra.kernels", "rmtnet.spectra.predict", "rmtnet.spectra.mixer"),

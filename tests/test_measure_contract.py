@@ -1,8 +1,10 @@
-"""The Measure contract: one battery run over every kind of law the package builds, in the manner of scipy's
-``test_continuous_basic`` (ppf inverts cdf, sf + cdf = 1, total mass, moments two ways, the Cauchy transform's
+"""The Measure contract: one battery run over every kind of law the package builds — the library's registry of public
+law classes (:mod:`rmtnet.spectra.registry`, which must name every one) and the laws other modules build — in the
+manner of scipy's ``test_continuous_basic`` (ppf inverts cdf, sf + cdf = 1, total mass, moments two ways, the Cauchy transform's
 expansion at infinity and its agreement with the density, sampling against the cdf, pickling), then the scipy.stats
 vocabulary (ppf, sf, isf, std, median, interval, expect) on a purely atomic law against scipy.stats.rv_discrete and
-on the Marchenko–Pastur law, with and without its atom at 0, against closed forms.
+on the Marchenko–Pastur law, with and without its atom at 0, against closed forms; then the final public methods
+(no law overrides one), logpdf/logcdf/logsf, stats, entropy and the rng convention of rvs.
 
 Tolerances, and why:
 * cdf∘ppf to 1e-9: the generic cdf is a cubic Hermite table accurate to ~1e-10 (measures._quad_panels), and ppf
@@ -10,7 +12,7 @@ Tolerances, and why:
 * expect(x^k) against the moment series to 1e-8·r^k, r = max |x| on the support (|m_k| ≤ r^k): expect's default
   rtol is 1e-10 per piece, and the engines' densities are solved to a relative Newton tolerance of 1e-13.
 * G(z) against expect(1/(z − x)) to 1e-8 relative at z = centre + i·half-width, for the same reasons.
-* sampling: the Kolmogorov–Smirnov statistic of 2000 draws (seed 11) below 1.63/√n, the 1 % critical value
+* sampling: the Kolmogorov–Smirnov statistic of 2000 draws (rng 11) below 1.63/√n, the 1 % critical value
   (conservative for laws with atoms, where the statistic is computed against both F(x) and F(x−)).
 """
 import pickle
@@ -19,28 +21,16 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from rmtnet.spectra import (Affine, Arcsine, Bernoulli, Empirical, FussCatalan, GridDensity, MarchenkoPastur,
-                            Mixture, OtherGram, PointMasses, Semicircle, free_add, free_mult, gaussian_pushforward,
-                            tabulate)
+import rmtnet.spectra
+from rmtnet.spectra import Arcsine, Bernoulli, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle
 from rmtnet.spectra._checks import ConvergenceError
 from rmtnet.spectra.measures import Measure, Tabulated
+from rmtnet.spectra.registry import LAWS, LawExample, unregistered
 
 CDF_TOL = 1e-9
 MOMENT_TOL = 1e-8
 CAUCHY_TOL = 1e-8
 N_RVS, RVS_SEED = 2000, 11
-
-
-def _relu(h):
-    return np.maximum(h, 0.0)
-
-
-def _tanh_derivative_squared(h):
-    return (1.0 - np.tanh(h) ** 2) ** 2
-
-
-def _tent():
-    return GridDensity([0.0, 0.5, 2.0, 3.0], [0.0, 0.6, 0.2, 0.0], atoms=([4.0], [0.2]), normalize=True)
 
 
 def _slq():
@@ -62,32 +52,15 @@ def _classical():
     return kronecker_gram_law(MarchenkoPastur(0.5))
 
 
-KINDS = {
-    "marchenko_pastur": lambda: MarchenkoPastur(0.5, scale=2.0),
-    "marchenko_pastur_hard_edge": lambda: MarchenkoPastur(1.0),
-    "marchenko_pastur_atom": lambda: MarchenkoPastur(4.0),
-    "semicircle": lambda: Semicircle(var=2.0, loc=1.0),
-    "fuss_catalan": lambda: FussCatalan(2, scale=0.5),
-    "arcsine": lambda: Arcsine(1.0, 3.0),
-    "bernoulli": lambda: Bernoulli(0.3),
-    "point_masses": lambda: PointMasses([-1.0, 0.5, 2.0], [0.25, 0.375, 0.375]),
-    "empirical": lambda: Empirical(np.random.default_rng(7).normal(size=40)),
-    "grid_density_atom": _tent,
-    "tabulated": lambda: tabulate(MarchenkoPastur(0.3)),
-    "mixture": lambda: Mixture([MarchenkoPastur(0.5), PointMasses([3.0], [1.0])], [0.6, 0.4]),
-    "affine_reflected_atom": lambda: Affine(MarchenkoPastur(4.0), -1.5, 1.0),
-    "other_gram": lambda: OtherGram(MarchenkoPastur(0.5), 2.0),
-    "gaussian_pushforward": lambda: gaussian_pushforward(_tanh_derivative_squared, 0.7),
-    "gaussian_pushforward_atom": lambda: gaussian_pushforward(_relu, 1.0),
-    "free_mult": lambda: free_mult(MarchenkoPastur(0.5), MarchenkoPastur(0.3)),
-    "free_mult_atom": lambda: free_mult(Bernoulli(0.5), MarchenkoPastur(1.0, scale=2.0)),
-    "free_add": lambda: free_add(Semicircle(), MarchenkoPastur(0.5)),
+# the library's registry of public law classes (rmtnet.spectra.registry), then kinds built by other modules
+KINDS = {entry.name: entry.make for entry in LAWS}
+KINDS.update({
     "spectral_quadrature": _slq,
     "linear_cdf": lambda: _slq().interpolated(),
     "ntk_law": _ntk,
     "ntk_law_source": lambda: _law("ntk_law").source,
     "classical_product": _classical,
-}
+})
 SLOW = {"classical_product"}
 
 
@@ -173,11 +146,11 @@ def test_scipy_identities(kind):
 def test_moments_by_series_and_by_quadrature(kind):
     """moment(k) (a kind's series, or the generic quadrature) against expect(x^k) (SciPy's tanh-sinh on the density
     plus the atoms). Tabulated laws carry the exact moments of the law they tabulate, not of their table: there the
-    table's own moments (GridDensity.moment, exact for a piecewise-linear density) are the reference."""
+    table's own moments (the hook GridDensity._moment, exact for a piecewise-linear density) are the reference."""
     law = _law(kind)
     lo, hi = _hull(law)
     r = max(abs(lo), abs(hi), 1e-300)
-    series = (lambda k: GridDensity.moment(law, k)) if isinstance(law, Tabulated) else law.moment
+    series = (lambda k: GridDensity._moment(law, k)) if isinstance(law, Tabulated) else law.moment
     for k in range(1, 5):
         assert abs(law.expect(lambda x, k=k: x ** k) - series(k)) <= MOMENT_TOL * r ** k, k
     assert law.expect() == pytest.approx(series(1), abs=MOMENT_TOL * r)
@@ -205,8 +178,8 @@ def test_cauchy_transform_at_infinity_and_against_the_density(kind):
 
 def test_rvs_follow_the_cdf(kind):
     law = _law(kind)
-    s = np.sort(law.rvs(N_RVS, seed=RVS_SEED))
-    assert np.array_equal(np.sort(law.rvs(N_RVS, seed=RVS_SEED)), s)
+    s = np.sort(law.rvs(N_RVS, rng=RVS_SEED))
+    assert np.array_equal(np.sort(law.rvs(N_RVS, rng=RVS_SEED)), s)
     n = s.size
     F = law.cdf(s)
     F_left = F - law._atom_mass_at(s)
@@ -360,3 +333,146 @@ def test_bad_arguments_name_themselves():
             (ValueError, "func must act elementwise", lambda: law.expect(lambda x: np.ones(3)))):
         with pytest.raises(exc, match=match):
             call()
+
+
+# --- the law registry, final public methods, and the methods added with the hooks ---------------------------------
+def _final_overrides(cls):
+    """The final public methods of Measure that ``cls`` (or a base between it and Measure) defines anew."""
+    return sorted({name for klass in cls.__mro__[:cls.__mro__.index(Measure)] for name in vars(klass)}
+                  & set(Measure.FINAL_METHODS))
+
+
+def _subclasses(cls):
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub] + _subclasses(sub)
+    return out
+
+
+class _Synthetic(Measure):
+    """A law class nobody registered, that overrides a final method: what both checks below must catch."""
+
+    def continuous_support(self):
+        return 0.0, 1.0
+
+    def pdf(self, x, *, backend=None):
+        return np.ones_like(x)
+
+
+def test_registry_names_every_public_law_class():
+    assert unregistered(rmtnet.spectra) == []
+    for module in (rmtnet.spectra.measures, rmtnet.spectra.laws, rmtnet.spectra.free):
+        assert unregistered(module) == [], module.__name__
+    assert len({e.name for e in LAWS}) == len(LAWS)
+
+
+def test_registry_fails_for_a_law_class_without_an_entry():
+    public = {name: getattr(rmtnet.spectra, name) for name in rmtnet.spectra.__all__}
+    assert unregistered({**public, "Synthetic": _Synthetic}) == ["Synthetic"]
+    covered = LAWS + (LawExample("synthetic", _Synthetic, _Synthetic),)
+    assert unregistered({**public, "Synthetic": _Synthetic}, covered) == []
+
+
+def test_registry_examples_build_their_class():
+    for entry in LAWS:
+        assert type(entry.make()) is entry.law_class, entry.name
+
+
+def test_no_law_in_rmtnet_overrides_a_final_method():
+    """Subclasses implement hooks (_pdf, _cdf, _ppf, _moment, _rvs, …); the public methods are the base's."""
+    import rmtnet.spectra.sampling.lanczos
+    import rmtnet.spectra.mixer
+    import rmtnet.spectra.ntk  # noqa: F401  (every module that defines a law)
+    laws = [c for c in _subclasses(Measure) if c.__module__.startswith("rmtnet.")]
+    assert len(laws) >= 20
+    assert {c.__name__: _final_overrides(c) for c in laws if _final_overrides(c)} == {}
+    assert _final_overrides(_Synthetic) == ["pdf"]               # the check sees an override
+
+
+@pytest.mark.parametrize("name", ["marchenko_pastur_atom", "semicircle", "arcsine", "bernoulli", "mixture",
+                                  "affine_reflected_atom", "free_mult_atom"])
+def test_log_functions_are_the_logs(name):
+    law = _law(name)
+    lo, hi = _hull(law)
+    x = np.concatenate([np.linspace(lo - 1.0, hi + 1.0, 41), law.atoms()[0]])
+    with np.errstate(divide="ignore"):
+        assert np.array_equal(law.logpdf(x), np.log(law.pdf(x)))
+        assert np.array_equal(law.logcdf(x), np.log(law.cdf(x)))
+        assert np.allclose(law.logsf(x), np.log(law.sf(x)), rtol=1e-12, atol=0)
+    assert law.logcdf(lo - 1.0) == -np.inf and law.logsf(hi + 1.0) == -np.inf
+
+
+@pytest.mark.parametrize("law, ref", [
+    (Arcsine(1.0, 3.0), stats.arcsine(loc=1.0, scale=2.0)),
+    (Bernoulli(0.3), stats.bernoulli(0.3)),
+    (Semicircle(var=2.0, loc=1.0), stats.semicircular(loc=1.0, scale=2.0 * np.sqrt(2.0))),
+    (PointMasses([-1.0, 0.5, 2.0], [0.25, 0.375, 0.375]),
+     stats.rv_discrete(values=([-1.0, 0.5, 2.0], [0.25, 0.375, 0.375]))),
+])
+def test_stats_and_entropy_against_scipy(law, ref):
+    assert np.allclose(law.stats("mvsk"), [float(v) for v in ref.stats(moments="mvsk")], rtol=1e-12, atol=1e-13)
+    assert law.stats("v") == pytest.approx(float(ref.var()), rel=1e-13)
+    assert law.entropy() == pytest.approx(float(ref.entropy()), rel=1e-12)
+
+
+def test_stats_of_marchenko_pastur_closed_forms():
+    """MP(λ, σ²): mean σ², variance λσ⁴, skewness √λ, excess kurtosis λ − 1 (central moments λ²σ⁶ and
+    (2λ² + λ³)σ⁸; Bai & Silverstein 2010, ch. 3)."""
+    lam, s2 = 0.5, 2.0
+    m, v, s, k = MarchenkoPastur(lam, scale=s2).stats("mvsk")
+    assert (m, v) == pytest.approx((s2, lam * s2 ** 2), rel=1e-14)
+    assert s == pytest.approx(np.sqrt(lam), rel=1e-12) and k == pytest.approx(lam - 1.0, rel=1e-12)
+    with pytest.raises(ValueError, match="moments must be"):
+        MarchenkoPastur(lam).stats("mx")
+
+
+def test_entropy_closed_forms_against_the_quadrature():
+    """The closed forms (semicircle log(πR) − ½, arcsine log(π(hi − lo)/4)) against the generic quadrature of
+    −ρ log ρ; Marchenko–Pastur's quadrature against scipy's quad. The arcsine's density diverges like |x − end|^{-½},
+    and the generic route reaches 3.6e-5 of its entropy there (it integrates func·ρ to 10⁶ ulp of the ends and
+    weighs the rest by func at the outermost node, which for func = −log ρ is not flat)."""
+    for law in (Semicircle(var=2.0, loc=1.0), Semicircle(0.3)):
+        assert Measure._entropy(law) == pytest.approx(law.entropy(), rel=1e-10)
+    arcsine = Arcsine(1.0, 3.0)
+    assert arcsine.entropy() == np.log(np.pi / 2)
+    assert Measure._entropy(arcsine) == pytest.approx(arcsine.entropy(), rel=1e-4)
+    mp = MarchenkoPastur(0.5, scale=2.0)
+    a, b = mp.continuous_support()
+    ref = integrate.quad(lambda x: -mp.pdf(x) * np.log(mp.pdf(x)), a, b, epsabs=1e-13, limit=200)[0]
+    assert mp.entropy() == pytest.approx(ref, rel=1e-9)
+
+
+def test_entropy_of_laws_with_atoms():
+    """Purely atomic: the Shannon entropy; atoms beside a continuous part: −inf (the stated convention)."""
+    assert Bernoulli(0.5).entropy() == pytest.approx(np.log(2.0), rel=1e-15)
+    assert PointMasses([3.0], [1.0]).entropy() == 0.0
+    assert MarchenkoPastur(4.0).entropy() == -np.inf
+    assert Mixture([MarchenkoPastur(0.5), PointMasses([3.0], [1.0])], [0.6, 0.4]).entropy() == -np.inf
+    assert np.isfinite(MarchenkoPastur(1.0).entropy())
+
+
+@pytest.mark.parametrize("name", ["marchenko_pastur", "bernoulli", "mixture", "affine_reflected_atom",
+                                  "gaussian_pushforward"])
+def test_rvs_follow_the_rng_convention(name):
+    """SPEC 7: rng an int, a Generator or None; seed= still draws the same numbers, with a DeprecationWarning."""
+    law = _law(name)
+    x = law.rvs(12, rng=4)
+    with pytest.warns(DeprecationWarning, match="rng="):
+        assert np.array_equal(law.rvs(12, seed=4), x)
+    assert np.array_equal(law.rvs(12, rng=np.random.default_rng(4)), x)
+    grid = law.rvs((3, 4), rng=4)
+    assert grid.shape == (3, 4) and np.array_equal(grid.ravel(), x)
+    one = law.rvs(rng=4)
+    assert isinstance(one, float) and one == law.rvs(1, rng=4)[0]
+    assert np.shape(law.rvs(5)) == (5,)
+    with pytest.raises(TypeError, match="not both"):
+        law.rvs(3, rng=1, seed=1)
+    with pytest.raises(TypeError, match="RandomState"):
+        law.rvs(3, rng=np.random.RandomState(1))
+
+
+def test_marchenko_pastur_sample_is_deprecated_and_unchanged():
+    from rmtnet.spectra.sampling.random_matrices import wishart_eigs
+    with pytest.warns(DeprecationWarning, match="wishart_eigs"):
+        eigs = MarchenkoPastur(0.5, scale=2.0).sample(20, seed=1)
+    assert np.array_equal(eigs, wishart_eigs(20, 40, seed=1) * 2.0)

@@ -66,7 +66,7 @@ from scipy import optimize
 
 from .. import backend as B
 from . import series
-from ._checks import ConvergenceError, finite_array, integer_at_least, log_upper, moment_order, real_scalar
+from ._checks import ConvergenceError, integer_at_least, log_upper, real_scalar
 from .measures import Affine, Measure, PointMasses, atom_cauchy, cumulative_panels
 
 __all__ = ["free_mult", "free_mult_scaled", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
@@ -431,14 +431,11 @@ class _Convolution(Measure):
         g, dg = self._g_from(zhat, u, om)
         return g.reshape(z.shape), dg.reshape(z.shape)
 
-    def pdf(self, x, backend=None):
+    def _pdf(self, x):
         """Density of the continuous part: -Im G(x + i0)/π, solved on the real axis itself.
 
-        ``backend="cupy"`` (or x a CuPy array) solves all points in one batch on the GPU and returns a CuPy array;
-        the support and atoms, a few scalars, are located on the host first (they are cached)."""
-        if backend is not None:
-            x = B.native(backend).asarray(x, dtype=float)
-        x = finite_array("x", x)
+        ``pdf(x, backend="cupy")`` (or x a CuPy array) solves all points in one batch on the GPU and returns a CuPy
+        array; the support and atoms, a few scalars, are located on the host first (they are cached)."""
         xp = B.module_of(x)
         out = xp.zeros(x.shape)
         sup = self.continuous_support()
@@ -480,13 +477,12 @@ class _Convolution(Measure):
             g = g - np.where(zhat.imag > 0, poles, 0.0)
         return g
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         if k == 0:
             return 1.0
         return float(self._moments(k)[k - 1])
 
-    def var(self):
+    def _var(self):
         """The variance from the factors' own variances, without the cancellation of m₂ − m₁² (a law far from 0
         relative to its width): for ⊞ free cumulants add, κ₂ = Σ t_i Var μ_i; for ⊠ the normalised variances
         add, Var/m₁² = Σ t_i Var μ_i/m₁(μ_i)² (from m₂ = m₁² (1 + Σ t_i (m₂ᵢ/m₁ᵢ² − 1)), Nica & Speicher 2006)."""

@@ -5,13 +5,14 @@ it; each is kept under its own name as an attribute (``MarchenkoPastur(0.5, scal
 from __future__ import annotations
 
 import numbers
+import warnings
 from functools import cached_property
 
 import numpy as np
 from scipy import integrate, special
 
 from .. import backend as B
-from ._checks import finite_array, integer_at_least, moment_order, probabilities, real_scalar
+from ._checks import finite_array, integer_at_least, real_scalar
 from .measures import Measure, PointMasses
 
 __all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]
@@ -87,28 +88,31 @@ class MarchenkoPastur(Measure):
         dnum = 1 - dR
         return num / d, 2.0 * z / d, (dnum * d - num * (1 + dR)) / (d * d)
 
-    def pdf(self, x):
-        x = finite_array("x", x)
+    def _pdf(self, x):
         a, b = self.edges
         inside = (x > a) & (x < b)
         xs = np.where(inside, x, 0.5 * (a + b))
         rho = np.sqrt(np.maximum((b - xs) * (xs - a), 0.0)) / (2 * np.pi * self.ratio * self.scale * xs)
         return np.where(inside, rho, 0.0)
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         if k == 0:
             return 1.0
         j = np.arange(1, k + 1)
         narayana = special.comb(k, j) * special.comb(k, j - 1) / k
         return float(self.scale ** k * np.sum(narayana * self.ratio ** (j - 1)))
 
-    def s_transform(self, w):
-        w = finite_array("w", w, dtype=complex)
+    def _s_transform(self, w):
         return 1.0 / (self.scale * (1 + self.ratio * w))
 
     def sample(self, n, seed=None, backend=None):
-        """Eigenvalues of one σ²XXᵀ with N = n rows and M = round(n/λ) columns (finite-N Monte Carlo)."""
+        """Eigenvalues of one σ²XXᵀ with N = n rows and M = round(n/λ) columns (finite-N Monte Carlo).
+
+        Deprecated: the theory does not sample random matrices; use
+        ``rmtnet.spectra.sampling.wishart_eigs(n, max(1, round(n / ratio)), seed=seed) * scale``."""
+        warnings.warn("MarchenkoPastur.sample is deprecated: use rmtnet.spectra.sampling.wishart_eigs(n, "
+                      "max(1, round(n / ratio)), seed=seed) * scale, the Wishart sampler's home",
+                      DeprecationWarning, stacklevel=2)
         from .sampling.random_matrices import wishart_eigs
         return wishart_eigs(n, max(1, round(n / self.ratio)), seed=seed, backend=backend) * self.scale
 
@@ -129,7 +133,7 @@ class Semicircle(Measure):
         r = 2 * np.sqrt(self.variance)
         self.edges = _finite_edges((self.loc - r, self.loc + r), "var and loc", var, loc)
 
-    def var(self):
+    def _var(self):
         return self.variance
 
     def continuous_support(self):
@@ -144,23 +148,24 @@ class Semicircle(Measure):
         d = z - self.loc + R
         return 2.0 / d, -2.0 * (1 + dR) / (d * d)
 
-    def pdf(self, x):
-        x = finite_array("x", x)
+    def _pdf(self, x):
         d = x - self.loc
         return np.sqrt(np.maximum(4 * self.variance - d * d, 0.0)) / (2 * np.pi * self.variance)
 
-    def cdf(self, x):
-        x = finite_array("x", x)
+    def _cdf(self, x):
         u = np.clip((x - self.loc) / (2 * np.sqrt(self.variance)), -1.0, 1.0)
         return 0.5 + (u * np.sqrt(1 - u * u) + np.arcsin(u)) / np.pi
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         total = 0.0
         for j in range(0, k + 1, 2):      # E (loc + X)^k, X centred semicircle
             cat = special.comb(j, j // 2) / (j // 2 + 1)
             total += special.comb(k, j) * self.loc ** (k - j) * self.variance ** (j // 2) * cat
         return float(total)
+
+    def _entropy(self):
+        """log(πR) − ½ with R = 2√var the radius: the differential entropy of the semicircle law."""
+        return float(np.log(2.0 * np.pi * np.sqrt(self.variance)) - 0.5)
 
     def __repr__(self):
         return f"Semicircle(var={self.variance:g}, loc={self.loc:g})"
@@ -217,13 +222,13 @@ class FussCatalan(Measure):
         nodes = 0.5 * phi[:, None] * (t[None, :] + 1.0)
         return 0.5 * phi * (self.phi_density(nodes) @ w)
 
-    def cdf(self, x):
+    def _cdf(self, x):
         """μ((−∞, x]). Above order :attr:`TABLE_MAX_ORDER`, from the density in φ (:meth:`phi_density`),
         1 − ∫_0^{φ(x)}, exact to ~1e-14 but a bisection per point: the generic table in x cannot hold the law there
         (a tenth of FussCatalan(300)'s mass lies below 1e-300, where the density has not yet reached its power law).
         Up to it, the generic table (m₁ from the cdf exact to 1e-6)."""
         if self.s <= self.TABLE_MAX_ORDER:
-            return super().cdf(x)                 # the generic table: as exact there, and far cheaper per point
+            return super()._cdf(x)                 # the generic table: as exact there, and far cheaper per point
         x = finite_array("x", x)
         a, b = self.edges
         out = np.where(x >= b, 1.0, 0.0)
@@ -237,13 +242,10 @@ class FussCatalan(Measure):
         down from the top instead; above it the cdf in φ is exact everywhere."""
         return self.s > self.TABLE_MAX_ORDER
 
-    def quantile(self, q):
+    def _ppf(self, q):
         """inf{x : cdf(x) ≥ q}, by bisection in φ on the mass above (see :meth:`cdf`); q = 0 and 1 give the ends."""
         if self.s <= self.TABLE_MAX_ORDER:
-            return super().quantile(q)
-        q = finite_array("q", q)
-        if np.any((q < 0) | (q > 1)):
-            raise ValueError("q must lie in [0, 1]")
+            return super()._ppf(q)
         phi = self._bisect_phi(lambda mid: self._mass_above(mid.ravel()).reshape(q.shape) < 1.0 - q, q)
         out = self.x_of_phi(phi)
         out = np.where(q <= 0, self.edges[0], np.where(q >= 1, self.edges[1], out))
@@ -267,8 +269,7 @@ class FussCatalan(Measure):
         """Invert the decreasing map φ ↦ x(φ) on (0, π/(s+1))."""
         return self._bisect_phi(lambda mid: self.x_of_phi(mid) > x, x)
 
-    def pdf(self, x):
-        x = finite_array("x", x)
+    def _pdf(self, x):
         a, b = self.edges
         inside = (x > a) & (x < b)
         out = np.zeros_like(x)
@@ -276,8 +277,7 @@ class FussCatalan(Measure):
             out[inside] = self.rho_of_phi(self._phi_of_x(x[inside]))
         return out
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         s = self.s
         return float(self.scale ** k * special.comb((s + 1) * k, k, exact=True) / (s * k + 1))
 
@@ -292,8 +292,7 @@ class FussCatalan(Measure):
     def _mt(self, z):
         return self._engine._mt(z)
 
-    def s_transform(self, w):
-        w = finite_array("w", w, dtype=complex)
+    def _s_transform(self, w):
         return 1.0 / (self.scale * (1 + w) ** self.s)
 
     def __repr__(self):
@@ -307,8 +306,7 @@ class Bernoulli(PointMasses):
         self.p = real_scalar("p", p, lo=0.0, hi=1.0)
         super().__init__([0.0, 1.0], [1.0 - self.p, self.p])
 
-    def s_transform(self, w):
-        w = finite_array("w", w, dtype=complex)
+    def _s_transform(self, w):
         return (1 + w) / (self.p + w)
 
     def __repr__(self):
@@ -334,26 +332,26 @@ class Arcsine(Measure):
         dR = (2 * z - self.lo - self.hi) / (2 * R)
         return g, -dR / (R * R)
 
-    def pdf(self, x):
-        x = finite_array("x", x)
+    def _pdf(self, x):
         inside = (x > self.lo) & (x < self.hi)
         xs = np.where(inside, x, 0.5 * (self.lo + self.hi))
         return np.where(inside, 1.0 / (np.pi * np.sqrt((xs - self.lo) * (self.hi - xs))), 0.0)
 
-    def cdf(self, x):
-        x = finite_array("x", x)
+    def _cdf(self, x):
         u = np.clip((x - self.lo) / (self.hi - self.lo), 0.0, 1.0)
         return 2.0 / np.pi * np.arcsin(np.sqrt(u))
 
-    def quantile(self, q):
-        q = probabilities("q", q)
+    def _ppf(self, q):
         return self.lo + (self.hi - self.lo) * np.sin(0.5 * np.pi * q) ** 2
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         w = self.hi - self.lo
         return float(sum(special.comb(k, j) * self.lo ** (k - j) * w ** j * special.comb(2 * j, j) / 4 ** j
                          for j in range(k + 1)))
+
+    def _entropy(self):
+        """log(π(hi − lo)/4), the differential entropy of the arcsine law on [lo, hi]."""
+        return float(np.log(0.25 * np.pi * (self.hi - self.lo)))
 
     def __repr__(self):
         return f"Arcsine(lo={self.lo:g}, hi={self.hi:g})"

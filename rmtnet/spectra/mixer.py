@@ -32,7 +32,7 @@ import numpy as np
 
 from scipy.optimize import elementwise
 
-from ._checks import finite_array, integer_at_least, moment_order, probabilities, real_scalar
+from ._checks import finite_array, integer_at_least, real_scalar
 from .laws import MarchenkoPastur
 from .measures import Measure
 
@@ -192,7 +192,7 @@ class ClassicalProduct(Measure):
             return None
         return float(min(lo) * sb[0]), float(max(hi) * sb[1])
 
-    def cdf(self, x):
+    def _cdf(self, x):
         t = finite_array("x", x)
         flat = t.ravel()
         out = np.zeros(flat.shape)
@@ -204,7 +204,7 @@ class ClassicalProduct(Measure):
             out[i] = self._b0 + zero + self.a.cdf(flat[i, None] / y[None, :]) @ wu
         return np.clip(out, 0.0, 1.0).reshape(t.shape)
 
-    def pdf(self, x):
+    def _pdf(self, x):
         t = finite_array("x", x)
         flat = t.ravel()
         out = np.zeros(flat.shape)
@@ -227,8 +227,7 @@ class ClassicalProduct(Measure):
         g, dg = self.a._g(zz)
         return self._b0 / z + (g / y) @ wu, -self._b0 / z ** 2 + (dg / y ** 2) @ wu
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         return float(self.a.moment(k) * self.b.moment(k))
 
     @cached_property
@@ -241,11 +240,10 @@ class ClassicalProduct(Measure):
         x = x[(x >= lo) & (x <= hi)]
         return x, np.maximum.accumulate(self.cdf(x))
 
-    def quantile(self, q):
+    def _ppf(self, q):
         """inf{x : F(x) ≥ q}: q = 0 and 1 give the ends of :meth:`support`, q within the atom at 0 gives 0, and any
         other q is bracketed on the cdf table (:attr:`_table`) and solved on the cdf itself (Chandrupatla,
         :func:`scipy.optimize.elementwise.find_root`), so that cdf(quantile(q)) = q to the cdf's accuracy."""
-        q = probabilities("q", q)
         flat = q.ravel()
         lo, hi = self.hull()
         x, F = self._table

@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._checks import (ConvergenceError, boolean, finite_array, integer_at_least, mlp_description, moment_order,
+from ._checks import (ConvergenceError, boolean, integer_at_least, mlp_description,
                       real_scalar)
 from .free import free_mult, free_mult_scaled
 from .jacobian import layer_d2_law
@@ -470,8 +470,7 @@ class NTKLaw(Measure):
         return self._cache[key]
 
     # ----- the measure -----------------------------------------------------------------------------------------
-    def pdf(self, x):
-        x = finite_array("x", x)
+    def _pdf(self, x):
         out = np.zeros(x.shape)
         inside = np.zeros(x.shape, bool)
         for a, b in self.intervals():
@@ -555,12 +554,11 @@ class NTKLaw(Measure):
         bands = self._bands
         return (bands[0][0], bands[-1][1])
 
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         if k == 0:
             return 1.0
         if self._moments_fn is None:
-            return super().moment(k)
+            return super()._moment(k)
         return float(self._moments_fn(k)[k - 1])
 
 

@@ -63,7 +63,7 @@ from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
 from ... import backend as B
-from .._checks import (ConvergenceError, boolean, finite_array, integer_at_least, moment_order, one_of, probabilities,
+from .._checks import (ConvergenceError, boolean, integer_at_least, moment_order, one_of,
                       real_scalar)
 from ..measures import GridDensity, Measure, PointMasses, binned_cauchy
 
@@ -483,27 +483,19 @@ class LinearCdf(Measure):
         keep = self.mass > 0
         return list(zip(self.x[:-1][keep].tolist(), self.x[1:][keep].tolist()))
 
-    def pdf(self, x):
-        x = finite_array("x", x)
+    def _pdf(self, x):
         i = np.clip(np.searchsorted(self.x, x, side="right") - 1, 0, self.mass.size - 1)
         inside = (x >= self.x[0]) & (x < self.x[-1])
         return np.where(inside, self.mass[i] / self.width[i], 0.0)
 
-    def cdf(self, x):
-        x = finite_array("x", x)
+    def _cdf(self, x):
         return np.interp(x, self.x, self.F, left=0.0, right=1.0)
 
-    def quantile(self, q):
-        q = probabilities("q", q)
+    def _ppf(self, q):
         keep = np.concatenate([[True], self.mass > 0])              # flat stretches of F: take their left end
         return np.interp(q, self.F[keep], self.x[keep])
 
-    def rvs(self, n, seed=None):
-        n = integer_at_least("n", n, 0)
-        return self.quantile(B.rng(seed, "numpy").uniform(size=n))
-
-    def moment(self, k):
-        k = moment_order(k)
+    def _moment(self, k):
         a, b = self.x[:-1], self.x[1:]
         # mean of t^k over [a, b] as an average over Gauss–Legendre nodes (no cancellation in b^{k+1} − a^{k+1})
         s, ws = np.polynomial.legendre.leggauss(k // 2 + 1)
