@@ -121,7 +121,7 @@ def jacobian_law(net) -> Measure:
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         The network description (:func:`rmtnet.arch.mlp`): depth, widths, weights, σ_w, σ_b, activation, q_ℓ.
 
     Returns
@@ -162,7 +162,7 @@ def jacobian_moments(net, K=4):
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         The network description (:func:`rmtnet.arch.mlp`).
     K : int, default 4
         How many moments.

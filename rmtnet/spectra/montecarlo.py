@@ -32,7 +32,7 @@ def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=Non
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         The network description (:func:`rmtnet.arch.mlp`).
     width : int, optional
         n₀ (the other widths scaled with it); default the description's widths.
@@ -105,7 +105,7 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         The network description (:func:`rmtnet.arch.mlp`).
     width : int, optional
         n₀ (the other widths scaled with it).
@@ -163,7 +163,7 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         A square network description (:func:`rmtnet.arch.mlp`).
     width : int, optional
         n (every width).
@@ -220,7 +220,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         The network description (:func:`rmtnet.arch.mlp`): widths and activation.
     n_data : int
         n, the number of inputs.
@@ -336,7 +336,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
 
     Parameters
     ----------
-    net : MLP
+    net : rmtnet.arch.MLP
         Fan & Wang's network: Gaussian weights, σ_w = 1, σ_b = 0.
     n_data : int
         n.
