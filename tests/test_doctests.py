@@ -9,13 +9,17 @@ the module that defines its object, so a name re-exported by a package is run on
 Each example runs under fixed NumPy print options (8 digits, no scientific notation for small numbers, NumPy 1.25's
 scalar repr ``1.0`` rather than ``np.float64(1.0)``) and with ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``, so that an
 example's printed output does not depend on the NumPy version or on options another test left set.
+
+The README's ten-line tour runs too, and must print what the README says it prints.
 """
 from __future__ import annotations
 
 import doctest
 import importlib
 import pkgutil
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,3 +91,18 @@ def test_docstring_examples(name):
         runner.run(test, out=output.append, clear_globs=False)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, "".join(output)
+
+
+def test_readme_tour(capsys):
+    """The README's first Python block (the ten-line tour) runs and prints what the README says it prints."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert blocks, "README.md has no python block"
+    tour = blocks[0]
+    assert len([line for line in tour.splitlines() if line.strip()]) <= 10
+    exec(compile(tour, "README.md:tour", "exec"), {"__name__": "readme_tour"})
+    printed = capsys.readouterr().out
+    said = re.search(r"It prints `(.*?)…` and `(.*?)`", readme)
+    assert said, "README.md no longer says what the tour prints"
+    assert printed.splitlines()[0].startswith(said.group(1)), printed
+    assert printed.splitlines()[1] == said.group(2), printed
