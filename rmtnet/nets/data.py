@@ -367,8 +367,9 @@ def mnist5k(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torc
 
 def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
             dtype: torch.dtype = torch.float32) -> Dataset:
-    """MNIST-1D (Greydanus 2020): 10 one-dimensional digit templates, padded, sheared, translated and noised into
-    signals of length 40, generated locally by ``mnist1d.data.make_dataset`` (never its download path), shape (1, 40).
+    """MNIST-1D (Greydanus, arXiv 2011.14439, 2020): 10 one-dimensional digit templates, padded, sheared, translated and
+    noised into signals of length 40, generated locally by ``mnist1d.data.make_dataset`` (never its download path),
+    shape (1, 40).
 
     ``n_samples`` (a multiple of 10: the generator makes ``n_samples/10`` per class) and ``seed`` override the
     generator's defaults (its own default seed is 42); every other argument is ``get_dataset_args()``'s. Split: the

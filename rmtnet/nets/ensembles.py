@@ -350,7 +350,8 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
     >>> _ = torch.manual_seed(0)
     >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     >>> parts = partition_masks(net, 3, seed=0)
-    >>> print(torch.equal(sum(p["0.weight"] for p in parts), torch.ones(3, 4)), [int(p["0.weight"].sum()) for p in parts])
+    >>> print(torch.equal(sum(p["0.weight"] for p in parts), torch.ones(3, 4)),
+    ...       [int(p["0.weight"].sum()) for p in parts])
     True [4, 4, 4]
     """
     k = integer_at_least("k", k, lo=2)

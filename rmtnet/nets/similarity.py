@@ -15,9 +15,9 @@ order, for both representations compared) and whose columns are p features. Its 
 
 With H = I − 11ᵀ/n and K̃, L̃ the Gram matrices with their diagonals set to zero, the two HSIC estimators are::
 
-    HSIC₀(K, L) = tr(KHLH) / (n − 1)²                                    (Gretton et al. 2005, biased),
+    HSIC₀(K, L) = tr(KHLH) / (n − 1)²                                    (Gretton et al., ALT 2005, biased),
     HSIC₁(K, L) = [tr(K̃L̃) + (1ᵀK̃1)(1ᵀL̃1) / ((n−1)(n−2)) − 2/(n−2) · 1ᵀK̃L̃1] / (n(n − 3))
-                                                                           (Song et al. 2012, eq. 5, unbiased),
+                                                                           (Song et al., JMLR 2012, eq. 5, unbiased),
 
 and CKA(K, L) = HSIC(K, L) / √(HSIC(K, K) HSIC(L, L)) (Kornblith, Norouzi, Lee & Hinton, ICML 2019, eq. 3); with the
 linear kernel and HSIC₀ it is ‖Y_cᵀX_c‖²_F / (‖X_cᵀX_c‖_F ‖Y_cᵀY_c‖_F). "Debiased" CKA uses HSIC₁ in all three places.
@@ -433,7 +433,7 @@ def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5, median="all_square
 # Minibatch CKA
 
 class MinibatchCKA:
-    """Minibatch linear CKA (Nguyen, Raghu & Kornblith 2021, §3.1) between every layer of a list A and every layer
+    """Minibatch linear CKA (Nguyen, Raghu & Kornblith, ICLR 2021, §3.1) between every layer of a list A and every layer
     of a list B, accumulated batch by batch:
 
         CKA_mb[a, b] = mean_i HSIC₁(X_{a,i}X_{a,i}ᵀ, Y_{b,i}Y_{b,i}ᵀ)

@@ -2,7 +2,7 @@
 2017; AISTATS 2018).
 
 With J = D_L W_L ⋯ D_1 W_1 (``net.last_activation``; otherwise without D_L), asymptotic freeness of the D_ℓ and the
-W_ℓ (Collins & Hayase 2023) gives, for square layers,
+W_ℓ (Collins & Hayase, Comm. Math. Phys. 2023, arXiv 2103.13466) gives, for square layers,
 
     μ_{JJᵀ} = ⊠_ℓ ( law(D_ℓ²) ⊠ law(W_ℓᵀ W_ℓ) ),      S_{JJᵀ} = Π_ℓ S_{D_ℓ²} S_{W_ℓW_ℓᵀ},
 

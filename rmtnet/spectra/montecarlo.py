@@ -1,7 +1,7 @@
 """Finite-N Monte Carlo of the random matrices whose limits the laws describe (NumPy or CuPy, float64).
 
 Every sampler takes an explicit ``seed`` and a ``backend`` ("numpy", "cupy", or None for the global default) and
-returns eigenvalues on that backend; :func:`rmtnet._backend.to_numpy` brings them to the host.
+returns eigenvalues on that backend; :func:`rmtnet.backend.to_numpy` brings them to the host.
 """
 from __future__ import annotations
 
@@ -151,10 +151,10 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
 
 
 def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qhat="empirical"):
-    """Eigenvalues of the one-sample Fisher dual / NTK Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ (Hayase & Karakida 2021), B_ℓ the
-    Jacobian of the output with respect to h_ℓ; by the recursion Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
-    W_{ℓ+1}ᵀ (output h_L; D_L Θ D_L if the last layer has an activation). Square widths. Returns shape
-    (n_samples·n,) on the backend.
+    """Eigenvalues of the one-sample Fisher dual / NTK Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ (Hayase & Karakida, AISTATS 2021), B_ℓ
+    the Jacobian of the output with respect to h_ℓ; by the recursion Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
+    W_{ℓ+1}ᵀ (output h_L; D_L Θ D_L if the last layer has an activation). Square widths. Returns shape (n_samples·n,) on
+    the backend.
 
     ``qhat="empirical"``: q̂_{ℓ-1} = ‖x_{ℓ-1}‖²/n of the actual input — the network's own NTK, whose moments
     fluctuate by O(√(L/n)) from sample to sample (the norms perform a multiplicative random walk) and carry an

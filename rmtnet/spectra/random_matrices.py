@@ -1,11 +1,11 @@
-"""Classical random-matrix ensembles, sampled on NumPy or CuPy in float64: Ginibre, Haar orthogonal matrices and
-partial isometries (QR with the signs of diag(R) folded in, Mezzadri 2007), random signed permutations, Wishart and
+"""Classical random-matrix ensembles, sampled on NumPy or CuPy in float64: Ginibre, Haar orthogonal matrices and partial
+isometries (QR with the signs of diag(R) folded in: Mezzadri, Notices AMS 2007), random signed permutations, Wishart and
 Ginibre-product eigenvalues, free products of diagonals conjugated by Haar matrices, and the layer weights of a random
 network (Gaussian, orthogonal, permutation) in rmtnet.arch's convention.
 
 These are the bottom of rmtnet.spectra's sampling: the laws (``MarchenkoPastur.rvs``) and the network samplers of
 :mod:`rmtnet.spectra.montecarlo` build on them, and this module imports nothing else of rmtnet but the backend and
-the argument checks. ``rng`` arguments are generators from :func:`rmtnet._backend.rng`; ``seed`` arguments anything
+the argument checks. ``rng`` arguments are generators from :func:`rmtnet.backend.rng`; ``seed`` arguments anything
 it accepts.
 """
 from __future__ import annotations
