@@ -8,7 +8,8 @@ the module that defines its object, so a name re-exported by a package is run on
 
 Each example runs under fixed NumPy print options (8 digits, no scientific notation for small numbers, NumPy 1.25's
 scalar repr ``1.0`` rather than ``np.float64(1.0)``) and with ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``, so that an
-example's printed output does not depend on the NumPy version or on options another test left set.
+example's printed output does not depend on the NumPy version or on options another test left set; the global
+NumPy and torch generators are restored after each docstring, so an example that seeds one changes no later test.
 
 The README's ten-line tour runs too, and must print what the README says it prints.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import rmtnet
 
@@ -89,8 +91,13 @@ def test_docstring_examples(name):
     globs = dict(test.globs)
     test.globs = globs
     output = []
-    with np.printoptions(precision=8, suppress=True, legacy="1.25"):
-        runner.run(test, out=output.append, clear_globs=False)
+    torch_state, numpy_state = torch.random.get_rng_state(), np.random.get_state()
+    try:
+        with np.printoptions(precision=8, suppress=True, legacy="1.25"):
+            runner.run(test, out=output.append, clear_globs=False)
+    finally:                                   # an example that seeds a global generator leaves no trace
+        torch.random.set_rng_state(torch_state)
+        np.random.set_state(numpy_state)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, "".join(output)
 
