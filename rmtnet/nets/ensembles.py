@@ -396,7 +396,36 @@ class IterativeMask(FixedMask):
     s_e = s · min(e + 1, ε)/ε of the units — the lowest-``priority`` ones (random pruning: a fixed uniform priority,
     so the masks are nested) or the smallest |w| among those still kept (magnitude pruning) — reaching the target s at
     epoch ε − 1 and keeping it after. The ranking is done by :func:`set_epoch` over every layer of the child
-    (``scope``); ``weight = original ∘ mask_e`` as for :class:`FixedMask`."""
+    (``scope``); ``weight = original ∘ mask_e`` as for :class:`FixedMask`. Built by :func:`pruned_children` with
+    ``prune_epochs`` > 0.
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        The starting 0/1 mask.
+    priority : torch.Tensor
+        The units' fixed random priority (NaN: magnitude pruning).
+    sparsity : float
+        The target s.
+    prune_epochs : int
+        ε.
+    scope : {"local", "global"}
+        Where units are ranked.
+    structure : {"unstructured", "structured"}
+        Single weights or output rows.
+
+    Examples
+    --------
+    Target ½ over ε = 2 epochs: ¼ of the 12 first-layer weights are removed at epoch 0, ½ from epoch 1 on:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> child = pruned_children(net, 1, 0.5, prune_epochs=2, exact=True, seed=0)[0]
+    >>> print([child[0].parametrizations.weight[0].sparsity_at(e) for e in (0, 1, 5)])
+    [0.25, 0.5, 0.5]
+    >>> print([int(child_masks(set_epoch(child, e))["0.weight"].sum()) for e in (0, 1)])
+    [9, 6]
+    """
 
     def __init__(self, mask, priority, sparsity, prune_epochs, scope, structure):
         super().__init__(mask)
@@ -460,7 +489,23 @@ class _StochasticMask(FixedMask):
 class TemperatureMask(_StochasticMask):
     """Temperature annealing (§6.2.2, Eq. 6.6, the one-sided "reverse dropout" form the thesis uses): P_e = 1 where
     M = 1 and τ_e elsewhere, τ_e = :func:`temperature` (e, τ₀, ε); the target subnetwork is always on and pruned
-    weights pop back in with probability τ_e → 0."""
+    weights pop back in with probability τ_e → 0.
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        The target M.
+    tau0 : float
+        τ₀.
+    anneal_epochs : int
+        ε.
+
+    Examples
+    --------
+    >>> m = TemperatureMask(torch.tensor([1.0, 0.0]), tau0=0.5, anneal_epochs=4)
+    >>> print(m.probability(0).tolist(), m.probability(2).tolist(), m.probability(4).tolist())
+    [1.0, 0.5] [1.0, 0.25] [1.0, 0.0]
+    """
 
     def __init__(self, mask, tau0, anneal_epochs):
         super().__init__(mask, anneal_epochs)
@@ -475,7 +520,23 @@ class TemperatureMask(_StochasticMask):
 class RandomAnnealMask(_StochasticMask):
     """Random annealing (§6.2.1): P₀ = U ~ U(0, 1) per unit, the target M keeps the units with U ≥ s (or the top
     1 − s by U for an exact count), and P_e = U + (M − U) · min(e/ε, 1) moves each probability linearly to 0 or 1
-    (mean activation ≈ ½ at e = 0 whatever the sparsity, as the thesis notes)."""
+    (mean activation ≈ ½ at e = 0 whatever the sparsity, as the thesis notes).
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        The target M.
+    uniform : torch.Tensor
+        U, per unit.
+    anneal_epochs : int
+        ε.
+
+    Examples
+    --------
+    >>> m = RandomAnnealMask(torch.tensor([1.0, 0.0]), torch.tensor([0.6, 0.2]), anneal_epochs=4)
+    >>> print([[round(p, 6) for p in m.probability(e).tolist()] for e in (0, 2, 4)])
+    [[0.6, 0.2], [0.8, 0.1], [1.0, 0.0]]
+    """
 
     def __init__(self, mask, uniform, anneal_epochs):
         super().__init__(mask, anneal_epochs)
@@ -584,7 +645,31 @@ def child_masks(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def set_epoch(model: nn.Module, epoch: int) -> nn.Module:
     """Move every scheduled mask of ``model`` to epoch ``epoch`` (0-based: the epoch about to be trained): iterative
-    masks prune to s_e, annealed masks set P_e. Static masks are unaffected. Returns ``model``."""
+    masks prune to s_e, annealed masks set P_e. Static masks are unaffected. Returns ``model``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A child.
+    epoch : int
+        e ≥ 0.
+
+    Returns
+    -------
+    nn.Module
+        ``model``.
+
+    Examples
+    --------
+    A temperature-annealed child (τ₀ = ½, ε = 4) lets pruned weights back in with probability τ_e, ¼ at e = 2:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> child = stochastic_children(net, 1, 0.5, anneal_epochs=4, tau0=0.5, seed=0)[0]
+    >>> mask = set_epoch(child, 2)[0].parametrizations.weight[0]
+    >>> print(mask.probability(2).unique().tolist())
+    [0.25, 1.0]
+    """
     epoch = integer_at_least("epoch", epoch, lo=0)
     iterative = [(key, module, p) for key, module, p in _mask_parametrizations(model) if isinstance(p, IterativeMask)]
     if iterative:
@@ -723,6 +808,39 @@ def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.
     (e, ``tau0``, ``anneal_epochs``). ``anneal="random"`` (:class:`RandomAnnealMask`, ``method="random"`` only):
     U ~ U(0, 1) per unit, M = 1[U ≥ sparsity] (exact count by rank with ``exact=True`` or global scope), and P moves
     linearly from U to M over ``anneal_epochs`` epochs. From epoch ε on the mask is M and no longer random.
+
+    Parameters
+    ----------
+    parent : nn.Module
+        The trained parent.
+    n_children : int
+        How many children.
+    sparsity : float, default 0.5
+        The target's fraction removed.
+    anneal : {"temperature", "random"}, default "temperature"
+        The annealing.
+    anneal_epochs : int, default 5
+        ε.
+    tau0 : float, default 0.5
+        τ₀ (temperature annealing).
+    method, structure, scope, exact, layers, seed
+        As :func:`pruned_children`.
+
+    Returns
+    -------
+    list of nn.Module
+        The children.
+
+    Examples
+    --------
+    In eval mode a child applies its target mask:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> child = stochastic_children(net, 2, 0.5, seed=0)[0].eval()
+    >>> original = child[0].parametrizations.weight.original
+    >>> print(torch.equal(child[0].weight, original * child_masks(child)["0.weight"]))
+    True
     """
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
     one_of("anneal", anneal, ANNEALS)
@@ -1175,7 +1293,35 @@ class OneCycle:
     momentum (SGD) or β₁ (Adam) follows the inverse cycle 0.95 → 0.85 → 0.95 (Fig. 5.3; the values are torch's
     defaults, the thesis gives none). Defaults: 0.001 → 0.1 at 10 % → 1e-7, i.e.
     ``OneCycleLR(max_lr=0.1, pct_start=0.1, div_factor=100, final_div_factor=1e4, anneal_strategy="cos")``.
-    (``train``'s own ``"onecycle"`` is Smith's policy with torch's other defaults and fixed momentum.)"""
+    (``train``'s own ``"onecycle"`` is Smith's policy with torch's other defaults and fixed momentum.)
+
+    Parameters
+    ----------
+    max_lr : float, default 0.1
+        The peak learning rate.
+    pct_start : float, default 0.1
+        The warm-up's share of the steps.
+    div_factor : float, default 100.0
+        η_init = max_lr/div_factor.
+    final_div_factor : float, default 1e4
+        η_min = η_init/final_div_factor.
+    cycle_momentum : bool, default True
+        Cycle the momentum (or β₁) inversely.
+
+    Examples
+    --------
+    Called with an optimizer and the number of steps it returns torch's scheduler:
+
+    >>> opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1, momentum=0.9)
+    >>> scheduler = OneCycle()(opt, total_steps=100)
+    >>> lrs = []
+    >>> for _ in range(100):
+    ...     lrs.append(opt.param_groups[0]["lr"])
+    ...     opt.step()
+    ...     scheduler.step()
+    >>> print(f"{lrs[0]:.6f} {max(lrs):.6f}", lrs[-1] < 1e-6)
+    0.001000 0.100000 True
+    """
 
     def __init__(self, max_lr: float = 0.1, pct_start: float = 0.1, div_factor: float = 100.0,
                  final_div_factor: float = 1e4, cycle_momentum: bool = True):

@@ -194,7 +194,27 @@ class ChannelMixing(_Factor):
 
 def BlockMixing(w, n_blocks, backend="numpy"):
     """I_{n_blocks} ⊗ W on contiguous blocks of length W.shape[1] (the RP-Mixer's token mixing between its
-    permutations): the same map as :class:`ChannelMixing`."""
+    permutations): the same map as :class:`ChannelMixing`.
+
+    Parameters
+    ----------
+    w : ndarray
+        W.
+    n_blocks : int
+        The number of blocks.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Returns
+    -------
+    ChannelMixing
+
+    Examples
+    --------
+    >>> w = np.random.default_rng(0).standard_normal((3, 2))
+    >>> print(np.allclose(BlockMixing(w, 4).to_dense(), np.kron(np.eye(4), w)))
+    True
+    """
     return ChannelMixing(w, n_blocks, backend)
 
 
