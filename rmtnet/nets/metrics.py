@@ -86,7 +86,26 @@ def _pair(p, q, names=("p", "q")):
 
 
 def accuracy(probs, labels) -> float:
-    """Acc = (1/N) Σ_n 1[argmax_c p_n,c = y_n] (Eq. 3.26)."""
+    """Acc = (1/N) Σ_n 1[argmax_c p_n,c = y_n] (Eq. 3.26).
+
+    Parameters
+    ----------
+    probs : array_like or torch.Tensor
+        (N, C) probability rows.
+    labels : array_like or torch.Tensor
+        (N,) integer classes.
+
+    Returns
+    -------
+    float
+        The fraction of samples whose top class is the label.
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> print(f"{accuracy(p, [0, 0, 1]):.6f}")            # argmax [0, 1, 1]: two of three right
+    0.666667
+    """
     p = _probabilities("probs", probs)
     y = _labels("labels", labels, p)
     return float(np.mean(p.argmax(axis=1) == y))
@@ -94,7 +113,26 @@ def accuracy(probs, labels) -> float:
 
 def nll(probs, labels) -> float:
     """NLL = −(1/N) Σ_n log p_n[y_n] (Eq. 3.27): the mean negative log-probability of the true class (natural log).
-    No clipping: a true class given probability exactly 0 makes it +inf."""
+    No clipping: a true class given probability exactly 0 makes it +inf.
+
+    Parameters
+    ----------
+    probs : array_like or torch.Tensor
+        (N, C) probability rows.
+    labels : array_like or torch.Tensor
+        (N,) integer classes.
+
+    Returns
+    -------
+    float
+        The NLL, in nats.
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> print(f"{nll(p, [0, 0, 1]):.6f}")                 # −(log 0.9 + log 0.4 + log 0.8)/3
+    0.414932
+    """
     p = _probabilities("probs", probs)
     y = _labels("labels", labels, p)
     with np.errstate(divide="ignore"):
@@ -106,7 +144,30 @@ def ece(probs, labels, n_bins: int = 15) -> float:
 
     Top-label, plug-in, ``n_bins`` equal-width bins: sample n has confidence c_n = max_c p_n,c and falls in bin
     b = ⌈c_n · B⌉ (so bin b covers ((b−1)/B, b/B]); acc(B_b) is the fraction of its samples whose argmax is right
-    and conf(B_b) their mean confidence. Empty bins contribute nothing."""
+    and conf(B_b) their mean confidence. Empty bins contribute nothing.
+
+    Parameters
+    ----------
+    probs : array_like or torch.Tensor
+        (N, C) probability rows.
+    labels : array_like or torch.Tensor
+        (N,) integer classes.
+    n_bins : int, default 15
+        B.
+
+    Returns
+    -------
+    float
+        The ECE, in [0, 1].
+
+    Examples
+    --------
+    Three samples in three bins: (|1 − 0.9| + |0 − 0.6| + |1 − 0.8|)/3:
+
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> print(f"{ece(p, [0, 0, 1]):.6f}")
+    0.300000
+    """
     if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
         raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
     p = _probabilities("probs", probs)
@@ -123,7 +184,28 @@ def ece(probs, labels, n_bins: int = 15) -> float:
 
 def kl(p, q) -> float:
     """d_KL(p ‖ q) = (1/N) Σ_n Σ_c p_n,c log(p_n,c / q_n,c) (Eq. 7.2; the trust-region divergence of Eq. 4.5 with p
-    the parent's and q the mutant's outputs). Terms with p_n,c = 0 are 0; p_n,c > 0 = q_n,c gives +inf."""
+    the parent's and q the mutant's outputs). Terms with p_n,c = 0 are 0; p_n,c > 0 = q_n,c gives +inf.
+
+    Parameters
+    ----------
+    p, q : array_like or torch.Tensor
+        (N, C) probability rows of one shape.
+
+    Returns
+    -------
+    float
+        The mean KL divergence, in nats.
+
+    Examples
+    --------
+    Against the uniform prediction, d_KL = log C − H(p) averaged over samples:
+
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> u = np.full((3, 2), 0.5)
+    >>> entropy = -(p * np.log(p)).sum(axis=1)
+    >>> print(f"{kl(p, u):.6f}", f"{np.mean(np.log(2) - entropy):.6f}")
+    0.193648 0.193648
+    """
     p, q = _pair(p, q)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)
@@ -131,7 +213,25 @@ def kl(p, q) -> float:
 
 
 def disagreement(p, q) -> float:
-    """Prediction disagreement ratio d_PDR = (1/N) Σ_n 1[argmax p_n ≠ argmax q_n] (Eq. 7.3)."""
+    """Prediction disagreement ratio d_PDR = (1/N) Σ_n 1[argmax p_n ≠ argmax q_n] (Eq. 7.3).
+
+    Parameters
+    ----------
+    p, q : array_like or torch.Tensor
+        (N, C) probability rows of one shape.
+
+    Returns
+    -------
+    float
+        The fraction of samples whose top classes differ.
+
+    Examples
+    --------
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> q = np.array([[0.6, 0.4], [0.7, 0.3], [0.3, 0.7]])
+    >>> print(f"{disagreement(p, q):.6f}")                 # they differ on the second sample only
+    0.333333
+    """
     p, q = _pair(p, q)
     return float(np.mean(p.argmax(axis=1) != q.argmax(axis=1)))
 
@@ -140,7 +240,27 @@ def correlation(p, q) -> float:
     """Mean over samples of the Pearson correlation between the probability vectors p_n and q_n (Eq. 7.1, read as a
     per-sample correlation over the C classes). A sample where either vector is constant (uniform) has no
     correlation and is left out of the mean; if every sample is, the result is NaN. For C = 2 every defined term
-    is ±1."""
+    is ±1.
+
+    Parameters
+    ----------
+    p, q : array_like or torch.Tensor
+        (N, C) probability rows of one shape.
+
+    Returns
+    -------
+    float
+        The mean correlation, in [−1, 1] (NaN if no sample defines one).
+
+    Examples
+    --------
+    With two classes each sample scores +1 (the same top class) or −1: (1 − 1 + 1)/3:
+
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> q = np.array([[0.6, 0.4], [0.7, 0.3], [0.3, 0.7]])
+    >>> print(f"{correlation(p, q):.6f}")
+    0.333333
+    """
     p, q = _pair(p, q)
     a = p - p.mean(axis=1, keepdims=True)
     b = q - q.mean(axis=1, keepdims=True)
@@ -172,7 +292,25 @@ def _flat_mask(name, m):
 def mask_distance(a, b) -> float:
     """Mask distance CD(A, B) = √(Σ_i |a_i − b_i|) (Eq. 3.13) over all coordinates of the two mask sets (an array,
     a list of per-layer arrays, or a mapping layer name → array, as returned by
-    :func:`rmtnet.nets.ensembles.sample_masks`). For 0/1 masks it is √(Hamming distance)."""
+    :func:`rmtnet.nets.ensembles.sample_masks`). For 0/1 masks it is √(Hamming distance).
+
+    Parameters
+    ----------
+    a, b : array_like, sequence of array_like, or mapping
+        Two mask sets of the same layers and shapes.
+
+    Returns
+    -------
+    float
+        CD(A, B).
+
+    Examples
+    --------
+    >>> print(f"{mask_distance([1, 1, 0, 0], [1, 0, 1, 0]):.6f}")         # √2: they differ in two places
+    1.414214
+    >>> print(mask_distance({"w": np.ones((2, 2))}, {"w": np.eye(2)}))
+    1.4142135623730951
+    """
     va, la = _flat_mask("a", a)
     vb, lb = _flat_mask("b", b)
     if la != lb:
@@ -182,7 +320,25 @@ def mask_distance(a, b) -> float:
 
 def total_distance(masks) -> float:
     """Total mask distance TD = Σ_i Σ_j CD(M_i, M_j) over all ordered pairs of the mask sets in ``masks`` (Eq. 3.14;
-    every unordered pair counts twice, i = j contributes 0). Neural Partitioning aims to make it large."""
+    every unordered pair counts twice, i = j contributes 0). Neural Partitioning aims to make it large.
+
+    Parameters
+    ----------
+    masks : sequence
+        At least two mask sets, each as :func:`mask_distance` takes them.
+
+    Returns
+    -------
+    float
+        TD.
+
+    Examples
+    --------
+    CD = √2, 2, √2 over the three pairs, each counted twice: 2(2√2 + 2):
+
+    >>> print(f"{total_distance([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 1, 1]]):.6f}", f"{2 * (2 * 2 ** 0.5 + 2):.6f}")
+    9.656854 9.656854
+    """
     if isinstance(masks, (Mapping, str)) or not isinstance(masks, Sequence) or len(masks) < 2:
         raise ValueError("masks must be a sequence of at least 2 mask sets")
     return float(2 * sum(mask_distance(masks[i], masks[j])
@@ -200,6 +356,28 @@ def pairwise_diversity(members, metrics=("disagreement", "kl", "correlation")) -
     ``members`` is a sequence of k ≥ 2 probability matrices of one shape (N, C), or an array (k, N, C). The symmetric
     measures (``"disagreement"``, ``"correlation"``) run over the k(k−1)/2 unordered pairs; ``"kl"`` is asymmetric
     and runs over the k(k−1) ordered pairs.
+
+    Parameters
+    ----------
+    members : sequence of array_like, or array_like
+        k ≥ 2 probability matrices (N, C), or one (k, N, C) array.
+    metrics : str or sequence of str, default ("disagreement", "kl", "correlation")
+        The measures.
+
+    Returns
+    -------
+    dict
+        ``{name: mean, name + "_std": std}`` per measure.
+
+    Examples
+    --------
+    Members p, q, p: the pairs (p, q), (p, p), (q, p) disagree on 1/3, 0, 1/3 of the samples:
+
+    >>> p = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])
+    >>> q = np.array([[0.6, 0.4], [0.7, 0.3], [0.3, 0.7]])
+    >>> d = pairwise_diversity([p, q, p], metrics="disagreement")
+    >>> print(f"{d['disagreement']:.6f} {d['disagreement_std']:.6f}", f"{2 / 9:.6f} {np.sqrt(2) / 9:.6f}")
+    0.222222 0.157135 0.222222 0.157135
     """
     if isinstance(metrics, str):
         metrics = (metrics,)

@@ -15,9 +15,9 @@ order, for both representations compared) and whose columns are p features. Its 
 
 With H = I − 11ᵀ/n and K̃, L̃ the Gram matrices with their diagonals set to zero, the two HSIC estimators are::
 
-    HSIC₀(K, L) = tr(KHLH) / (n − 1)²                                    (Gretton et al. 2005, biased),
+    HSIC₀(K, L) = tr(KHLH) / (n − 1)²                                    (Gretton et al., ALT 2005, biased),
     HSIC₁(K, L) = [tr(K̃L̃) + (1ᵀK̃1)(1ᵀL̃1) / ((n−1)(n−2)) − 2/(n−2) · 1ᵀK̃L̃1] / (n(n − 3))
-                                                                           (Song et al. 2012, eq. 5, unbiased),
+                                                                           (Song et al., JMLR 2012, eq. 5, unbiased),
 
 and CKA(K, L) = HSIC(K, L) / √(HSIC(K, K) HSIC(L, L)) (Kornblith, Norouzi, Lee & Hinton, ICML 2019, eq. 3); with the
 linear kernel and HSIC₀ it is ‖Y_cᵀX_c‖²_F / (‖X_cᵀX_c‖_F ‖Y_cᵀY_c‖_F). "Debiased" CKA uses HSIC₁ in all three places.
@@ -229,7 +229,36 @@ def gram(X, kernel="linear", bandwidth=0.5, sigma=None, median="all_squared"):
       middle values averaged when their count is even), the paper's wording ("a fraction of the median distance");
       it gives a slightly larger σ.
 
-    Squared distances come from the Gram identity with a rounding-error guard (every entry accurate to 1e-10)."""
+    Squared distances come from the Gram identity with a rounding-error guard (every entry accurate to 1e-10).
+
+    Parameters
+    ----------
+    X : array_like or torch.Tensor
+        (n, p) features, rows = examples.
+    kernel : {"linear", "rbf"}, default "linear"
+        The kernel.
+    bandwidth : float, default 0.5
+        The fraction of the median distance that sets σ (RBF without ``sigma``).
+    sigma : float, optional
+        An absolute σ for the RBF kernel.
+    median : {"all_squared", "distinct_pairs"}, default "all_squared"
+        The median rule.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, n), float64.
+
+    Examples
+    --------
+    >>> print(gram(np.array([[0.0], [1.0], [2.0]])).numpy() + 0.0)         # x_c = (−1, 0, 1): K = x_c x_cᵀ
+    [[ 1.  0. -1.]
+     [ 0.  0.  0.]
+     [-1.  0.  1.]]
+    >>> K = gram(np.array([[0.0], [1.0]]), kernel="rbf", sigma=1.0)
+    >>> print(f"{K[0, 1].item():.6f}", f"{np.exp(-0.5):.6f}")
+    0.606531 0.606531
+    """
     bandwidth = _check_kernel(kernel, bandwidth, median)
     X = _features("X", X)
     if sigma is not None:
@@ -280,7 +309,28 @@ def hsic(K, L, unbiased=False):
 
     ``unbiased=False``: HSIC₀ = tr(KHLH)/(n − 1)², H = I − 11ᵀ/n (Gretton et al. 2005; the normalisation of Kornblith
     et al. 2019), n ≥ 2. ``unbiased=True``: the unbiased estimator HSIC₁ of Song et al. 2012 (eq. 5; formula in the
-    module docstring), n ≥ 4; it can be negative for K ≠ L, never for K = L."""
+    module docstring), n ≥ 4; it can be negative for K ≠ L, never for K = L.
+
+    Parameters
+    ----------
+    K, L : array_like or torch.Tensor
+        Symmetric (n, n) Gram matrices.
+    unbiased : bool, default False
+        HSIC₁ instead of HSIC₀.
+
+    Returns
+    -------
+    float
+        The estimate.
+
+    Examples
+    --------
+    A centred K has HKH = K, so HSIC₀(K, K) = ‖K‖²_F/(n − 1)² = 4/4:
+
+    >>> K = gram(np.array([[0.0], [1.0], [2.0]]))
+    >>> print(hsic(K, K))
+    1.0
+    """
     dev = next((a.device for a in (K, L) if isinstance(a, torch.Tensor)), None)
     K, L = _as_float64("K", K, dev), _as_float64("L", L, dev)
     for name, g in (("K", K), ("L", L)):
@@ -328,7 +378,40 @@ def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5, median="all_square
     (n ≥ 4). Both are cosines of centred Gram matrices, so CKA ∈ [0, 1] (biased, PSD kernels) or [−1, 1] (debiased).
     Linear CKA is invariant to X ↦ cXQ + 1bᵀ (c ≠ 0, Q orthogonal); RBF CKA too, through the median rule.
     Raises ValueError for mismatched n, an unknown kernel or median rule, bandwidth ≤ 0, constant features (every
-    row equal), or a self-HSIC that is zero up to rounding."""
+    row equal), or a self-HSIC that is zero up to rounding.
+
+    Parameters
+    ----------
+    X, Y : array_like or torch.Tensor
+        (n, p) and (n, q) features of the same examples.
+    kernel : {"linear", "rbf"}, default "linear"
+        The kernel of both.
+    debiased : bool, default False
+        HSIC₁ instead of HSIC₀.
+    bandwidth : float, default 0.5
+        The RBF bandwidth, a fraction of the median distance.
+    median : {"all_squared", "distinct_pairs"}, default "all_squared"
+        The median rule of :func:`gram`.
+
+    Returns
+    -------
+    float
+        CKA(X, Y).
+
+    Examples
+    --------
+    Linear CKA is ‖Y_cᵀX_c‖²_F/(‖X_cᵀX_c‖_F ‖Y_cᵀY_c‖_F), and invariant to X ↦ cXQ + 1bᵀ:
+
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((20, 5)), rng.standard_normal((20, 3))
+    >>> Xc, Yc = X - X.mean(0), Y - Y.mean(0)
+    >>> fro = np.linalg.norm
+    >>> print(f"{cka(X, Y):.10f}", f"{fro(Yc.T @ Xc) ** 2 / (fro(Xc.T @ Xc) * fro(Yc.T @ Yc)):.10f}")
+    0.1241994665 0.1241994665
+    >>> Q = np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    >>> print(f"{cka(X, 3 * X @ Q + 1):.10f}")
+    1.0000000000
+    """
     bandwidth = _check_kernel(kernel, bandwidth, median)
     debiased = boolean("debiased", debiased)
     X, Y = _feature_pair(X, Y)
@@ -350,7 +433,7 @@ def cka(X, Y, kernel="linear", debiased=False, bandwidth=0.5, median="all_square
 # Minibatch CKA
 
 class MinibatchCKA:
-    """Minibatch linear CKA (Nguyen, Raghu & Kornblith 2021, §3.1) between every layer of a list A and every layer
+    """Minibatch linear CKA (Nguyen, Raghu & Kornblith, ICLR 2021, §3.1) between every layer of a list A and every layer
     of a list B, accumulated batch by batch:
 
         CKA_mb[a, b] = mean_i HSIC₁(X_{a,i}X_{a,i}ᵀ, Y_{b,i}Y_{b,i}ᵀ)
@@ -360,7 +443,17 @@ class MinibatchCKA:
     flattened; the batch must hold the same examples, in the same order, for every layer, and at least 4 of them),
     then :meth:`compute`. Sums stay in float64 on the features' device and :meth:`update` never synchronises with
     the host (shapes are checked, values only in :meth:`compute`, which copies the result to the host).
-    One batch gives exactly the full-batch debiased linear CKA; see the module docstring for several."""
+    One batch gives exactly the full-batch debiased linear CKA; see the module docstring for several.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.standard_normal((20, 5)), rng.standard_normal((20, 3))
+    >>> mb = MinibatchCKA()
+    >>> mb.update([torch.tensor(X)], [torch.tensor(Y), torch.tensor(X)])
+    >>> print(np.round(mb.compute(), 10), f"{cka(X, Y, debiased=True):.10f}")
+    [[-0.06130126  1.        ]] -0.0613012619
+    """
 
     def __init__(self):
         self.reset()
@@ -403,7 +496,13 @@ class MinibatchCKA:
         return torch.stack([c @ c.T for c in centred])
 
     def update(self, feats_a, feats_b):
-        """Add one batch: ``feats_a`` and ``feats_b`` are lists with one tensor per layer, all of the same batch."""
+        """Add one batch.
+
+        Parameters
+        ----------
+        feats_a, feats_b : list of torch.Tensor
+            One (batch, …) tensor per layer, all of the same batch of at least 4 examples.
+        """
         Ka, Kb = self._grams("feats_a", feats_a), self._grams("feats_b", feats_b)
         if Ka.shape[1] != Kb.shape[1]:
             raise ValueError(f"feats_a and feats_b must hold the same batch of examples, got {Ka.shape[1]} and "
@@ -424,7 +523,13 @@ class MinibatchCKA:
         self.n_batches += 1
 
     def compute(self):
-        """The (len(feats_a), len(feats_b)) minibatch CKA matrix as a float64 NumPy array."""
+        """The minibatch CKA matrix.
+
+        Returns
+        -------
+        ndarray
+            (len(feats_a), len(feats_b)), float64.
+        """
         if self.n_batches == 0:
             raise ValueError("MinibatchCKA.compute() needs at least one update()")
         ab, aa, sa, bb, sb = (t / self.n_batches for t in self._sums)
@@ -480,7 +585,29 @@ def layer_features(model, inputs, modules):
     ``inputs``: a tensor or a tuple of tensors. ``modules``: nn.Module objects inside ``model`` or names from
     ``model.named_modules()``. Forward hooks are removed afterwards, also when the forward pass raises. Each module
     must return a tensor and be called exactly once per forward pass (ValueError otherwise). The tensors keep their
-    autograd history: call under torch.no_grad() when only the values are wanted."""
+    autograd history: call under torch.no_grad() when only the values are wanted.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model.
+    inputs : torch.Tensor or tuple of torch.Tensor
+        One batch: ``model(*inputs)``.
+    modules : list of nn.Module or str
+        The submodules whose outputs to take.
+
+    Returns
+    -------
+    list of torch.Tensor
+        One (batch, features) tensor per module.
+
+    Examples
+    --------
+    >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> feats = layer_features(net, torch.zeros(5, 3), ["0", "2"])
+    >>> print([tuple(f.shape) for f in feats])
+    [(5, 4), (5, 2)]
+    """
     return _layer_features(model, inputs, modules, "inputs")
 
 
@@ -527,8 +654,36 @@ def cka_between(model_a, model_b, batches, modules_a, modules_b, device=None, pr
     """Minibatch linear CKA (:class:`MinibatchCKA`) between layers ``modules_a`` of ``model_a`` and ``modules_b`` of
     ``model_b``, over an iterable of input ``batches`` (each a tensor or a tuple of tensors: ``model(*batch)``; for a
     DataLoader of (x, y) pairs pass ``(x for x, _ in loader)``). Batches are moved to ``device`` when given. Runs
-    under torch.no_grad() with both models in eval mode (their training flags are restored afterwards). Returns a
-    (len(modules_a), len(modules_b)) float64 NumPy array."""
+    under torch.no_grad() with both models in eval mode (their training flags are restored afterwards).
+
+    Parameters
+    ----------
+    model_a, model_b : torch.nn.Module
+        The two models (may be the same one).
+    batches : iterable
+        Input batches, each a tensor or a tuple of tensors.
+    modules_a, modules_b : list of nn.Module or str
+        The layers compared.
+    device : str or torch.device, optional
+        Where batches are moved.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    ndarray
+        (len(modules_a), len(modules_b)), float64.
+
+    Examples
+    --------
+    A model against itself has CKA 1 between each layer and itself:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> x = torch.randn(8, 3)
+    >>> print(np.round(np.diag(cka_between(net, net, [x, x], ["0", "2"], ["0", "2"])), 10))
+    [1. 1.]
+    """
     check_model(model_a, "model_a")
     check_model(model_b, "model_b")
     if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable):

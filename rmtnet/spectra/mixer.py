@@ -54,8 +54,24 @@ def _finite(value, **args):
 
 
 def effective_width(tokens, channels):
-    """m = S·C, the width of the MLP a Mixer's mixing layers form (the "effective width" of Hayase & Karakida
-    2024)."""
+    """m = S·C, the width of the MLP a Mixer's mixing layers form (the "effective width" of Hayase & Karakida,
+    ICML 2024, arXiv 2306.01470).
+
+    Parameters
+    ----------
+    tokens, channels : float
+        S > 0 and C > 0.
+
+    Returns
+    -------
+    float
+        S·C.
+
+    Examples
+    --------
+    >>> print(effective_width(16, 16))
+    256.0
+    """
     return _finite(_positive("tokens", tokens) * _positive("channels", channels), tokens=tokens, channels=channels)
 
 
@@ -63,7 +79,29 @@ def connections(tokens, channels, gamma=1.0, gamma_channel=None):
     """Ω = γ(C S² + S C²)/2: the average number of nonzero weights per layer of a Mixer block (Hayase & Karakida
     2024): its two token layers have γS·S·C nonzeros each, its two channel layers γC·C·S. ``gamma_channel``
     (default γ) gives the channel MLP its own expansion, Ω = (γ_S C S² + γ_C S C²)/2 — Mixer-B/16 has
-    γ_S = 384/196, γ_C = 4."""
+    γ_S = 384/196, γ_C = 4.
+
+    Parameters
+    ----------
+    tokens, channels : float
+        S > 0 and C > 0.
+    gamma : float, default 1.0
+        The expansion γ of the token MLP (and of the channel MLP unless ``gamma_channel`` is given).
+    gamma_channel : float, optional
+        γ_C.
+
+    Returns
+    -------
+    float
+        Ω.
+
+    Examples
+    --------
+    S = C = 16, γ = 2: Ω = 2·(16·256 + 16·256)/2 = 8192:
+
+    >>> print(connections(16, 16, gamma=2))
+    8192.0
+    """
     S, C, g = _positive("tokens", tokens), _positive("channels", channels), _positive("gamma", gamma)
     gc = g if gamma_channel is None else _positive("gamma_channel", gamma_channel)
     with np.errstate(over="ignore"):
@@ -73,7 +111,29 @@ def connections(tokens, channels, gamma=1.0, gamma_channel=None):
 
 def tokens_for_channels(channels, omega, gamma=1.0):
     """S(C) = (√(C² + 8Ω/(γC)) − C)/2: the number of tokens a budget Ω allows at C channels (the positive root of
-    Ω = γ(CS² + SC²)/2 in S)."""
+    Ω = γ(CS² + SC²)/2 in S).
+
+    Parameters
+    ----------
+    channels : float
+        C > 0.
+    omega : float
+        The budget Ω > 0.
+    gamma : float, default 1.0
+        The expansion γ > 0.
+
+    Returns
+    -------
+    float
+        S, not rounded.
+
+    Examples
+    --------
+    At Ω = 2¹⁹, γ = 2 the budget allows S = 64 tokens at C = 64 (2·(64·64² + 64·64²)/2 = 2¹⁹):
+
+    >>> print(f"{tokens_for_channels(64, 2 ** 19, gamma=2):.6f}")
+    64.000000
+    """
     C, W, g = _positive("channels", channels), _positive("omega", omega), _positive("gamma", gamma)
     with np.errstate(over="ignore"):
         s = (np.sqrt(np.float64(C) ** 2 + 8.0 * W / (g * C)) - C) / 2.0
@@ -82,32 +142,123 @@ def tokens_for_channels(channels, omega, gamma=1.0):
 
 def optimal_tokens_channels(omega, gamma=1.0):
     """(S*, C*) = ((Ω/γ)^{1/3}, (Ω/γ)^{1/3}): the shape of largest effective width at budget Ω (Hayase &
-    Karakida 2024)."""
+    Karakida, ICML 2024).
+
+    Parameters
+    ----------
+    omega : float
+        The budget Ω > 0.
+    gamma : float, default 1.0
+        The expansion γ > 0.
+
+    Returns
+    -------
+    tuple of float
+        (S*, C*), equal.
+
+    Examples
+    --------
+    >>> S, C = optimal_tokens_channels(2 ** 19, gamma=2)
+    >>> print(f"{S:.6f} {C:.6f}")
+    64.000000 64.000000
+    """
     s = _finite((_positive("omega", omega) / _positive("gamma", gamma)) ** (1.0 / 3.0), omega=omega, gamma=gamma)
     return s, s
 
 
 def max_effective_width(omega, gamma=1.0):
-    """max_{S,C} S·C at budget Ω: (Ω/γ)^{2/3} (Hayase & Karakida 2024)."""
+    """max_{S,C} S·C at budget Ω: (Ω/γ)^{2/3} (Hayase & Karakida, ICML 2024).
+
+    Parameters
+    ----------
+    omega : float
+        The budget Ω > 0.
+    gamma : float, default 1.0
+        The expansion γ > 0.
+
+    Returns
+    -------
+    float
+        m_max = S*·C*.
+
+    Examples
+    --------
+    >>> print(f"{max_effective_width(2 ** 19, gamma=2):.6f}")         # 64 · 64
+    4096.000000
+    """
     return _finite((_positive("omega", omega) / _positive("gamma", gamma)) ** (2.0 / 3.0), omega=omega, gamma=gamma)
 
 
 def sparse_weight_law(n_out, n_in):
     """The limit law of the eigenvalues of W Wᵀ (n_out of them) for a static-mask layer M ⊙ W, n_out × n_in, kept
     entries N(0, 1/(p·n_in)): MarchenkoPastur(n_out/n_in) (as in Hayase & Karakida 2024), valid when
-    p·n_in ≫ log n_in."""
+    p·n_in ≫ log n_in.
+
+    Parameters
+    ----------
+    n_out, n_in : float
+        The layer's shape.
+
+    Returns
+    -------
+    MarchenkoPastur
+        Ratio n_out/n_in, scale 1.
+
+    Examples
+    --------
+    >>> law = sparse_weight_law(64, 128)
+    >>> print(f"{law.moment(2):.6f}")               # 1 + n_out/n_in
+    1.500000
+    """
     return MarchenkoPastur(_positive("n_out", n_out) / _positive("n_in", n_in))
 
 
 def c_gamma(ratio):
     """c_γ = 1 + √γ, the limit of the largest singular value of an MP matrix with ratio γ = n_out/n_in: the square
-    root of the MP right edge (the reference line c_γ in the singular-value plots of Hayase & Karakida 2024)."""
+    root of the MP right edge (the reference line c_γ in the singular-value plots of Hayase & Karakida 2024).
+
+    Parameters
+    ----------
+    ratio : float
+        γ = n_out/n_in > 0.
+
+    Returns
+    -------
+    float
+        1 + √γ.
+
+    Examples
+    --------
+    >>> print(f"{c_gamma(1.0):.6f}", f"{c_gamma(0.5) ** 2:.6f}")   # (1 + √γ)² is MP's right edge
+    2.000000 2.914214
+    """
     return 1.0 + np.sqrt(_positive("ratio", ratio))
 
 
 def kronecker_singular_values(w, repeat):
     """Singular values of kron(W, I_r) (= those of kron(I_r, W) and of any P₁(I_r ⊗ W)P₂ with permutations P₁, P₂):
-    W's singular values, each repeated r times, descending. ``w`` a 2-d array (NumPy, or anything np.asarray takes)."""
+    W's singular values, each repeated r times, descending; kron is never formed.
+
+    Parameters
+    ----------
+    w : array_like
+        A 2-d matrix (NumPy, or anything ``np.asarray`` takes).
+    repeat : int
+        r ≥ 1.
+
+    Returns
+    -------
+    ndarray
+        min(w.shape)·r singular values.
+
+    Examples
+    --------
+    >>> w = np.array([[3.0, 0.0], [0.0, 1.0]])
+    >>> print(kronecker_singular_values(w, 2))
+    [3. 3. 1. 1.]
+    >>> print(np.linalg.svd(np.kron(w, np.eye(2)), compute_uv=False))
+    [3. 3. 1. 1.]
+    """
     w = np.asarray(w, dtype=float)
     if w.ndim != 2:
         raise ValueError(f"w must be a 2-d matrix, got shape {w.shape}")
@@ -119,7 +270,27 @@ def kronecker_singular_values(w, repeat):
 
 def mp_regime(density, n):
     """p·n / log n: how far a static mask of density p on n inputs is into the regime p·n ≫ log n where the
-    Marchenko–Pastur law (and its edge c_γ) holds for M ⊙ W."""
+    Marchenko–Pastur law (and its edge c_γ) holds for M ⊙ W.
+
+    Parameters
+    ----------
+    density : float
+        p ∈ (0, 1].
+    n : float
+        The number of inputs, n > 1.
+
+    Returns
+    -------
+    float
+        p·n/log n.
+
+    Examples
+    --------
+    A token layer of a Mixer with S = C = 16 seen as an SW-MLP layer (p = 1/16 on m = 256 inputs):
+
+    >>> print(f"{mp_regime(1 / 16, 256):.6f}")                 # 16/log 256
+    2.885390
+    """
     p = real_scalar("density", density, lo=0.0, hi=1.0, lo_open=True)
     n = _positive("n", n)
     if n <= 1:
@@ -147,7 +318,26 @@ class ClassicalProduct(Measure):
     FussCatalan(4)² (uniform panels in u: 2e-5 for MP·MP). Against Monte Carlo: KS 0.0009 to 10⁶ products of
     independent FussCatalan(4) draws (the sampling noise). ``quantile`` inverts a 4096-point table of the cdf
     (linear interpolation). ``cauchy`` evaluates a's Cauchy transform at n_panels·8 points per z: exact but slow for
-    laws computed by the ⊠ engine."""
+    laws computed by the ⊠ engine.
+
+    Parameters
+    ----------
+    a : Measure
+        The law of X, on [0, ∞).
+    b : Measure
+        The law of Y, on [0, ∞), with no atom other than at 0.
+    n_panels : int, default 400
+        Gauss–Legendre panels (8 nodes each) of the u-integrals.
+
+    Examples
+    --------
+    Moments multiply: m₂ = m₂(a)·m₂(b) = 2 · 1.5:
+
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> law = ClassicalProduct(MarchenkoPastur(1.0), MarchenkoPastur(0.5))
+    >>> print(f"{law.moment(2):.6f}", f"{law.cdf(1e9):.6f}")
+    3.000000 1.000000
+    """
 
     def __init__(self, a, b, n_panels=400):
         for name, mu in (("a", a), ("b", b)):
@@ -315,5 +505,28 @@ def kronecker_gram_law(a, b=None, n_panels=400):
     σ^L))``: m₂ = σ^{4L}(L + 1)² — 25σ^16 at L = 4 — against σ^{4L}(2L + 1) = 9σ^16 for the free product
     FussCatalan(2L) of a dense or sparse net of the same 2L factors (m₂(FussCatalan(s)) = s + 1). Tensor
     independence, not freeness, is what the Kronecker structure leaves between the two sides
-    (:mod:`rmtnet.spectra.sampling.operators`)."""
+    (:mod:`rmtnet.spectra.sampling.operators`).
+
+    Parameters
+    ----------
+    a : Measure
+        The limit law of P's spectrum, on [0, ∞).
+    b : Measure, optional
+        The limit law of Q's spectrum (default ``a``), on [0, ∞), with no atom other than at 0.
+    n_panels : int, default 400
+        Quadrature panels of :class:`ClassicalProduct`.
+
+    Returns
+    -------
+    ClassicalProduct
+        The law of X·Y.
+
+    Examples
+    --------
+    A linear Mixer of depth 2 (σ = 1): m₂ = (L + 1)² = 9, where the free product FussCatalan(4) has 2L + 1 = 5:
+
+    >>> from rmtnet.spectra import FussCatalan
+    >>> print(f"{kronecker_gram_law(FussCatalan(2)).moment(2):.6f}", f"{FussCatalan(4).moment(2):.6f}")
+    9.000000 5.000000
+    """
     return ClassicalProduct(a, a if b is None else b, n_panels=n_panels)

@@ -13,12 +13,50 @@ __all__ = ["mul", "reversion", "power", "compose", "s_coefficients", "moments_fr
 
 
 def mul(a, b, n):
-    """First n coefficients of a·b."""
+    """First n coefficients of the product a·b (Cauchy product).
+
+    Parameters
+    ----------
+    a, b : array_like
+        Coefficients, ``a[k]`` of w^k.
+    n : int
+        How many coefficients.
+
+    Returns
+    -------
+    ndarray
+        The first n coefficients (fewer if a and b are shorter).
+
+    Examples
+    --------
+    >>> print(mul(np.array([1.0, 1.0]), np.array([1.0, 1.0]), 3))      # (1 + w)²
+    [1. 2. 1.]
+    """
     return np.convolve(a[:n], b[:n])[:n]
 
 
 def compose(f, g, n):
-    """First n coefficients of f(g(w)) for g(0) = 0."""
+    """First n coefficients of the composition f(g(w)), for g(0) = 0.
+
+    Parameters
+    ----------
+    f, g : array_like
+        Coefficients; g[0] must be 0.
+    n : int
+        How many coefficients.
+
+    Returns
+    -------
+    ndarray
+        Length n.
+
+    Examples
+    --------
+    1/(1 − g) with g = w + w² is the generating function of the Fibonacci numbers:
+
+    >>> print(compose(np.ones(5), np.array([0.0, 1.0, 1.0]), 5))
+    [1. 1. 2. 3. 5.]
+    """
     out = np.zeros(n)
     p = np.zeros(n)
     p[0] = 1.0
@@ -29,7 +67,27 @@ def compose(f, g, n):
 
 
 def reversion(f, n):
-    """First n coefficients of the compositional inverse of f, f(0) = 0, f'(0) ≠ 0."""
+    """First n coefficients of the compositional inverse g of f (f(g(w)) = w), for f(0) = 0, f'(0) ≠ 0.
+
+    Parameters
+    ----------
+    f : array_like
+        Coefficients, at least n of them.
+    n : int
+        How many coefficients.
+
+    Returns
+    -------
+    ndarray
+        Length n, g[0] = 0.
+
+    Examples
+    --------
+    The inverse of w − w² is (1 − √(1 − 4w))/2, the generating function of the Catalan numbers:
+
+    >>> print(reversion([0.0, 1.0, -1.0, 0.0, 0.0], 5))
+    [0. 1. 1. 2. 5.]
+    """
     f = np.asarray(f, dtype=float)
     if f[0] != 0 or f[1] == 0:
         raise ValueError("series reversion needs f(0) = 0 and f'(0) != 0")
@@ -45,7 +103,30 @@ def reversion(f, n):
 
 
 def power(f, t, n):
-    """First n coefficients of f^t for real t, f(0) > 0 (J. C. P. Miller's recurrence)."""
+    """First n coefficients of f^t for real t, f(0) > 0 (J. C. P. Miller's recurrence: Knuth, TAOCP vol. 2,
+    §4.7).
+
+    Parameters
+    ----------
+    f : array_like
+        Coefficients, f[0] > 0.
+    t : float
+        The exponent.
+    n : int
+        How many coefficients.
+
+    Returns
+    -------
+    ndarray
+        Length n.
+
+    Examples
+    --------
+    √(1 + w) = 1 + w/2 − w²/8 + w³/16 − …:
+
+    >>> print(power([1.0, 1.0], 0.5, 4))
+    [ 1.      0.5    -0.125   0.0625]
+    """
     f = np.asarray(f, dtype=float)
     if f[0] <= 0:
         raise ValueError("power of a series needs f(0) > 0")
@@ -58,7 +139,25 @@ def power(f, t, n):
 
 
 def s_coefficients(moments):
-    """S-transform coefficients s_0..s_{K-1} from moments m_1..m_K (m_1 ≠ 0)."""
+    """S-transform coefficients s₀, …, s_{K−1} from moments m₁, …, m_K (m₁ ≠ 0).
+
+    Parameters
+    ----------
+    moments : array_like
+        m₁, …, m_K.
+
+    Returns
+    -------
+    ndarray
+        Length K.
+
+    Examples
+    --------
+    Marchenko–Pastur of ratio 1 (Catalan moments): S(w) = 1/(1 + w):
+
+    >>> print(s_coefficients([1, 2, 5, 14]))
+    [ 1. -1.  1. -1.]
+    """
     m = np.asarray(moments, dtype=float)
     K = m.size
     psi = np.concatenate([[0.0], m])
@@ -68,7 +167,23 @@ def s_coefficients(moments):
 
 
 def moments_from_s(s):
-    """Moments m_1..m_K from S-transform coefficients s_0..s_{K-1}."""
+    """Moments m₁, …, m_K from S-transform coefficients s₀, …, s_{K−1} (the inverse of :func:`s_coefficients`).
+
+    Parameters
+    ----------
+    s : array_like
+        s₀ ≠ 0, …, s_{K−1}.
+
+    Returns
+    -------
+    ndarray
+        Length K.
+
+    Examples
+    --------
+    >>> print(moments_from_s([1.0, -1.0, 1.0, -1.0]))
+    [ 1.  2.  5. 14.]
+    """
     s = np.asarray(s, dtype=float)
     K = s.size
     inv1pw = (-1.0) ** np.arange(K)                # 1/(1 + w)
@@ -78,7 +193,28 @@ def moments_from_s(s):
 
 
 def product_moments(factors, K):
-    """Moments 1..K of ⊠_i μ_i^{⊠t_i} for ``factors`` = [(moments_i (length ≥ K), t_i), ...]."""
+    """Moments 1..K of ⊠_i μ_i^{⊠t_i} (S-transforms multiply).
+
+    Parameters
+    ----------
+    factors : list of (array_like, float)
+        Pairs (moments_i, t_i), each moment sequence of length ≥ K with m₁ ≠ 0, t_i > 0.
+    K : int
+        How many moments.
+
+    Returns
+    -------
+    ndarray
+        m₁, …, m_K.
+
+    Examples
+    --------
+    Two free Marchenko–Pastur(1) factors give Fuss–Catalan(2), m_k = C(3k, k)/(2k + 1):
+
+    >>> mp = [1, 2, 5, 14]
+    >>> print(product_moments([(mp, 1), (mp, 1)], 4))
+    [ 1.  3. 12. 55.]
+    """
     s = np.zeros(K)
     s[0] = 1.0
     for mom, t in factors:
@@ -87,7 +223,23 @@ def product_moments(factors, K):
 
 
 def free_cumulants(moments):
-    """Free cumulants κ_1..κ_K from moments m_1..m_K."""
+    """Free cumulants κ₁, …, κ_K from moments m₁, …, m_K (M(z) = C(z M(z)), the module's convention).
+
+    Parameters
+    ----------
+    moments : array_like
+        m₁, …, m_K.
+
+    Returns
+    -------
+    ndarray
+        Length K.
+
+    Examples
+    --------
+    >>> print(free_cumulants([0, 1, 0, 2]) + 0.0)       # the semicircle: κ₂ = 1 only
+    [0. 1. 0. 0.]
+    """
     m = np.asarray(moments, dtype=float)
     K = m.size
     M = np.concatenate([[1.0], m])
@@ -98,6 +250,23 @@ def free_cumulants(moments):
 
 
 def moments_from_free_cumulants(kappa):
+    """Moments m₁, …, m_K from free cumulants κ₁, …, κ_K (the inverse of :func:`free_cumulants`).
+
+    Parameters
+    ----------
+    kappa : array_like
+        κ₁, …, κ_K.
+
+    Returns
+    -------
+    ndarray
+        Length K.
+
+    Examples
+    --------
+    >>> print(moments_from_free_cumulants([0, 1, 0, 0]) + 0.0)
+    [0. 1. 0. 2.]
+    """
     kappa = np.asarray(kappa, dtype=float)
     K = kappa.size
     C = np.concatenate([[1.0], kappa])
@@ -109,7 +278,28 @@ def moments_from_free_cumulants(kappa):
 
 
 def sum_moments(factors, K):
-    """Moments 1..K of ⊞_i μ_i^{⊞t_i} for ``factors`` = [(moments_i, t_i), ...]."""
+    """Moments 1..K of ⊞_i μ_i^{⊞t_i} (free cumulants add).
+
+    Parameters
+    ----------
+    factors : list of (array_like, float)
+        Pairs (moments_i, t_i), each moment sequence of length ≥ K, t_i > 0.
+    K : int
+        How many moments.
+
+    Returns
+    -------
+    ndarray
+        m₁, …, m_K.
+
+    Examples
+    --------
+    Two free semicircles of variance 1 make the semicircle of variance 2:
+
+    >>> sc = [0, 1, 0, 2]
+    >>> print(sum_moments([(sc, 1), (sc, 1)], 4) + 0.0)
+    [0. 2. 0. 8.]
+    """
     kappa = np.zeros(K)
     for mom, t in factors:
         kappa += t * free_cumulants(np.asarray(mom[:K], dtype=float))

@@ -161,7 +161,27 @@ def _s_coeffs_from_moments(m, K):
 
 
 def s_series_from_moments(moments, order=None):
-    """S(w) as a polynomial in ``w`` through w^{K-1}, K = len(moments) (needs m₁ ≠ 0)."""
+    """The S-transform's series S(w) = (1 + w)χ(w)/w, χ = ψ⁻¹, as a polynomial in :data:`w` through w^{K−1}.
+
+    Parameters
+    ----------
+    moments : sequence of numbers
+        m₁, …, m_K (m₁ ≠ 0), taken exactly (see the module docstring).
+    order : int, optional
+        The number of coefficients (default K = len(moments); missing moments count as 0).
+
+    Returns
+    -------
+    sympy.Expr
+        The polynomial in :data:`w`.
+
+    Examples
+    --------
+    Marchenko–Pastur of ratio 1 (Catalan moments) has S(w) = 1/(1 + w) = 1 − w + w² − …:
+
+    >>> s_series_from_moments([1, 2, 5])
+    w**2 - w + 1
+    """
     m = _sequence("moments", moments)
     if not m:
         raise ValueError("moments must hold at least m₁")
@@ -184,7 +204,27 @@ def _moments_from_s_coeffs(s, K):
 
 
 def moments_from_s(S, K):
-    """Moments m_1..m_K of the law whose S-transform is the expression ``S`` in :data:`w`."""
+    """Moments m₁, …, m_K of the law whose S-transform is ``S``: m_n = (1/n)[w^{n−1}] ((1 + w)/S(w))^n.
+
+    Parameters
+    ----------
+    S : sympy.Expr
+        An expression in :data:`w`, analytic at 0 with S(0) = 1/m₁ ≠ 0.
+    K : int
+        How many moments.
+
+    Returns
+    -------
+    list of sympy numbers or expressions
+        [m₁, …, m_K].
+
+    Examples
+    --------
+    S(w) = 1/(1 + w) is Marchenko–Pastur of ratio 1, whose moments are the Catalan numbers:
+
+    >>> moments_from_s(1 / (1 + w), 4)
+    [1, 2, 5, 14]
+    """
     K = _order(K)
     if K == 0:
         return []
@@ -195,8 +235,37 @@ def moments_from_s(S, K):
 
 
 def free_mult_moments(*factors, K=6):
-    """Exact moments 1..K of a ⊠-product. Each factor is either a moment sequence (length ≥ K), an S-transform
-    expression in :data:`w`, or a pair (factor, t) for the power μ^{⊠t} (t rational)."""
+    """Exact moments 1..K of a free multiplicative convolution μ₁ ⊠ μ₂ ⊠ ⋯ (S_{μ⊠ν} = S_μ S_ν).
+
+    Parameters
+    ----------
+    *factors : sequence of numbers, sympy.Expr, or tuple
+        Each factor is a moment sequence (length ≥ K, m₁ ≠ 0), an S-transform expression in :data:`w`, or a pair
+        (factor, t) for the power μ^{⊠t} (t > 0, rational for exact results).
+    K : int, default 6
+        How many moments.
+
+    Returns
+    -------
+    list of sympy numbers
+        [m₁, …, m_K] of the product.
+
+    Examples
+    --------
+    The product of s Marchenko–Pastur laws of ratio 1 is Fuss–Catalan(s), m_k = C((s+1)k, k)/(sk + 1)
+    (Banica, Belinschi, Capitaine & Collins, Canad. J. Math. 2011):
+
+    >>> free_mult_moments(mp_s_transform(), mp_s_transform(), K=4)
+    [1, 3, 12, 55]
+    >>> free_mult_moments((mp_s_transform(), 3), K=4) == fuss_catalan_moments(3, 4)
+    True
+
+    A ReLU layer at criticality, D² ⊠ WWᵀ with D² ~ Bernoulli(1/2) and σ_w² = 2 (Pennington, Schoenholz & Ganguli,
+    NeurIPS 2017):
+
+    >>> free_mult_moments(bernoulli_s_transform(sp.Rational(1, 2)), mp_s_transform(1, 2), K=4)
+    [1, 3, 11, 45]
+    """
     K = _order(K)
     if K == 0:
         return []
@@ -220,19 +289,72 @@ def free_mult_moments(*factors, K=6):
 
 
 def mp_s_transform(ratio=1, scale=1):
-    """S-transform of MarchenkoPastur(ratio, scale): 1/(scale(1 + ratio·w)); ratio > 0, scale > 0."""
+    """S-transform of ``MarchenkoPastur(ratio, scale)``: 1/(scale·(1 + ratio·w)).
+
+    Parameters
+    ----------
+    ratio : number, default 1
+        λ = N/M > 0.
+    scale : number, default 1
+        σ² > 0.
+
+    Returns
+    -------
+    sympy.Expr
+        The S-transform in :data:`w`.
+
+    Examples
+    --------
+    >>> mp_s_transform(sp.Rational(1, 2), 2)
+    1/(w + 2)
+    """
     scale = _parameter("scale", scale, lo=0, lo_open=True)
     return 1 / (scale * (1 + _parameter("ratio", ratio, lo=0, lo_open=True) * w))
 
 
 def bernoulli_s_transform(p):
-    """S-transform of (1 - p)δ₀ + pδ₁: (1 + w)/(p + w), for 0 < p ≤ 1 (p = 0 is δ₀, which has no
-    S-transform)."""
+    """S-transform of (1 − p)δ₀ + pδ₁: (1 + w)/(p + w).
+
+    Parameters
+    ----------
+    p : number
+        The mass at 1, 0 < p ≤ 1 (p = 0 is δ₀, which has no S-transform).
+
+    Returns
+    -------
+    sympy.Expr
+        The S-transform in :data:`w`.
+
+    Examples
+    --------
+    >>> bernoulli_s_transform(sp.Rational(1, 2))
+    (w + 1)/(w + 1/2)
+    """
     return (1 + w) / (_parameter("p", p, lo=0, lo_open=True, hi=1) + w)
 
 
 def narayana_moments(ratio, K):
-    """Marchenko–Pastur moments Σ_j N(k, j) λ^{j-1}, exactly."""
+    """Marchenko–Pastur moments m_k = Σ_j N(k, j) λ^{j−1} (N the Narayana numbers), exactly.
+
+    Parameters
+    ----------
+    ratio : number
+        λ > 0.
+    K : int
+        How many moments.
+
+    Returns
+    -------
+    list of sympy numbers
+        [m₁, …, m_K].
+
+    Examples
+    --------
+    m₂ = 1 + λ and m₃ = 1 + 3λ + λ²:
+
+    >>> narayana_moments(sp.Rational(1, 2), 3)
+    [1, 3/2, 11/4]
+    """
     lam = _parameter("ratio", ratio, lo=0, lo_open=True)
     K = _order(K)
     return [_tidy(sp.Add(*[sp.binomial(k, j) * sp.binomial(k, j - 1) / k * lam ** (j - 1) for j in range(1, k + 1)]))
@@ -240,7 +362,25 @@ def narayana_moments(ratio, K):
 
 
 def fuss_catalan_moments(s, K):
-    """C((s+1)k, k)/(sk + 1), exactly."""
+    """Fuss–Catalan moments m_k = C((s+1)k, k)/(sk + 1), exactly (the law of s free Marchenko–Pastur(1) factors).
+
+    Parameters
+    ----------
+    s : int
+        s ≥ 1.
+    K : int
+        How many moments.
+
+    Returns
+    -------
+    list of sympy Integers
+        [m₁, …, m_K].
+
+    Examples
+    --------
+    >>> fuss_catalan_moments(2, 4)
+    [1, 3, 12, 55]
+    """
     s = _parameter("s", s, lo=1)
     K = _order(K)
     return [sp.binomial((s + 1) * k, k) / (s * k + 1) for k in range(1, K + 1)]
@@ -250,8 +390,30 @@ def fuss_catalan_moments(s, K):
 # ⊞: free cumulants
 
 def free_cumulants(moments):
-    """Free cumulants κ_1..κ_K: R(g) = G⁻¹(g) - 1/g with G(z) = Σ_{k≥0} m_k z^{-k-1}, via Lagrange inversion of
-    f(y) = y·M(y) (M(y) = 1 + Σ m_k y^k), since C(f(y)) = M(y) and C(w) = 1 + Σ κ_n w^n."""
+    """Free cumulants κ₁, …, κ_K: R(g) = G⁻¹(g) − 1/g = Σ κ_n g^{n−1}.
+
+    Computed with G(z) = Σ_{k≥0} m_k z^{−k−1} by Lagrange inversion of f(y) = y·M(y) (M(y) = 1 + Σ m_k y^k), since
+    C(f(y)) = M(y) and C(w) = 1 + Σ κ_n w^n (Nica & Speicher, Cambridge 2006, Lecture 16).
+
+    Parameters
+    ----------
+    moments : sequence of numbers
+        m₁, …, m_K.
+
+    Returns
+    -------
+    list of sympy numbers
+        [κ₁, …, κ_K].
+
+    Examples
+    --------
+    The semicircle of variance 1 has κ₂ = 1 and no other; Marchenko–Pastur of ratio 1 has every κ_n = 1:
+
+    >>> free_cumulants([0, 1, 0, 2, 0, 5])
+    [0, 1, 0, 0, 0, 0]
+    >>> free_cumulants(narayana_moments(1, 4))
+    [1, 1, 1, 1]
+    """
     moments = _sequence("moments", moments)
     K = len(moments)
     M = [sp.Integer(1)] + moments
@@ -266,7 +428,25 @@ def free_cumulants(moments):
 
 def moments_from_free_cumulants(kappa):
     """Moments from free cumulants: M(y) = C(y M(y)); with f = yM, f⁻¹(w) = w/C(w), so
-    m_n = [y^{n+1}] f = (1/(n+1))[w^n] C(w)^{n+1} (Lagrange inversion)."""
+    m_n = [y^{n+1}] f = (1/(n+1))[w^n] C(w)^{n+1} (Lagrange inversion).
+
+    Parameters
+    ----------
+    kappa : sequence of numbers
+        κ₁, …, κ_K.
+
+    Returns
+    -------
+    list of sympy numbers
+        [m₁, …, m_K].
+
+    Examples
+    --------
+    κ₂ = 1 alone gives the semicircle's moments, the Catalan numbers at even orders:
+
+    >>> moments_from_free_cumulants([0, 1, 0, 0, 0, 0])
+    [0, 1, 0, 2, 0, 5]
+    """
     kappa = _sequence("kappa", kappa)
     K = len(kappa)
     C = [sp.Integer(1)] + kappa
@@ -278,7 +458,27 @@ def moments_from_free_cumulants(kappa):
 
 
 def free_add_moments(*factors, K=6):
-    """Exact moments 1..K of a ⊞-sum of moment sequences (or pairs (moments, t) for powers μ^{⊞t})."""
+    """Exact moments 1..K of a free additive convolution μ₁ ⊞ μ₂ ⊞ ⋯ (free cumulants add).
+
+    Parameters
+    ----------
+    *factors : sequence of numbers or tuple
+        Moment sequences (length ≥ K), or pairs (moments, t) for the power μ^{⊞t}, t > 0.
+    K : int, default 6
+        How many moments.
+
+    Returns
+    -------
+    list of sympy numbers
+        [m₁, …, m_K] of the sum.
+
+    Examples
+    --------
+    Two free semicircles of variance 1 add to the semicircle of variance 2 (m_{2k} = 2^k C_k):
+
+    >>> free_add_moments([0, 1, 0, 2, 0, 5], [0, 1, 0, 2, 0, 5])
+    [0, 2, 0, 8, 0, 40]
+    """
     K = _order(K)
     kappa = [sp.Integer(0)] * K
     for i, f in enumerate(factors):

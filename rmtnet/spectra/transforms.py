@@ -20,22 +20,108 @@ __all__ = ["cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse
 
 
 def cauchy(mu, z):
-    """G_μ(z)."""
+    """The Cauchy transform G_μ(z) = ∫ dμ(x)/(z − x) (Im G < 0 for Im z > 0).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ.
+    z : complex or array_like
+        Points off the support of μ.
+
+    Returns
+    -------
+    complex ndarray
+        G_μ(z), the shape of ``z``.
+
+    Examples
+    --------
+    The semicircle law of variance 1 has G(z) = (z − √(z² − 4))/2:
+
+    >>> import numpy as np
+    >>> from rmtnet.spectra import Semicircle
+    >>> print(f"{cauchy(Semicircle(), 3.0).real:.12f}", f"{(3 - np.sqrt(5)) / 2:.12f}")
+    0.381966011250 0.381966011250
+    """
     return mu.cauchy(z)
 
 
 def m_transform(mu, z):
-    """M_μ(z) = zG_μ(z) - 1."""
+    """The moment function M_μ(z) = zG_μ(z) − 1 = Σ_{k≥1} m_k z^{−k} (Pennington, Schoenholz & Ganguli,
+    AISTATS 2018).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ.
+    z : complex or array_like
+        Points off the support of μ.
+
+    Returns
+    -------
+    complex ndarray
+        M_μ(z), the shape of ``z``.
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import Semicircle
+    >>> print(f"{m_transform(Semicircle(), 3.0).real:.12f}")     # 3·(3 − √5)/2 − 1
+    0.145898033750
+    """
     return mu.m_transform(z)
 
 
 def psi(mu, u):
-    """ψ_μ(u) = M_μ(1/u)."""
+    """The moment generating function ψ_μ(u) = M_μ(1/u) = Σ_{k≥1} m_k u^k.
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ.
+    u : complex or array_like
+        Points with 1/u off the support of μ.
+
+    Returns
+    -------
+    complex ndarray
+        ψ_μ(u), the shape of ``u``.
+
+    Examples
+    --------
+    Marchenko–Pastur of ratio 1/2 against its Narayana moments m_k = Σ_j N(k, j) λ^{j−1}, summed to 60 terms:
+
+    >>> from math import comb
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> m = [sum(comb(k, j) * comb(k, j - 1) / k * 0.5 ** (j - 1) for j in range(1, k + 1)) for k in range(1, 61)]
+    >>> print(f"{psi(MarchenkoPastur(0.5), 0.1).real:.12f}", f"{sum(mk * 0.1 ** k for k, mk in enumerate(m, 1)):.12f}")
+    0.118472692880 0.118472692880
+    """
     return mu.psi(u)
 
 
 def eta(mu, u):
-    """η_μ(u) = ψ/(1 + ψ)."""
+    """η_μ(u) = ψ_μ(u)/(1 + ψ_μ(u)).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ.
+    u : complex or array_like
+        Points with 1/u off the support of μ.
+
+    Returns
+    -------
+    complex ndarray
+        η_μ(u), the shape of ``u``.
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> mp = MarchenkoPastur(0.5)
+    >>> p = psi(mp, 0.1)
+    >>> print(f"{eta(mp, 0.1).real:.12f}", f"{(p / (1 + p)).real:.12f}")
+    0.105923634644 0.105923634644
+    """
     return mu.eta(u)
 
 
@@ -116,8 +202,40 @@ def _near_zero(name, v, series, solve):
 
 
 def m_inverse(mu, w):
-    """M_μ⁻¹(w): the z with M_μ(z) = w on the branch z ≈ m₁/w as w → 0. For |w| < 1e-6 the expansion
-    z = m₁/w + m₂/m₁ + (m₃m₁ − m₂²)/m₁³·w (relative error O(w³)); w = 0 raises ValueError (z = ∞)."""
+    """M_μ⁻¹(w): the z with M_μ(z) = w on the branch z ≈ m₁/w as w → 0.
+
+    For |w| < 1e-6 the expansion z = m₁/w + m₂/m₁ + (m₃m₁ − m₂²)/m₁³·w (relative error O(w³)); elsewhere the
+    branch-safe continuation of the module docstring.
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ; its mean m₁ must be non-zero.
+    w : complex or array_like
+        Targets, non-zero.
+
+    Returns
+    -------
+    complex ndarray
+        z with M_μ(z) = w, the shape of ``w``.
+
+    Raises
+    ------
+    ValueError
+        For w = 0 (z = ∞) or m₁ = 0.
+    ConvergenceError
+        Where the continuation does not reach w.
+
+    Examples
+    --------
+    Marchenko–Pastur of ratio λ has S(w) = 1/(1 + λw), so M⁻¹(w) = (1 + w)(1 + λw)/w = 5.625 at λ = 1/2, w = 1/4:
+
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> mp = MarchenkoPastur(0.5)
+    >>> z = m_inverse(mp, 0.25)
+    >>> print(f"{z.real:.10f}", f"{m_transform(mp, z).real:.10f}")
+    5.6250000000 0.2500000000
+    """
     w = finite_array("w", w, dtype=complex)
     m1, m2 = mu.moment(1), mu.moment(2)
     if m1 == 0:
@@ -145,7 +263,29 @@ def _g_any(mu, z):
 
 def cauchy_inverse(mu, g):
     """G_μ⁻¹(g): the z with G_μ(z) = g on the branch z ≈ 1/g + m₁ as g → 0 (for |g| < 1e-6 the expansion
-    1/g + m₁ + (m₂ − m₁²)g; g = 0 raises ValueError)."""
+    1/g + m₁ + (m₂ − m₁²)g).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ.
+    g : complex or array_like
+        Targets, non-zero (g = 0 raises ValueError).
+
+    Returns
+    -------
+    complex ndarray
+        z with G_μ(z) = g, the shape of ``g``.
+
+    Examples
+    --------
+    The semicircle's G⁻¹(g) = g + 1/g (its R-transform is R(g) = g):
+
+    >>> from rmtnet.spectra import Semicircle
+    >>> g = 0.4
+    >>> print(f"{cauchy_inverse(Semicircle(), g).real:.10f}", f"{g + 1 / g:.10f}")
+    2.9000000000 2.9000000000
+    """
     g = finite_array("g", g, dtype=complex)
     m1, m2 = mu.moment(1), mu.moment(2)
     return _near_zero("g", g, lambda v: 1.0 / v + m1 + (m2 - m1 ** 2) * v,
@@ -154,18 +294,82 @@ def cauchy_inverse(mu, g):
 
 
 def psi_inverse(mu, p):
-    """ψ_μ⁻¹(p) = 1/M_μ⁻¹(p) (χ = ψ⁻¹, so that S(w) = χ(w)(1 + w)/w)."""
+    """ψ_μ⁻¹(p) = 1/M_μ⁻¹(p) (χ = ψ⁻¹, so that S(w) = χ(w)(1 + w)/w).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ, with non-zero mean.
+    p : complex or array_like
+        Targets, non-zero.
+
+    Returns
+    -------
+    complex ndarray
+        u with ψ_μ(u) = p.
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> print(f"{psi_inverse(MarchenkoPastur(0.5), 0.25).real:.10f}", f"{1 / 5.625:.10f}")
+    0.1777777778 0.1777777778
+    """
     return 1.0 / m_inverse(mu, p)
 
 
 def eta_inverse(mu, e):
-    """η_μ⁻¹(e) = ψ_μ⁻¹(e/(1 - e))."""
+    """η_μ⁻¹(e) = ψ_μ⁻¹(e/(1 − e)).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ, with non-zero mean.
+    e : complex or array_like
+        Targets, non-zero and ≠ 1.
+
+    Returns
+    -------
+    complex ndarray
+        u with η_μ(u) = e.
+
+    Examples
+    --------
+    η = 0.2 is ψ = 0.25, so this is the ψ⁻¹(0.25) = 1/5.625 of Marchenko–Pastur of ratio 1/2:
+
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> print(f"{eta_inverse(MarchenkoPastur(0.5), 0.2).real:.10f}")
+    0.1777777778
+    """
     e = finite_array("e", e, dtype=complex)
     return psi_inverse(mu, e / (1.0 - e))
 
 
 def s_transform(mu, w):
-    """S_μ(w) = (1 + w)/(w M_μ⁻¹(w)), on the branch continued from w → 0 (S(0) = 1/m₁)."""
+    """The S-transform S_μ(w) = (1 + w)/(w M_μ⁻¹(w)), on the branch continued from w → 0 (S(0) = 1/m₁), so that
+    S_{μ⊠ν} = S_μ S_ν (Voiculescu, J. Operator Theory 1987).
+
+    Parameters
+    ----------
+    mu : Measure
+        The law μ, with non-zero mean.
+    w : complex or array_like
+        Points (|w| < 1e-8 uses the expansion 1/m₁ − (m₂ − m₁²)/m₁³·w).
+
+    Returns
+    -------
+    complex ndarray
+        S_μ(w), the shape of ``w``.
+
+    Examples
+    --------
+    Marchenko–Pastur of ratio λ: S(w) = 1/(1 + λw).
+
+    >>> import numpy as np
+    >>> from rmtnet.spectra import MarchenkoPastur
+    >>> w = np.array([0.0, 0.25, 0.5])
+    >>> print(np.round(s_transform(MarchenkoPastur(0.5), w).real, 10), np.round(1 / (1 + 0.5 * w), 10))
+    [1.         0.88888889 0.8       ] [1.         0.88888889 0.8       ]
+    """
     w = finite_array("w", w, dtype=complex)
     small = np.abs(w) < 1e-8
     wsafe = np.where(small, 1e-8, w)

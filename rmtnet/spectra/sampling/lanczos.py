@@ -89,7 +89,32 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
       says the callable takes vectors only: it is then called column by column.
 
     The backend is read off the operator where it says (CuPy arrays, cupyx matrices, an operator's ``backend``
-    attribute), otherwise ``backend`` (default: the global one)."""
+    attribute), otherwise ``backend`` (default: the global one).
+
+    Parameters
+    ----------
+    operator : array, sparse matrix, LinearOperator, operator or callable
+        A.
+    dim : int, optional
+        m, for a callable without a ``shape``.
+    backend : {"numpy", "cupy"}, optional
+        Where nothing in ``operator`` says.
+    block : bool, default True
+        Whether a callable takes (m, k) blocks.
+
+    Returns
+    -------
+    tuple
+        (f, m, backend).
+
+    Examples
+    --------
+    >>> f, m, backend = as_block_operator(lambda x: 2 * x, dim=3, block=False)
+    >>> print(f(np.eye(3)), m, backend)
+    [[2. 0. 0.]
+     [0. 2. 0.]
+     [0. 0. 2.]] 3 numpy
+    """
     own = getattr(operator, "backend", None)
     if isinstance(operator, np.ndarray) or (_module(operator) == "cupy" and hasattr(operator, "ndim")):
         if operator.ndim != 2 or operator.shape[0] != operator.shape[1]:
@@ -247,7 +272,46 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
     reorth: ``"full"`` or ``"none"`` (module docstring).
 
     Returns a :class:`SpectralQuadrature` (a probability measure; the probes' quadratures averaged with equal
-    weight)."""
+    weight). The method: Golub & Meurant, "Matrices, Moments and Quadrature with Applications" (Princeton 2010);
+    Ubaru, Chen & Saad, SIAM J. Matrix Anal. Appl. 38 (2017).
+
+    Parameters
+    ----------
+    operator : array, sparse matrix, LinearOperator, operator or callable
+        A, symmetric.
+    n_steps : int, default 80
+        k.
+    n_probes : int, default 8
+        Independent probes.
+    probe : {"rademacher", "gaussian"}, default "rademacher"
+        The probes' law.
+    seed : int, optional
+        Seeds the probes.
+    reorth : {"full", "none"}, default "full"
+        Reorthogonalisation.
+    dim, backend, block
+        As :func:`as_block_operator`.
+
+    Returns
+    -------
+    SpectralQuadrature
+
+    Examples
+    --------
+    A Rademacher probe has v_i² = 1/m, so on a diagonal matrix vᵀA^p v is the exact normalised trace: the moments of
+    diag(1, …, 100) are those of its eigenvalues:
+
+    >>> d = np.arange(1.0, 101.0)
+    >>> q = slq(np.diag(d), n_steps=10, n_probes=4, seed=0)
+    >>> print(f"{q.moment(1):.8f} {d.mean():.8f}", f"{q.moment(2):.6f} {np.mean(d ** 2):.6f}")
+    50.50000000 50.50000000 3383.500000 3383.500000
+
+    With k = m steps the quadrature is the spectral measure itself:
+
+    >>> locs, masses = slq(np.diag([1.0, 2.0, 3.0, 4.0]), n_steps=4, n_probes=1, seed=0).atoms()
+    >>> print(np.round(locs, 10), np.round(masses, 10))
+    [1. 2. 3. 4.] [0.25 0.25 0.25 0.25]
+    """
     f, m, be = as_block_operator(operator, dim, backend, boolean("block", block))
     n_steps = integer_at_least("n_steps", n_steps, 1)
     if n_steps > m:
@@ -277,7 +341,26 @@ class SpectralQuadrature(PointMasses):
     the Ritz pairs, see :attr:`top`), ``alpha``, ``beta`` (the float64
     tridiagonals, n × n_steps; entries past a probe's ``lengths`` are unused), ``dim`` (m), ``n_probes``, ``n_steps``.
     ``moment(p)`` is the probe average of vᵀA^p v exactly for p ≤ 2·min(lengths) − 1; :meth:`probe_moments` gives
-    the per-probe values (their spread is the Monte Carlo error of the trace estimate)."""
+    the per-probe values (their spread is the Monte Carlo error of the trace estimate).
+
+    Parameters
+    ----------
+    nodes, weights : list of array_like
+        Each probe's Gauss nodes θ_ij and weights τ_ij.
+    residuals : list of array_like, optional
+        The Ritz pairs' residual norms.
+    alpha, beta, lengths, dim, probe, reorth : optional
+        The Lanczos run's record.
+
+    Examples
+    --------
+    >>> q = SpectralQuadrature([[1.0, 3.0], [2.0]], [[0.5, 0.5], [1.0]])
+    >>> print(q.n_probes, q.probe_moments(1), q.moment(1), q.top)
+    2 [2. 2.] 2.0 3.0
+    >>> q = slq(np.diag(np.arange(1.0, 101.0)), n_steps=10, n_probes=4, seed=0)
+    >>> print(q.moment_stderr(1), q.top <= 100 <= q.top + q.top_residual)      # λ_max in [top, top + r]
+    0.0 True
+    """
 
     def __init__(self, nodes, weights, *, residuals=None, alpha=None, beta=None, lengths=None, dim=None, probe=None,
                  reorth=None):
@@ -332,7 +415,34 @@ class SpectralQuadrature(PointMasses):
         hard edge, geometrically near 0 in log x — so no single bandwidth fits all of them: a fixed one either
         blurs the bulk or leaves one spike per node where the nodes are sparse.
         ``grid``: the x values to tabulate on (strictly increasing); otherwise ``n_grid`` points (geometric for
-        ``log=True``) covering the nodes ± 4 bandwidths."""
+        ``log=True``) covering the nodes ± 4 bandwidths.
+
+        Parameters
+        ----------
+        sigma : float, optional
+            One bandwidth for every node.
+        log : bool, default False
+            Smooth in log x.
+        grid : array_like, optional
+            The x values.
+        n_grid : int, default 2048
+            Grid size without ``grid``.
+        floor : float, optional
+            With ``log=True``, nodes at or below it form an atom at 0.
+
+        Returns
+        -------
+        GridDensity
+
+        Examples
+        --------
+        Smoothing keeps the mass and, to the grid's accuracy, the mean:
+
+        >>> q = slq(np.diag(np.arange(1.0, 101.0)), n_steps=10, n_probes=4, seed=0)
+        >>> rho = q.smoothed()
+        >>> print(f"{rho.cdf(1e3):.6f}", f"{rho.mean():.3f}")
+        1.000000 50.500
+        """
         n_grid = integer_at_least("n_grid", n_grid, 16)
         if sigma is not None:
             sigma = real_scalar("sigma", sigma, lo=0.0, lo_open=True)
@@ -385,7 +495,24 @@ class SpectralQuadrature(PointMasses):
 
         Beyond a probe's extreme nodes its first and last half-weights are spread with the density of the adjacent
         cell, ending at ``lower``/``upper`` if the extrapolation would cross them (e.g. ``lower=0`` for a positive
-        semi-definite operator)."""
+        semi-definite operator).
+
+        Parameters
+        ----------
+        lower, upper : float, optional
+            Bounds the extrapolation may not cross.
+
+        Returns
+        -------
+        LinearCdf
+
+        Examples
+        --------
+        >>> q = slq(np.diag(np.arange(1.0, 101.0)), n_steps=10, n_probes=4, seed=0)
+        >>> F = q.interpolated(lower=0.0)
+        >>> print(f"{F.cdf(50.5):.1f}", f"{F.cdf(1e3):.1f}")
+        0.5 1.0
+        """
         if lower is not None:
             lower = real_scalar("lower", lower)
         if upper is not None:
@@ -456,7 +583,23 @@ def _gauss_mix(x, centres, weights, sigma, chunk=512):
 class LinearCdf(Measure):
     """The law whose distribution function is linear between knots (x_i, F_i), F_0 = 0, F_n = 1 (a histogram with
     cells [x_i, x_{i+1}] of mass F_{i+1} − F_i): density, cdf, quantile and moments in closed form, the Cauchy
-    transform cell by cell (uniform cells in :func:`rmtnet.spectra.measures.binned_cauchy`)."""
+    transform cell by cell (uniform cells in :func:`rmtnet.spectra.measures.binned_cauchy`).
+
+    Parameters
+    ----------
+    knots : array_like
+        x_0 < … < x_n.
+    F : array_like
+        F_0 = 0 ≤ … ≤ F_n = 1.
+
+    Examples
+    --------
+    Two cells of mass ½ on [0, 1] and [1, 2]: the uniform law on [0, 2]:
+
+    >>> u = LinearCdf([0.0, 1.0, 2.0], [0.0, 0.5, 1.0])
+    >>> print(u.mean(), f"{u.moment(2):.6f}", u.cdf(0.5), u.pdf(1.5), u.quantile(0.75))
+    1.0 1.333333 0.25 0.5 1.5
+    """
 
     def __init__(self, knots, F):
         x = np.asarray(knots, dtype=float).ravel()
@@ -526,7 +669,33 @@ def top_eigenvalues(operator, k=1, *, tol=1e-10, maxiter=None, ncv=None, seed=0,
 
     Cost: the top of a random-matrix spectrum at large m is a near-continuum (gaps ~ m^{-2/3} times the edge), so a
     tight ``tol`` there takes many restarts (hundreds of matvecs at m = 10⁶). :attr:`SpectralQuadrature.top` with its
-    residual bound :attr:`SpectralQuadrature.top_residual` comes free with an SLQ run."""
+    residual bound :attr:`SpectralQuadrature.top_residual` comes free with an SLQ run.
+
+    Parameters
+    ----------
+    operator : array, sparse matrix, LinearOperator, operator or callable
+        A, symmetric.
+    k : int, default 1
+        1 ≤ k < m.
+    tol : float, default 1e-10
+        Relative residual asked of each pair.
+    maxiter, ncv : int, optional
+        eigsh's restart limit and Lanczos basis size.
+    seed : int, default 0
+        Seeds the start vector.
+    dim, backend, block
+        As :func:`as_block_operator`.
+
+    Returns
+    -------
+    ndarray
+        The k largest eigenvalues, descending.
+
+    Examples
+    --------
+    >>> print(top_eigenvalues(np.diag(np.arange(1.0, 101.0)), k=3))
+    [100.  99.  98.]
+    """
     f, m, be = as_block_operator(operator, dim, backend, boolean("block", block))
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < m:
         raise ValueError(f"k must be an integer in [1, m - 1] = [1, {m - 1}], got {k!r}")

@@ -28,7 +28,38 @@ def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=Non
 
     Yields, for ℓ = 1 … L, (W_ℓ, x_{ℓ-1}, h_ℓ) with shapes (S, n_ℓ, n_{ℓ-1}), (S, n_{ℓ-1}), (S, n_ℓ): the actual
     pre-activations, so the empirical q_ℓ follow the mean-field recursion up to O(1/√n) fluctuations.
-    ``weights`` overrides ``net.weights`` with any kind :func:`layer_weights` accepts."""
+    ``weights`` overrides ``net.weights`` with any kind :func:`layer_weights` accepts.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description (:func:`rmtnet.spectra.network.mlp`).
+    width : int, optional
+        n₀ (the other widths scaled with it); default the description's widths.
+    n_samples : int, default 1
+        Independent networks, batched.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+    weights : str, optional
+        Overrides ``net.weights``.
+
+    Yields
+    ------
+    tuple of ndarray
+        (W_ℓ, x_{ℓ−1}, h_ℓ) for ℓ = 1 … L.
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import network
+    >>> net = network.mlp(3, 20, weights="orthogonal", activation="linear", q0=1.0)
+    >>> for w, x, h in propagate(net, n_samples=2, seed=0):
+    ...     print(w.shape, x.shape, h.shape, np.round(np.mean(h * h, axis=-1), 10))
+    (2, 20, 20) (2, 20) (2, 20) [1. 1.]
+    (2, 20, 20) (2, 20) (2, 20) [1. 1.]
+    (2, 20, 20) (2, 20) (2, 20) [1. 1.]
+    """
     net = mlp_description("net", net)
     positive_integers(n_samples=n_samples)
     widths = net.scaled_widths(width)
@@ -70,7 +101,41 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     factor n is a margin for the rounding growth in length-n inner products. For deep Gaussian nets the law has real
     mass down there — Fuss–Catalan s = 32 at n = 800: x₀ ≈ 3e-27 with 15.7 % of the mass below it, and the float64
     samples pile up in [1e-36, 1e-30] where the law puts 9 % of its mass below 1e-35 (full KS 0.09; on x ≥ x₀
-    0.004). Pass it as ``floor`` to :func:`rmtnet.plot.ks_distance`."""
+    0.004). Pass it as ``floor`` to :func:`rmtnet.plot.ks_distance`.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description (:func:`rmtnet.spectra.network.mlp`).
+    width : int, optional
+        n₀ (the other widths scaled with it).
+    n_samples : int, default 1
+        Independent networks, pooled.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+    return_floor : bool, default False
+        Also return x₀.
+
+    Returns
+    -------
+    ndarray or (ndarray, float)
+        The eigenvalues, shape (n_samples·n_L,); with ``return_floor`` also x₀.
+
+    Examples
+    --------
+    An orthogonal linear network is an isometry (all eigenvalues 1); a critical ReLU network has about half of them
+    at 0 and mean 1, as :func:`~rmtnet.spectra.jacobian.jacobian_law` predicts:
+
+    >>> from rmtnet.spectra import network
+    >>> e = sample_jacobian_eigs(network.mlp(3, 20, weights="orthogonal", activation="linear"), seed=0)
+    >>> print(np.allclose(e, 1.0))
+    True
+    >>> e = sample_jacobian_eigs(network.mlp(2, 100, sigma_w=2 ** 0.5, activation="relu"), n_samples=4, seed=0)
+    >>> print(e.shape, f"{np.mean(e < 1e-12):.1f}", f"{e.mean():.1f}")
+    (400,) 0.5 1.0
+    """
     net = mlp_description("net", net)
     xp = B.native(backend)
     dphi = net.activation.dphi
@@ -86,15 +151,45 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
 
 
 def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qhat="empirical"):
-    """Eigenvalues of the one-sample Fisher dual / NTK Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ (Hayase & Karakida 2021), B_ℓ the
-    Jacobian of the output with respect to h_ℓ; by the recursion Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
-    W_{ℓ+1}ᵀ (output h_L; D_L Θ D_L if the last layer has an activation). Square widths. Returns shape
-    (n_samples·n,) on the backend.
+    """Eigenvalues of the one-sample Fisher dual / NTK Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ (Hayase & Karakida, AISTATS 2021), B_ℓ
+    the Jacobian of the output with respect to h_ℓ; by the recursion Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
+    W_{ℓ+1}ᵀ (output h_L; D_L Θ D_L if the last layer has an activation). Square widths. Returns shape (n_samples·n,) on
+    the backend.
 
     ``qhat="empirical"``: q̂_{ℓ-1} = ‖x_{ℓ-1}‖²/n of the actual input — the network's own NTK, whose moments
     fluctuate by O(√(L/n)) from sample to sample (the norms perform a multiplicative random walk) and carry an
     O(L/n) bias in m₂. ``qhat="mean_field"``: the limits q̂_ℓ = E φ(h_ℓ)² instead, everything else unchanged — the
-    same limit law with that scalar source of finite-n noise removed."""
+    same limit law with that scalar source of finite-n noise removed.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        A square network description (:func:`rmtnet.spectra.network.mlp`).
+    width : int, optional
+        n (every width).
+    n_samples : int, default 1
+        Independent networks, pooled.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+    qhat : {"empirical", "mean_field"}, default "empirical"
+        The source terms q̂_ℓ.
+
+    Returns
+    -------
+    ndarray
+        Shape (n_samples·n,).
+
+    Examples
+    --------
+    For an orthogonal linear network of depth L every B_ℓB_ℓᵀ = I and q̂_ℓ = q₀, so Θ = L·q₀·I:
+
+    >>> from rmtnet.spectra import network
+    >>> net = network.mlp(3, 20, weights="orthogonal", activation="linear", q0=1.0)
+    >>> print(np.allclose(sample_fisher_eigs(net, n_samples=2, seed=0), 3.0))
+    True
+    """
     net = mlp_description("net", net)
     xp = B.native(backend)
     if len(set(net.scaled_widths(width))) != 1:
@@ -121,7 +216,37 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
 def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None):
     """Eigenvalues of the conjugate kernel (1/d_L) X_Lᵀ X_L (n_data × n_data) of Fan & Wang (2020): X₀ has iid
     N(0, 1) entries (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
-    centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1. Returns shape (n_samples·n_data,)."""
+    centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1 (Fan & Wang, NeurIPS 2020, arXiv 2005.11879).
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description (:func:`rmtnet.spectra.network.mlp`): widths and activation.
+    n_data : int
+        n, the number of inputs.
+    width : int, optional
+        d₀ (the other widths scaled with it).
+    n_samples : int, default 1
+        Independent networks and data sets, pooled.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+
+    Returns
+    -------
+    ndarray
+        Shape (n_samples·n_data,).
+
+    Examples
+    --------
+    The normalised activation makes the mean eigenvalue (the mean of ‖x_L‖²/d_L) ≈ 1:
+
+    >>> from rmtnet.spectra import network
+    >>> e = sample_ck_eigs(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 100, seed=0)
+    >>> print(e.shape, f"{e.mean():.1f}")
+    (100,) 1.0
+    """
     net = mlp_description("net", net)
     positive_integers(n_data=n_data, n_samples=n_samples)
     xp = B.native(backend)
@@ -147,7 +272,37 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
         K = X_LᵀX_L + Σ_{ℓ=1}^{L} (X_{ℓ−1}ᵀX_{ℓ−1}) ⊙ (S_ℓᵀS_ℓ)
 
     (∂f/∂W_ℓ = S_ℓX_{ℓ−1}ᵀ per input). ``activation``: an :class:`~rmtnet.spectra.meanfield.Activation` (φ and φ′).
-    ``return_parts``: also the L + 1 Grams X_ℓᵀX_ℓ."""
+    ``return_parts``: also the L + 1 Grams X_ℓᵀX_ℓ.
+
+    Parameters
+    ----------
+    X : ndarray
+        Inputs as columns, (d₀, n) or (S, d₀, n).
+    weights : list of ndarray
+        W₁, …, W_L.
+    readout : ndarray
+        w, (d_L, 1).
+    activation : Activation
+        φ and φ′.
+    return_parts : bool, default False
+        Also return the Grams.
+
+    Returns
+    -------
+    ndarray or (ndarray, list of ndarray)
+        K, (n, n) (with the batch axis if any).
+
+    Examples
+    --------
+    One linear layer, f(x) = wᵀWx/√d₁: K(x, y) = xᵀWᵀWy/d₁ + ‖w‖² xᵀy/d₁, written out by hand:
+
+    >>> from rmtnet.spectra import meanfield
+    >>> rng = np.random.default_rng(0)
+    >>> X, W, w = rng.standard_normal((3, 2)), rng.standard_normal((4, 3)), rng.standard_normal((4, 1))
+    >>> K = ntk_gram(X, [W], w, meanfield.activation("linear"))
+    >>> print(np.allclose(K, X.T @ W.T @ W @ X / 4 + (w.T @ w) * (X.T @ X) / 4))
+    True
+    """
     xp = B.module_of(X)
     feats, pre = [X], []
     for w in weights:
@@ -177,7 +332,41 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     ‖w‖² = d_L. The Gaussian read-out's ‖w‖²/d_L fluctuates by O(d_L^{−1/2}) and scales every backpropagated factor,
     moving each draw's whole spectrum; the sphere removes that part (the limit law is the same). A smaller
     fluctuation of the same kind remains one layer down (‖W_Lᵀw‖²/(d_{L−1}‖w‖²), about √(2/d_{L−1}) from 1): compare
-    pooled draws with the law, and moments by their spread over draws."""
+    pooled draws with the law, and moments by their spread over draws.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        Fan & Wang's network: Gaussian weights, σ_w = 1, σ_b = 0.
+    n_data : int
+        n.
+    X : ndarray, optional
+        (d₀, n_data), shared by the draws.
+    width : int, optional
+        d₀ (the other widths scaled with it).
+    n_samples : int, default 1
+        Independent networks.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+    readout : {"gaussian", "sphere"}, default "gaussian"
+        The read-out's law.
+    return_parts : bool, default False
+        Also the Grams of :func:`ntk_gram`.
+
+    Returns
+    -------
+    ndarray or (ndarray, list of ndarray)
+        Shape (n_samples, n_data, n_data).
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import network
+    >>> K = sample_ntk(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 50, n_samples=2, seed=0)
+    >>> print(K.shape, np.allclose(K, np.swapaxes(K, -1, -2)))
+    (2, 50, 50) True
+    """
     net = mlp_description("net", net)
     if net.weights != "gaussian" or net.sigma_w != 1.0 or net.sigma_b != 0.0:
         raise ValueError(f"sample_ntk draws Fan & Wang's network: net must have weights='gaussian', sigma_w=1, "
@@ -208,7 +397,25 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
 
 
 def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian"):
-    """Eigenvalues of :func:`sample_ntk` (all draws pooled, shape (n_samples·n_data,), on the backend)."""
+    """Eigenvalues of :func:`sample_ntk`, all draws pooled: a draw of :func:`rmtnet.spectra.ntk.ntk_law`.
+
+    Parameters
+    ----------
+    net, n_data, X, width, n_samples, seed, backend, readout
+        As :func:`sample_ntk`.
+
+    Returns
+    -------
+    ndarray
+        Shape (n_samples·n_data,), on the backend.
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import network
+    >>> e = sample_ntk_eigs(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 50, n_samples=2, seed=0)
+    >>> print(e.shape, bool(e.min() > 0))
+    (100,) True
+    """
     K = sample_ntk(net, n_data, X, width, n_samples, seed, backend, readout)
     xp = B.native(backend)
     return xp.linalg.eigvalsh(K).ravel()

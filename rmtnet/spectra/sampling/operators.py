@@ -91,7 +91,21 @@ class _Factor:
 
 
 class DenseFactor(_Factor):
-    """x ↦ W x for a dense W (n_out × n_in)."""
+    """x ↦ W x for a dense W (n_out × n_in).
+
+    Parameters
+    ----------
+    w : ndarray
+        W.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Examples
+    --------
+    >>> w = np.arange(6.0).reshape(2, 3)
+    >>> print(DenseFactor(w).rows(np.ones((1, 3))), np.allclose(DenseFactor(w).to_dense(), w))
+    [[ 3. 12.]] True
+    """
 
     def __init__(self, w, backend="numpy"):
         self.w, self.backend = w, backend
@@ -105,7 +119,23 @@ class DenseFactor(_Factor):
 
 
 class TokenMixing(_Factor):
-    """flatten(X) ↦ flatten(W X) for X ∈ ℝ^{S×C} (row-major): the layer kron(W, I_C), density 1/C."""
+    """flatten(X) ↦ flatten(W X) for X ∈ ℝ^{S×C} (row-major): the layer kron(W, I_C), density 1/C.
+
+    Parameters
+    ----------
+    w : ndarray
+        W, (S_out, S_in).
+    channels : int
+        C.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Examples
+    --------
+    >>> w = np.random.default_rng(0).standard_normal((3, 2))
+    >>> print(np.allclose(TokenMixing(w, 4).to_dense(), np.kron(w, np.eye(4))))
+    True
+    """
 
     def __init__(self, w, channels, backend="numpy"):
         self.w, self.channels, self.backend = w, int(channels), backend
@@ -130,7 +160,23 @@ class TokenMixing(_Factor):
 
 class ChannelMixing(_Factor):
     """flatten(X) ↦ flatten(X Vᵀ) for X ∈ ℝ^{S×C} (row-major): the layer kron(I_S, V), density 1/S. Also the block
-    mixing (I_n ⊗ V) of the RP-Mixer on any row-major layout with blocks of length C."""
+    mixing (I_n ⊗ V) of the RP-Mixer on any row-major layout with blocks of length C.
+
+    Parameters
+    ----------
+    v : ndarray
+        V, (C_out, C_in).
+    tokens : int
+        S.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Examples
+    --------
+    >>> v = np.random.default_rng(0).standard_normal((3, 2))
+    >>> print(np.allclose(ChannelMixing(v, 4).to_dense(), np.kron(np.eye(4), v)))
+    True
+    """
 
     def __init__(self, v, tokens, backend="numpy"):
         self.v, self.tokens, self.backend = v, int(tokens), backend
@@ -148,12 +194,47 @@ class ChannelMixing(_Factor):
 
 def BlockMixing(w, n_blocks, backend="numpy"):
     """I_{n_blocks} ⊗ W on contiguous blocks of length W.shape[1] (the RP-Mixer's token mixing between its
-    permutations): the same map as :class:`ChannelMixing`."""
+    permutations): the same map as :class:`ChannelMixing`.
+
+    Parameters
+    ----------
+    w : ndarray
+        W.
+    n_blocks : int
+        The number of blocks.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Returns
+    -------
+    ChannelMixing
+
+    Examples
+    --------
+    >>> w = np.random.default_rng(0).standard_normal((3, 2))
+    >>> print(np.allclose(BlockMixing(w, 4).to_dense(), np.kron(np.eye(4), w)))
+    True
+    """
     return ChannelMixing(w, n_blocks, backend)
 
 
 class Permutation(_Factor):
-    """(P x)[i] = x[perm[i]] (the convention of :class:`rmtnet.nets.PermutedMixing`); Pᵀ gathers by the inverse."""
+    """(P x)[i] = x[perm[i]] (the convention of :class:`rmtnet.nets.PermutedMixing`); Pᵀ gathers by the inverse.
+
+    Parameters
+    ----------
+    perm : array_like
+        A permutation of range(n).
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Examples
+    --------
+    >>> P = Permutation([2, 0, 1])
+    >>> x = np.array([[10.0, 20.0, 30.0]])
+    >>> print(P.rows(x), P.rows_t(P.rows(x)))
+    [[30. 10. 20.]] [[10. 20. 30.]]
+    """
 
     def __init__(self, perm, backend="numpy"):
         xp = B.native(backend)
@@ -169,7 +250,23 @@ class Permutation(_Factor):
 
 
 class SparseFactor(_Factor):
-    """x ↦ A x for a CSR matrix A (``scipy.sparse`` or ``cupyx.scipy.sparse``)."""
+    """x ↦ A x for a CSR matrix A (``scipy.sparse`` or ``cupyx.scipy.sparse``).
+
+    Parameters
+    ----------
+    a : sparse matrix
+        A, CSR.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Examples
+    --------
+    >>> a = bernoulli_csr(4, 6, 0.5, 1.0, seed=0)
+    >>> f = SparseFactor(a)
+    >>> x = np.ones((1, 6))
+    >>> print(f.nnz == a.nnz, np.allclose(f.rows(x), x @ a.toarray().T))
+    True True
+    """
 
     def __init__(self, a, backend="numpy"):
         self.a, self.backend = a, backend
@@ -188,7 +285,27 @@ class SparseFactor(_Factor):
 
 def commutation(rows, cols, backend="numpy"):
     """The commutation permutation of a rows×cols matrix in row-major order: flatten(Xᵀ) = flatten(X)[perm]
-    (:func:`rmtnet.nets.layers.commutation`, without torch)."""
+    (:func:`rmtnet.nets.layers.commutation`, without torch).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The matrix's shape.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Returns
+    -------
+    ndarray
+        rows·cols indices.
+
+    Examples
+    --------
+    >>> X = np.arange(6).reshape(2, 3)
+    >>> perm = commutation(2, 3)
+    >>> print(perm.tolist(), np.array_equal(X.reshape(-1)[perm], X.T.reshape(-1)))
+    [0, 3, 1, 4, 2, 5] True
+    """
     xp = B.native(backend)
     return xp.arange(rows * cols).reshape(rows, cols).T.reshape(-1)
 
@@ -197,7 +314,31 @@ def bernoulli_csr(n_out, n_in, density, std, seed):
     """An n_out × n_in CSR matrix M ⊙ A: iid Bernoulli(``density``) mask, kept entries N(0, std²), drawn on the host.
 
     The positions of the kept entries in row-major order are the partial sums of iid Geometric(p) gaps: exactly a
-    Bernoulli(p) mask, in O(nnz) time and memory and already sorted — never an n_out × n_in array."""
+    Bernoulli(p) mask, in O(nnz) time and memory and already sorted — never an n_out × n_in array.
+
+    Parameters
+    ----------
+    n_out, n_in : int
+        The shape.
+    density : float
+        p ∈ (0, 1].
+    std : float
+        The kept entries' standard deviation.
+    seed : int or None
+        Seeds NumPy's generator.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+
+    Examples
+    --------
+    About p·n_out·n_in = 2000 kept entries (binomial, standard deviation ≈ 42):
+
+    >>> a = bernoulli_csr(100, 200, 0.1, 1.0, seed=0)
+    >>> print(a.shape, abs(a.nnz - 2000) < 300)
+    (100, 200) True
+    """
     p = real_scalar("density", density, lo=0.0, hi=1.0, lo_open=True)
     rng = np.random.default_rng(seed)
     total = int(n_out) * int(n_in)
@@ -225,7 +366,26 @@ def bernoulli_csr(n_out, n_in, density, std, seed):
 class MatrixFreeOperator:
     """A symmetric m×m operator given by its action on row blocks. ``A @ x``, ``A(x)``, ``matvec`` take (m,),
     ``matmat`` (m, k) (columns, SciPy's convention); :meth:`aslinearoperator` gives a SciPy (or cupyx)
-    LinearOperator; :meth:`to_dense` the matrix (small m, for checks)."""
+    LinearOperator; :meth:`to_dense` the matrix (small m, for checks).
+
+    Parameters
+    ----------
+    rows : callable
+        Y = rows(X) applies the operator to the rows of X, (k, m) → (k, m).
+    m : int
+        The size.
+    backend : {"numpy", "cupy"}
+        The array library.
+    name : str, default "operator"
+        Shown in the repr.
+
+    Examples
+    --------
+    >>> A = np.diag([1.0, 2.0, 3.0])
+    >>> op = MatrixFreeOperator(lambda X: X @ A.T, 3, "numpy", name="diag")
+    >>> print(op @ np.ones(3), np.allclose(op.to_dense(), A), op)
+    [1. 2. 3.] True MatrixFreeOperator(diag, m=3, backend='numpy')
+    """
 
     dtype = np.dtype(np.float64)
 
@@ -268,7 +428,37 @@ class StructuredNetwork:
     activation, and the D_ℓ and q̂_ℓ of one propagated input (module docstring).
 
     ``jvp`` / ``vjp`` apply J and Jᵀ to row blocks (k, m); :meth:`jacobian_gram` and :meth:`fisher_dual` return
-    :class:`MatrixFreeOperator` s; :meth:`jacobian` the dense J (small m)."""
+    :class:`MatrixFreeOperator` s; :meth:`jacobian` the dense J (small m). Built by :func:`mixer_network`,
+    :func:`sparse_network` and :func:`mlp_network`.
+
+    Parameters
+    ----------
+    layers : list of list
+        Per layer, its factors in the order applied.
+    activation : Activation
+        φ and φ′.
+    x0 : ndarray
+        The propagated input, (m,).
+    biases : list of ndarray, optional
+        b_ℓ as (1, m) rows.
+    last_activation : bool, default True
+        Whether D_L is applied.
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+    net : rmtnet.spectra.network.MLP, optional
+        The description it was drawn from (for the mean-field q̂ of :meth:`fisher_dual`).
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import network
+    >>> network = mixer_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0)
+    >>> J = network.jacobian()
+    >>> U = np.random.default_rng(0).standard_normal((2, 12))
+    >>> print(network.depth, np.allclose(network.jvp(U), U @ J.T), np.allclose(network.vjp(U), U @ J))
+    2 True True
+    >>> print(np.allclose(network.jacobian_gram().to_dense(), J @ J.T))
+    True
+    """
 
     def __init__(self, layers, activation, x0, *, biases=None, last_activation=True, backend="numpy", net=None):
         self.layers = [list(layer) for layer in layers]
@@ -436,7 +626,38 @@ def mixer_network(net, tokens, channels, *, structure="kronecker", permutations=
     activation, last_activation, q0; its widths are not used) at S = ``tokens``, C = ``channels``: one Mixer layer
     (W_ℓ, V_ℓ) per layer of ``net``, ``structure`` ``"kronecker"`` (MLP-Mixer) or ``"permuted"`` (RP-Mixer) — module
     docstring. ``permutations="commutation"`` (permuted only) uses the commutations, giving the kronecker network
-    from the same seed exactly. Draw order: x₀, then per layer W, V, the permutations (random only), the bias."""
+    from the same seed exactly. Draw order: x₀, then per layer W, V, the permutations (random only), the bias.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The description.
+    tokens, channels : int
+        S and C.
+    structure : {"kronecker", "permuted"}, default "kronecker"
+        MLP-Mixer or RP-Mixer.
+    permutations : {"random", "commutation"}, default "random"
+        The RP-Mixer's permutations.
+    seed : int, optional
+        Seeds every draw.
+    backend : {"numpy", "cupy"}, optional
+        The array library (default the global one).
+
+    Returns
+    -------
+    StructuredNetwork
+
+    Examples
+    --------
+    Orthogonal factors of gain 1 make a linear Mixer an isometry, JJᵀ = I; each Gaussian layer stores S² + C² weights:
+
+    >>> from rmtnet.spectra import network
+    >>> network = mixer_network(network.mlp(2, 12, weights="orthogonal", activation="linear"), 3, 4, seed=0)
+    >>> print(np.allclose(network.jacobian_gram().to_dense(), np.eye(12)))
+    True
+    >>> print(mixer_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0).nnz)
+    [25, 25]
+    """
     _check_net(net, "mixer_network")
     S, C = integer_at_least("tokens", tokens, 1), integer_at_least("channels", channels, 1)
     one_of("structure", structure, STRUCTURES)
@@ -471,7 +692,34 @@ def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=No
     has m·S or m·C connections on average (Hayase & Karakida 2024) — or ``density`` for both, kept entries
     N(0, σ_w/(p·m)). Gaussian weights only. The regime of the MP law is p·m ≫ log m
     (:func:`rmtnet.spectra.mixer.mp_regime`); memory is 12 bytes per kept entry. Draw order: x₀, then per layer a
-    host sub-seed for each mask, the bias."""
+    host sub-seed for each mask, the bias.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The description (Gaussian weights).
+    tokens, channels : int
+        S and C.
+    density : float, optional
+        One density for both factors.
+    seed : int, optional
+        Seeds every draw.
+    backend : {"numpy", "cupy"}, optional
+        The array library.
+
+    Returns
+    -------
+    StructuredNetwork
+
+    Examples
+    --------
+    Each layer keeps about m²/C + m²/S connections (densities 1/C, then 1/S): 144/4 + 144/3 = 84 at S = 3, C = 4:
+
+    >>> from rmtnet.spectra import network
+    >>> network = sparse_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0)
+    >>> print(network.depth, [abs(n - 84) < 30 for n in network.nnz])
+    2 [True, True]
+    """
     _check_net(net, "sparse_network")
     if net.weights != "gaussian":
         raise ValueError(f"sparse_network draws Gaussian kept entries; got weights={net.weights!r}")
@@ -503,7 +751,32 @@ def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=No
 def mlp_network(net, width=None, *, seed=None, backend=None):
     """The dense square network of ``net`` (width ``width`` or net.width) drawn exactly as
     :func:`~rmtnet.spectra.sampling.montecarlo.propagate` draws one sample from the same seed, so that its JJᵀ and Fisher dual
-    have the eigenvalues :func:`~rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs` and ``sample_fisher_eigs`` return."""
+    have the eigenvalues :func:`~rmtnet.spectra.sampling.montecarlo.sample_jacobian_eigs` and ``sample_fisher_eigs`` return.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        A square description.
+    width : int, optional
+        m (default net.width).
+    seed : int, optional
+        Seeds every draw.
+    backend : {"numpy", "cupy"}, optional
+        The array library.
+
+    Returns
+    -------
+    StructuredNetwork
+
+    Examples
+    --------
+    >>> from rmtnet.spectra import network
+    >>> from rmtnet.spectra import sample_jacobian_eigs
+    >>> net = network.mlp(2, 50, activation="tanh", sigma_w=1.5)
+    >>> gram = mlp_network(net, seed=0).jacobian_gram().to_dense()
+    >>> print(np.allclose(np.sort(np.linalg.eigvalsh(gram)), np.sort(sample_jacobian_eigs(net, seed=0))))
+    True
+    """
     _check_net(net, "mlp_network")
     widths = net.scaled_widths(width)
     if len(set(widths)) != 1:

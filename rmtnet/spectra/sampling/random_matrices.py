@@ -1,5 +1,5 @@
-"""Classical random-matrix ensembles, sampled on NumPy or CuPy in float64: Ginibre, Haar orthogonal matrices and
-partial isometries (QR with the signs of diag(R) folded in, Mezzadri 2007), random signed permutations, Wishart and
+"""Classical random-matrix ensembles, sampled on NumPy or CuPy in float64: Ginibre, Haar orthogonal matrices and partial
+isometries (QR with the signs of diag(R) folded in: Mezzadri, Notices AMS 2007), random signed permutations, Wishart and
 Ginibre-product eigenvalues, free products of diagonals conjugated by Haar matrices, and the layer weights of a random
 network (Gaussian, orthogonal, permutation) in rmtnet.spectra.network's convention.
 
@@ -22,19 +22,93 @@ __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", 
 
 
 def ginibre(n, m, rng, backend=None, batch=None):
-    """n×m real Gaussian matrix (or a batch of them) with iid N(0, 1/m) entries."""
+    """n×m real Gaussian matrix (or a batch of them) with iid N(0, 1/m) entries.
+
+    Parameters
+    ----------
+    n, m : int
+        The shape.
+    rng : Generator
+        From :func:`rmtnet.backend.rng` (NumPy or CuPy).
+    backend : str, optional
+        Unused (the array library is ``rng``'s); kept for a uniform signature.
+    batch : int, optional
+        A leading batch axis of this length.
+
+    Returns
+    -------
+    ndarray
+        Shape (n, m) or (batch, n, m), float64.
+
+    Examples
+    --------
+    >>> from rmtnet import backend
+    >>> g = ginibre(200, 100, backend.rng(0))
+    >>> print(g.shape, f"{100 * g.var():.1f}")                 # entries of variance 1/m
+    (200, 100) 1.0
+    """
     shape = (n, m) if batch is None else (batch, n, m)
     return rng.standard_normal(shape, dtype="float64") / (m ** 0.5)
 
 
 def haar_orthogonal(n, rng, backend=None, batch=None):
     """Haar-distributed orthogonal n×n matrices: QR of a Ginibre matrix with the sign of diag(R) folded into Q
-    (Mezzadri 2007), so the law is exactly Haar, not merely orthogonal. The square case of :func:`haar_isometry`."""
+    (Mezzadri, Notices of the AMS 2007), so the law is exactly Haar, not merely orthogonal. The square case of
+    :func:`haar_isometry`.
+
+    Parameters
+    ----------
+    n : int
+        The size.
+    rng : Generator
+        From :func:`rmtnet.backend.rng`.
+    backend : str, optional
+        The array library ("numpy", "cupy"; default the global one).
+    batch : int, optional
+        A leading batch axis of this length.
+
+    Returns
+    -------
+    ndarray
+        Shape (n, n) or (batch, n, n).
+
+    Examples
+    --------
+    >>> from rmtnet import backend
+    >>> o = haar_orthogonal(5, backend.rng(0))
+    >>> print(np.allclose(o @ o.T, np.eye(5)))
+    True
+    """
     return haar_isometry(n, n, rng, backend, batch)
 
 
 def wishart_eigs(n, m, seed=None, backend=None, n_samples=1):
-    """Eigenvalues of XXᵀ, X n×m with entries N(0, 1/m): a draw of MarchenkoPastur(n/m). Shape (n_samples·n,)."""
+    """Eigenvalues of XXᵀ, X n×m with entries N(0, 1/m): a draw of MarchenkoPastur(n/m).
+
+    Parameters
+    ----------
+    n, m : int
+        The shape of X.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy" (default the global one).
+    n_samples : int, default 1
+        Independent matrices, pooled.
+
+    Returns
+    -------
+    ndarray
+        Shape (n_samples·n,), on the backend.
+
+    Examples
+    --------
+    MarchenkoPastur(1/2) has m₁ = 1, m₂ = 1 + 1/2:
+
+    >>> e = wishart_eigs(200, 400, seed=0)
+    >>> print(e.shape, f"{e.mean():.1f}", f"{(e ** 2).mean():.1f}")
+    (200,) 1.0 1.5
+    """
     positive_integers(n=n, m=m, n_samples=n_samples)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
@@ -43,7 +117,35 @@ def wishart_eigs(n, m, seed=None, backend=None, n_samples=1):
 
 
 def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
-    """Eigenvalues of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s iid n×n Ginibre matrices (entries N(0, 1/n)): FussCatalan(s)."""
+    """Eigenvalues of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s iid n×n Ginibre matrices (entries N(0, 1/n)): a draw of
+    FussCatalan(s).
+
+    Parameters
+    ----------
+    n : int
+        The size.
+    s : int
+        The number of factors.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+    n_samples : int, default 1
+        Independent products, pooled.
+
+    Returns
+    -------
+    ndarray
+        Shape (n_samples·n,).
+
+    Examples
+    --------
+    FussCatalan(2) has m₂ = 3:
+
+    >>> e = ginibre_product_eigs(200, 2, seed=0)
+    >>> print(f"{e.mean():.1f}", f"{(e ** 2).mean():.1f}")
+    1.0 3.0
+    """
     positive_integers(n=n, s=s, n_samples=n_samples)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
@@ -55,7 +157,31 @@ def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
 
 def free_product_eigs(diagonals, seed=None, backend=None):
     """Eigenvalues of X Xᵀ with X = D_k O_k ⋯ D_1 O_1 for given diagonals d_i (arrays of length n, the square
-    roots of the factors' eigenvalues) and independent Haar orthogonal O_i: a draw of ⊠_i law(d_i²)."""
+    roots of the factors' eigenvalues) and independent Haar orthogonal O_i: a draw of ⊠_i law(d_i²).
+
+    Parameters
+    ----------
+    diagonals : sequence of array_like
+        k ≥ 1 arrays of one length n.
+    seed : int or Generator, optional
+        Anything :func:`rmtnet.backend.rng` accepts.
+    backend : str, optional
+        "numpy" or "cupy".
+
+    Returns
+    -------
+    ndarray
+        The n eigenvalues, ascending.
+
+    Examples
+    --------
+    δ₁ ⊠ (½δ₀ + ½δ₂) is ½δ₀ + ½δ₂ itself: half the eigenvalues vanish, m₂ = 2:
+
+    >>> d2 = np.sqrt(np.r_[np.zeros(50), np.full(50, 2.0)])
+    >>> e = free_product_eigs([np.ones(100), d2], seed=0)
+    >>> print(int(np.sum(e < 1e-9)), f"{e.mean():.6f}", f"{(e ** 2).mean():.6f}")
+    50 1.000000 2.000000
+    """
     if len(diagonals) == 0:
         raise ValueError("diagonals must hold at least one array")
     diagonals = [finite_array(f"diagonals[{i}]", d).ravel() for i, d in enumerate(diagonals)]
@@ -78,7 +204,31 @@ def free_product_eigs(diagonals, seed=None, backend=None):
 
 def haar_isometry(n, m, rng, backend=None, batch=None):
     """An n×m Haar partial isometry: orthonormal columns if n ≥ m, orthonormal rows otherwise (QR of a Gaussian
-    matrix with the signs of diag(R) folded in, so the law is exactly Haar). n = m gives :func:`haar_orthogonal`."""
+    matrix with the signs of diag(R) folded in, so the law is exactly Haar). n = m gives :func:`haar_orthogonal`.
+
+    Parameters
+    ----------
+    n, m : int
+        The shape.
+    rng : Generator
+        From :func:`rmtnet.backend.rng`.
+    backend : str, optional
+        "numpy" or "cupy".
+    batch : int, optional
+        A leading batch axis of this length.
+
+    Returns
+    -------
+    ndarray
+        Shape (n, m) or (batch, n, m).
+
+    Examples
+    --------
+    >>> from rmtnet import backend
+    >>> v = haar_isometry(6, 3, backend.rng(0))
+    >>> print(v.shape, np.allclose(v.T @ v, np.eye(3)))
+    (6, 3) True
+    """
     xp = B.native(backend)
     tall = n >= m
     shape = (n, m) if tall else (m, n)
@@ -92,7 +242,31 @@ def haar_isometry(n, m, rng, backend=None, batch=None):
 
 def signed_permutation(n, rng, backend=None, batch=None):
     """Uniformly random signed n×n permutation matrices, built densely: orthogonal but not Haar, and not
-    asymptotically free from diagonal matrices — the control of :mod:`~rmtnet.studies.freeness`."""
+    asymptotically free from diagonal matrices — the control of :mod:`~rmtnet.studies.freeness`.
+
+    Parameters
+    ----------
+    n : int
+        The size.
+    rng : Generator
+        From :func:`rmtnet.backend.rng`.
+    backend : str, optional
+        "numpy" or "cupy".
+    batch : int, optional
+        A leading batch axis of this length.
+
+    Returns
+    -------
+    ndarray
+        Shape (n, n) or (batch, n, n): one ±1 per row and column.
+
+    Examples
+    --------
+    >>> from rmtnet import backend
+    >>> p = signed_permutation(4, backend.rng(0))
+    >>> print(np.abs(p).sum(axis=0), np.allclose(p @ p.T, np.eye(4)))
+    [1. 1. 1. 1.] True
+    """
     xp = B.native(backend)
     b = 1 if batch is None else batch
     perm = xp.argsort(rng.random((b, n)), axis=-1)
@@ -105,7 +279,37 @@ def signed_permutation(n, rng, backend=None, batch=None):
 def layer_weights(kind, n_out, n_in, sigma_w, rng, backend=None, batch=None):
     """W ∈ ℝ^{n_out×n_in} with entries of variance σ_w²/n_in: ``"gaussian"``, or ``"orthogonal"``: a Haar
     (partial) isometry scaled by σ_w·√(max(1, n_out/n_in)) (rmtnet.spectra.network's convention; square: σ_w O), or
-    ``"permutation"`` (square only): σ_w times a random signed permutation, the non-free control."""
+    ``"permutation"`` (square only): σ_w times a random signed permutation, the non-free control.
+
+    Parameters
+    ----------
+    kind : {"gaussian", "orthogonal", "permutation"}
+        The ensemble.
+    n_out, n_in : int
+        The shape.
+    sigma_w : float
+        σ_w.
+    rng : Generator
+        From :func:`rmtnet.backend.rng`.
+    backend : str, optional
+        "numpy" or "cupy".
+    batch : int, optional
+        A leading batch axis of this length.
+
+    Returns
+    -------
+    ndarray
+        Shape (n_out, n_in) or (batch, n_out, n_in).
+
+    Examples
+    --------
+    An orthogonal layer that doubles the width: WᵀW = σ_w²·(n_out/n_in)·I:
+
+    >>> from rmtnet import backend
+    >>> w = layer_weights("orthogonal", 8, 4, 2.0, backend.rng(0))
+    >>> print(np.allclose(w.T @ w, 2.0 ** 2 * 2 * np.eye(4)))
+    True
+    """
     if kind == "gaussian":
         return sigma_w * ginibre(n_out, n_in, rng, backend, batch)
     if kind == "orthogonal":
@@ -118,7 +322,32 @@ def layer_weights(kind, n_out, n_in, sigma_w, rng, backend=None, batch=None):
 
 
 def random_input(n, q0, rng, xp, batch):
-    """A random input direction scaled to ‖x₀‖²/n = q0 exactly, one per sample: shape (batch, n) (``xp``: the
-    array library of ``rng``)."""
+    """A random input direction scaled to ‖x₀‖²/n = q0 exactly, one per sample.
+
+    Parameters
+    ----------
+    n : int
+        The input width.
+    q0 : float
+        ‖x₀‖²/n.
+    rng : Generator
+        From :func:`rmtnet.backend.rng`.
+    xp : module
+        The array library of ``rng`` (numpy or cupy).
+    batch : int
+        The number of samples.
+
+    Returns
+    -------
+    ndarray
+        Shape (batch, n).
+
+    Examples
+    --------
+    >>> from rmtnet import backend
+    >>> x = random_input(10, 0.5, backend.rng(0), np, 3)
+    >>> print(np.round(np.sum(x * x, axis=-1) / 10, 12))
+    [0.5 0.5 0.5]
+    """
     x = rng.standard_normal((batch, n), dtype="float64")
     return x * xp.sqrt(q0 * n / xp.sum(x * x, axis=-1, keepdims=True))

@@ -1,0 +1,117 @@
+"""The ``>>>`` examples of rmtnet's docstrings run as tests: one pytest case per docstring that has examples.
+
+The docstrings are collected with :class:`doctest.DocTestFinder` from every module of ``rmtnet`` itself,
+``rmtnet.spectra`` and ``rmtnet.nets`` (their subpackages included), found by walking the package so that a module
+that is added or moved is collected without editing this file. The paper studies (``rmtnet.studies``) and the figure
+scripts (``rmtnet.simulations``) are left out: their examples would be whole runs. A docstring is collected only in
+the module that defines its object, so a name re-exported by a package is run once.
+
+Each example runs under fixed NumPy print options (8 digits, no scientific notation for small numbers, NumPy 1.25's
+scalar repr ``1.0`` rather than ``np.float64(1.0)``) and with ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``, so that an
+example's printed output does not depend on the NumPy version or on options another test left set; the global
+NumPy and torch generators are restored after each docstring, so an example that seeds one changes no later test.
+
+The README's ten-line tour runs too, and must print what the README says it prints.
+"""
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import rmtnet
+
+PACKAGES = ("rmtnet", "rmtnet.spectra", "rmtnet.nets")
+EXCLUDED = ("rmtnet.studies", "rmtnet.simulations")
+MIN_EXAMPLES = 40
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def _module_names():
+    """rmtnet and every module below it, less the excluded subpackages."""
+    names = ["rmtnet"]
+    for info in pkgutil.walk_packages(rmtnet.__path__, "rmtnet.", onerror=lambda name: None):
+        if not any(info.name == ex or info.name.startswith(ex + ".") for ex in EXCLUDED):
+            names.append(info.name)
+    return sorted(names)
+
+
+def _modules():
+    """The imported modules; one kept only as a deprecated alias of a moved one is imported without its warning
+    (its objects are collected from the module that defines them)."""
+    modules = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in _module_names():
+            modules.append(importlib.import_module(name))
+    return modules
+
+
+def _collect():
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    tests = {}
+    for module in _modules():
+        for test in finder.find(module):
+            if test.examples:
+                tests.setdefault(test.name, test)
+    return tests
+
+
+DOCTESTS = _collect()
+
+
+def test_modules_walked():
+    """The walk reaches the three packages the examples live in and leaves the studies out."""
+    names = _module_names()
+    for package in PACKAGES:
+        assert package in names
+    assert "rmtnet.spectra.transforms" in names and "rmtnet.nets.metrics" in names
+    assert not any(name.startswith(EXCLUDED) for name in names)
+
+
+def test_enough_examples():
+    """The docstrings carry at least MIN_EXAMPLES ``>>>`` examples in all, counting only those that run (an example
+    marked ``doctest: +SKIP``, such as a loader that needs files, does not count)."""
+    n_examples = sum(1 for test in DOCTESTS.values() for example in test.examples
+                     if not example.options.get(doctest.SKIP))
+    assert n_examples >= MIN_EXAMPLES, f"only {n_examples} doctest examples in {len(DOCTESTS)} docstrings"
+
+
+@pytest.mark.parametrize("name", sorted(DOCTESTS))
+def test_docstring_examples(name):
+    test = DOCTESTS[name]
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    globs = dict(test.globs)
+    test.globs = globs
+    output = []
+    torch_state, numpy_state = torch.random.get_rng_state(), np.random.get_state()
+    try:
+        with np.printoptions(precision=8, suppress=True, legacy="1.25"):
+            runner.run(test, out=output.append, clear_globs=False)
+    finally:                                   # an example that seeds a global generator leaves no trace
+        torch.random.set_rng_state(torch_state)
+        np.random.set_state(numpy_state)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, "".join(output)
+
+
+def test_readme_tour(capsys):
+    """The README's first Python block (the ten-line tour) runs and prints what the README says it prints."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert blocks, "README.md has no python block"
+    tour = blocks[0]
+    assert len([line for line in tour.splitlines() if line.strip()]) <= 10
+    exec(compile(tour, "README.md:tour", "exec"), {"__name__": "readme_tour"})
+    printed = capsys.readouterr().out
+    said = re.search(r"It prints `(.*?)…` and `(.*?)`", readme)
+    assert said, "README.md no longer says what the tour prints"
+    assert printed.splitlines()[0].startswith(said.group(1)), printed
+    assert printed.splitlines()[1] == said.group(2), printed
