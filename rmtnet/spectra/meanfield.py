@@ -217,7 +217,7 @@ _MOVED = {"Activation": "rmtnet.spectra.activations.Activation",
 def __getattr__(name):
     """The names that moved to :mod:`rmtnet.spectra.activations`, served one more release with a warning."""
     if name in _MOVED:
-        warnings.warn(f"rmtnet.spectra.meanfield.{name} is deprecated; use {_MOVED[name]}", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(f"rmtnet.spectra.meanfield.{name} has moved to {_MOVED[name]}; the old name is deprecated and "
+                      "will be removed in rmtnet 0.3", DeprecationWarning, stacklevel=2)
         return getattr(_activations, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
