@@ -201,8 +201,8 @@ def _method(method):
 
 def pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ(z₁)φ(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]), for an activation (name, Activation, ...):
-    closed form for relu, erf and linear (``method="auto"`` or ``"closed_form"``), quadrature otherwise or with
-    ``method="quadrature"``."""
+    the closed form its definition holds (relu, erf and linear; ``method="auto"`` or ``"closed_form"``),
+    quadrature otherwise or with ``method="quadrature"``."""
     act = activation(act)
     method = _method(method)
     if method != "quadrature" and act.pair_kernels is not None:
@@ -396,8 +396,9 @@ def erf_derivative_kernel(c11, c12, c22):
 
 def derivative_pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ′(z₁)φ′(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]): with σ_w² the factor Σ̇ by which the NTK is
-    carried through a layer. Closed forms for relu, erf and linear; :func:`gaussian_pair_expectation` of φ′ (the
-    activation's kinks are φ′'s jumps) otherwise or with ``method="quadrature"``."""
+    carried through a layer. The closed form its definition holds (relu, erf and linear);
+    :func:`gaussian_pair_expectation` of φ′ (the activation's kinks are φ′'s jumps) otherwise or with
+    ``method="quadrature"``."""
     act = activation(act)
     method = _method(method)
     if method != "quadrature" and act.pair_kernels is not None:
