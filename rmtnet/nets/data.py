@@ -423,6 +423,8 @@ def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
                    info={"test_fraction": float(test_fraction), "seed": int(seed), "n_samples": n_samples})
 
 
+# The teacher's φ, plain torch functions: its "erf" is erf(h), not the theory's erf(√π h/2) of
+# rmtnet.spectra.activations, so this table is kept apart from those definitions (the targets stay as they were).
 _ACTIVATIONS = {
     "tanh": torch.tanh,
     "relu": torch.relu,

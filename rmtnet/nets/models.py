@@ -30,33 +30,76 @@ import math
 import torch
 from torch import nn
 
+from rmtnet.spectra import activations
 from rmtnet.spectra._checks import positive_integers, real_scalar
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      SparseMaskedLinear, TokenMixing, commutation, gaussian_, generator)
 
-__all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module", "sparse_storage",
-           "SPARSE_MIN_WIDTH", "SPARSE_MAX_DENSITY"]
+__all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module", "Elementwise",
+           "sparse_storage", "SPARSE_MIN_WIDTH", "SPARSE_MAX_DENSITY"]
 
 
-class _Erf(nn.Module):
-    """erf(√π h/2): the erf activation of rmtnet.spectra.meanfield (slope 1 at 0)."""
+class Elementwise(nn.Module):
+    """φ applied entrywise, for an activation whose definition names no ``torch.nn`` class: its φ (written on the
+    array's namespace, see :mod:`rmtnet.spectra.activations`) runs on the tensor itself.
+
+    Parameters
+    ----------
+    activation : rmtnet.spectra.activations.Activation
+        The definition whose ``phi`` is applied.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from rmtnet.nets.models import Elementwise
+    >>> from rmtnet.spectra.activations import activation
+    >>> Elementwise(activation("erf"))(torch.zeros(2))
+    tensor([0., 0.])
+    """
+
+    def __init__(self, activation):
+        super().__init__()
+        self.activation = activation
 
     def forward(self, x):
-        return torch.erf(0.5 * math.sqrt(math.pi) * x)
+        return self.activation.phi(x)
+
+    def extra_repr(self):
+        return self.activation.name
 
 
-_ACTIVATIONS = {"linear": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh, "hard_tanh": nn.Hardtanh,
-                "erf": _Erf}
+def activation_module(spec):
+    """The torch module of an activation: the ``torch.nn`` class its definition names, else φ wrapped in
+    :class:`Elementwise`.
 
+    Parameters
+    ----------
+    spec : str, rmtnet.spectra.activations.Activation or torch.nn.Module
+        A registered activation name (:func:`rmtnet.spectra.activations.registered_activations`), a definition,
+        or a module (returned as it is).
 
-def activation_module(name):
-    """The torch module of an activation name (the names of :mod:`rmtnet.spectra.meanfield`, plus ``gelu``)."""
-    if isinstance(name, nn.Module):
-        return name
-    if not isinstance(name, str) or name not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)} or an nn.Module, got {name!r}")
-    return _ACTIVATIONS[name]()
+    Returns
+    -------
+    torch.nn.Module
+
+    Examples
+    --------
+    >>> from rmtnet.nets.models import activation_module
+    >>> activation_module("gelu"), activation_module("erf")
+    (GELU(approximate='none'), Elementwise(erf))
+    """
+    if isinstance(spec, nn.Module):
+        return spec
+    if not isinstance(spec, (str, activations.Activation)):
+        raise ValueError(f"activation must be one of {list(activations.registered_activations())}, an Activation "
+                         f"or an nn.Module, got {spec!r}")
+    try:
+        act = activations.activation(spec)
+    except ValueError:
+        raise ValueError(f"activation must be one of {list(activations.registered_activations())}, an Activation "
+                         f"or an nn.Module, got {spec!r}") from None
+    return getattr(nn, act.torch_module)() if act.torch_module is not None else Elementwise(act)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -106,7 +149,7 @@ class MLP(nn.Module):
     @classmethod
     def from_arch(cls, net, width=None, seed=None, device=None, dtype=None):
         """The trainable MLP of an :class:`rmtnet.spectra.network.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo)."""
-        return cls(net.scaled_widths(width), activation=net.activation.name, weights=net.weights, sigma_w=net.sigma_w,
+        return cls(net.scaled_widths(width), activation=net.activation, weights=net.weights, sigma_w=net.sigma_w,
                    sigma_b=net.sigma_b, last_activation=net.last_activation, bias=net.sigma_b > 0, seed=seed,
                    device=device, dtype=dtype)
 

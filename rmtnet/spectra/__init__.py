@@ -15,12 +15,13 @@ from .laws import MarchenkoPastur, Semicircle, FussCatalan, Bernoulli, Arcsine
 from .free import free_mult, free_mult_scaled, free_mult_power, free_add, free_add_power, FreeProduct, FreeSum
 from .transforms import (cauchy, m_transform, psi, eta, s_transform, cauchy_inverse, m_inverse, psi_inverse,
                          eta_inverse)
-from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
+from .activations import Activation, activation, define_activation
+from .meanfield import q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
 from .jacobian import jacobian_law
 from .ntk import (fisher_law, ck_law, critical_learning_rate, ntk_factor_variance, ntk_law,
                   ntk_moments)
 from .network import MLP, mlp
-from . import series, network, meanfield, jacobian, ntk, kernels, mixer, sampling
+from . import activations, series, network, meanfield, jacobian, ntk, kernels, mixer, sampling
 from .sampling import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
 
 __all__ = [
@@ -28,7 +29,8 @@ __all__ = [
     "GaussianPushforward", "gaussian_pushforward", "MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli",
     "Arcsine", "free_mult", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum",
     "cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
-    "eta_inverse", "series", "sampling", "network", "MLP", "mlp", "meanfield", "activation", "q_star", "chi", "critical_sigma_w",
+    "eta_inverse", "series", "sampling", "network", "MLP", "mlp", "meanfield", "activations", "Activation",
+    "activation", "define_activation", "q_star", "chi", "critical_sigma_w",
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
     "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
     "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",

@@ -25,7 +25,9 @@ The expectation (2) has closed forms for
   a = √π/2;
 * linear: c₁₂;
 
-and is computed by quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
+each held, with its derivative kernel E[φ′(z₁)φ′(z₂)], by the activation's definition
+(:attr:`~rmtnet.spectra.activations.Activation.pair_kernels`, :mod:`rmtnet.spectra.activations`), and is computed by
+quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
 user callables). GP regression (:func:`gp_posterior`) uses the posterior mean K(x*,X)K(X,X)⁻¹Y and variance
 K(x*,x*) − K(x*,X)K(X,X)⁻¹K(X,x*) (Rasmussen & Williams 2006, eqs. 2.25–2.26).
 """
@@ -36,7 +38,7 @@ from scipy import linalg
 
 from .. import backend as B
 from ._checks import finite_array, integer_at_least, mlp_description, real_scalar
-from .meanfield import Activation, activation
+from .activations import Activation, activation, registered_activations
 
 __all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kernel", "kernel_map", "nngp_kernel",
            "gp_posterior", "nngp_regression", "sample_nngp_kernel", "relu_derivative_kernel", "erf_derivative_kernel",
@@ -95,7 +97,7 @@ def gaussian_pair_expectation(f, g, c11, c12, c22, *, f_breakpoints=(), g_breakp
                               n_gauss=10, grading=3.0, n_grading=18, max_points=2_000_000):
     """E[f(z₁)g(z₂)] for (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]), vectorised over arrays of (c11, c12, c22).
 
-    ``f`` and ``g`` are vectorised callables or :class:`~rmtnet.spectra.meanfield.Activation` objects (whose φ and
+    ``f`` and ``g`` are vectorised callables or :class:`~rmtnet.spectra.activations.Activation` objects (whose φ and
     breakpoints are used); ``f_breakpoints``/``g_breakpoints`` add kinks or jumps of f and g.
 
     Method: conditioning on z₁ = √c11·u, z₂ = a·u + s·v with a = ρ√c22, s = √(c22(1 − ρ²)) and u, v iid N(0, 1), so
@@ -169,47 +171,26 @@ def gaussian_pair_expectation(f, g, c11, c12, c22, *, f_breakpoints=(), g_breakp
     return out.reshape(shape)
 
 
+def _closed_pair(name, c11, c12, c22):
+    """The registered activation ``name``'s closed-form (E[φφ], E[φ′φ′]) on checked covariances."""
+    return activation(name).pair_kernels(*_covariances(c11, c12, c22))
+
+
 def relu_kernel(c11, c12, c22):
     """E[relu(z₁)relu(z₂)] = √(c11c22)/(2π)·(sin θ + (π − θ) cos θ), θ = arccos(c12/√(c11c22)): the degree-1
     arc-cosine kernel (Cho & Saul 2009, eq. (6) with n = 1). Zero when a variance vanishes."""
-    return _relu_pair(*_covariances(c11, c12, c22))[0]
-
-
-def _relu_pair(c11, c12, c22):
-    """(E[relu relu], E[relu′ relu′]) from one θ, on valid covariances (arrays of any library)."""
-    rho, bound = _correlation(c11, c12, c22)
-    theta = np.arccos(rho)
-    return (bound / (2 * np.pi) * (np.sqrt((1.0 - rho) * (1.0 + rho)) + (np.pi - theta) * rho),
-            (np.pi - theta) / (2 * np.pi))
+    return _closed_pair("relu", c11, c12, c22)[0]
 
 
 def erf_kernel(c11, c12, c22):
     """E[φ(z₁)φ(z₂)] for rmtnet's φ(h) = erf(√π h/2): (2/π) arcsin(2a²c12/√((1 + 2a²c11)(1 + 2a²c22))) with
     2a² = π/2 (Williams 1997, eq. (11), with Σ = a²·covariance and no bias input)."""
-    return _erf_pair(*_covariances(c11, c12, c22))[0]
+    return _closed_pair("erf", c11, c12, c22)[0]
 
 
-def _erf_pair(c11, c12, c22):
-    """(E[φφ], E[φ′φ′]) for rmtnet's erf from one (1 + πc11/2)(1 + πc22/2), on valid covariances."""
-    k = np.pi / 2
-    A = (1.0 + k * c11) * (1.0 + k * c22)
-    return 2.0 / np.pi * np.arcsin(np.clip(k * c12 / np.sqrt(A), -1.0, 1.0)), 1.0 / np.sqrt(A - (k * c12) ** 2)
-
-
-def _linear_kernel(c11, c12, c22):
-    return _covariances(c11, c12, c22)[1].astype(float)
-
-
-_CLOSED = {"relu": relu_kernel, "erf": erf_kernel, "linear": _linear_kernel}
-
-
-def _closed_form(act, table=_CLOSED):
-    """The closed form in ``table`` for a registered activation (matched by identity, so a user callable named
-    "relu" is not mistaken for rmtnet's ReLU), else None."""
-    fn = table.get(act.name)
-    if fn is not None and activation(act.name) is act:
-        return fn
-    return None
+def _closed_names():
+    """The registered activations whose pair kernels have a closed form (for error messages)."""
+    return sorted(n for n in registered_activations() if activation(n).pair_kernels is not None)
 
 
 def _method(method):
@@ -220,16 +201,15 @@ def _method(method):
 
 def pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ(z₁)φ(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]), for an activation (name, Activation, ...):
-    closed form for relu, erf and linear (``method="auto"`` or ``"closed_form"``), quadrature otherwise or with
-    ``method="quadrature"``."""
+    the closed form its definition holds (relu, erf and linear; ``method="auto"`` or ``"closed_form"``),
+    quadrature otherwise or with ``method="quadrature"``."""
     act = activation(act)
     method = _method(method)
-    closed = None if method == "quadrature" else _closed_form(act)
-    if closed is not None:
-        return closed(c11, c12, c22)
+    if method != "quadrature" and act.pair_kernels is not None:
+        return act.pair_kernels(*_covariances(c11, c12, c22))[0]
     if method == "closed_form":
         raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
-                         f"(available: {sorted(_CLOSED)})")
+                         f"(available: {_closed_names()})")
     return gaussian_pair_expectation(act, act, c11, c12, c22)
 
 
@@ -404,37 +384,28 @@ PARAMETERIZATIONS = ("ntk", "standard")
 def relu_derivative_kernel(c11, c12, c22):
     """E[relu′(z₁)relu′(z₂)] = (π − θ)/(2π), θ = arccos(c12/√(c11c22)): the degree-0 arc-cosine kernel (Cho & Saul
     2009, eq. (6) with n = 0). Where a variance vanishes θ = π/2 (the value 1/4 of independent signs)."""
-    return _relu_pair(*_covariances(c11, c12, c22))[1]
+    return _closed_pair("relu", c11, c12, c22)[1]
 
 
 def erf_derivative_kernel(c11, c12, c22):
     """E[φ′(z₁)φ′(z₂)] for rmtnet's φ(h) = erf(ah), a = √π/2, φ′(h) = exp(−πh²/4):
     (4a²/π)/√((1 + 2a²c11)(1 + 2a²c22) − 4a⁴c12²) = 1/√((1 + πc11/2)(1 + πc22/2) − π²c12²/4) (a Gaussian integral;
     the derivative of :func:`erf_kernel` in c12, as the NTK needs: Σ̇ = ∂Σ/∂c12)."""
-    return _erf_pair(*_covariances(c11, c12, c22))[1]
-
-
-def _linear_derivative_kernel(c11, c12, c22):
-    return np.ones_like(_covariances(c11, c12, c22)[1], dtype=float)
-
-
-_CLOSED_DERIVATIVE = {"relu": relu_derivative_kernel, "erf": erf_derivative_kernel,
-                      "linear": _linear_derivative_kernel}
-_CLOSED_BOTH = {"relu": _relu_pair, "erf": _erf_pair, "linear": lambda c11, c12, c22: (c12 * 1.0, c12 * 0.0 + 1.0)}
+    return _closed_pair("erf", c11, c12, c22)[1]
 
 
 def derivative_pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ′(z₁)φ′(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]): with σ_w² the factor Σ̇ by which the NTK is
-    carried through a layer. Closed forms for relu, erf and linear; :func:`gaussian_pair_expectation` of φ′ (the
-    activation's kinks are φ′'s jumps) otherwise or with ``method="quadrature"``."""
+    carried through a layer. The closed form its definition holds (relu, erf and linear);
+    :func:`gaussian_pair_expectation` of φ′ (the activation's kinks are φ′'s jumps) otherwise or with
+    ``method="quadrature"``."""
     act = activation(act)
     method = _method(method)
-    closed = None if method == "quadrature" else _closed_form(act, _CLOSED_DERIVATIVE)
-    if closed is not None:
-        return closed(c11, c12, c22)
+    if method != "quadrature" and act.pair_kernels is not None:
+        return act.pair_kernels(*_covariances(c11, c12, c22))[1]
     if method == "closed_form":
         raise ValueError(f"method='closed_form': no closed form of E[φ′φ′] for activation {act.name!r} "
-                         f"(available: {sorted(_CLOSED_DERIVATIVE)})")
+                         f"(available: {_closed_names()})")
     return gaussian_pair_expectation(act.dphi, act.dphi, c11, c12, c22, f_breakpoints=act.breakpoints,
                                      g_breakpoints=act.breakpoints)
 
@@ -460,14 +431,14 @@ def _ntk_layers(net, X, method, parameterization):
     bias = 1.0 if net.sigma_b > 0 else 0.0
     T = S if parameterization == "ntk" else X @ X.T + bias      # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
     out = [(S, T)]
-    closed = method != "quadrature" and _closed_form(act, _CLOSED_BOTH) is not None
+    closed = method != "quadrature" and act.pair_kernels is not None
     if method == "closed_form" and not closed:
         raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
-                         f"(available: {sorted(_CLOSED)})")
+                         f"(available: {_closed_names()})")
     for width in net.widths[1:-1]:
         if closed:                                    # both kernels from one pass over the matrix
             d = S.diagonal()
-            K, D = _CLOSED_BOTH[act.name](d[:, None], S, d[None, :])
+            K, D = act.pair_kernels(d[:, None], S, d[None, :])
             K, D = 0.5 * (K + K.T), 0.5 * (D + D.T)
         else:
             K = _on_pairs(lambda a, c, b: pair_kernel(act, a, c, b, "quadrature"), S)

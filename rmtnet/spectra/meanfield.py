@@ -9,96 +9,27 @@ pre-activation variance obeys
 with fixed point q*; the slope of the Jacobian per layer is χ = σ_w² E[φ′(√q* ξ)²] and χ = 1 is criticality.
 The law of D² = φ′(h)², h ~ N(0, q), enters the Jacobian spectrum; μ_k = E[φ′(h)^{2k}] are its moments.
 
-Activations are :class:`Activation` objects (φ, φ′ and optional closed forms). ``erf`` is φ(h) = erf(√π h/2),
-normalised so that φ′(0) = 1 as in Pennington et al.; ``hard_tanh`` is clip(h, -1, 1). Expectations use closed
-forms where they exist and composite Gauss–Legendre quadrature against the Gaussian otherwise
-(:func:`gaussian_expectation`); a user activation needs only φ and φ′.
+Activations are the :class:`~rmtnet.spectra.activations.Activation` definitions of
+:mod:`rmtnet.spectra.activations` (φ, φ′, kinks and optional closed forms; a name is looked up there). ``erf`` is
+φ(h) = erf(√π h/2), normalised so that φ′(0) = 1 as in Pennington et al.; ``hard_tanh`` is clip(h, -1, 1).
+Expectations use closed forms where they exist and composite Gauss–Legendre quadrature against the Gaussian
+otherwise (:func:`gaussian_expectation`); a user activation needs only φ and φ′.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Optional
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize
 
+from .._deprecation import moved_names
+from . import activations as _activations
 from ._checks import ConvergenceError, real_scalar
-from .laws import Bernoulli
-from .measures import Measure, PointMasses, gaussian_pushforward
+from .activations import activation as _activation
+from .measures import Measure, gaussian_pushforward
 
-__all__ = ["Activation", "activation", "gaussian_expectation", "second_moment", "length_map", "variance_profile", "q_star", "chi", "critical_sigma_w",
+__all__ = ["gaussian_expectation", "second_moment", "length_map", "variance_profile", "q_star", "chi", "critical_sigma_w",
            "d2_law", "d2_moments"]
-
-@dataclass(frozen=True)
-class Activation:
-    """φ and φ′ (vectorised), plus optional closed forms of E[φ(√q ξ)²] and E[φ′(√q ξ)^{2k}]."""
-    name: str
-    phi: Callable
-    dphi: Callable
-    second_moment: Optional[Callable] = None          # q ↦ E[φ(√q ξ)²]
-    derivative_moment: Optional[Callable] = None      # (q, k) ↦ E[φ′(√q ξ)^{2k}]
-    d2_atoms: Optional[Callable] = None               # q ↦ PointMasses law of φ′² when φ′² takes two values
-    breakpoints: tuple = ()                           # kinks of φ or φ′ (panel ends for quadrature)
-    homogeneous: bool = False                         # φ(ah) = aφ(h) for a > 0: χ does not depend on q
-
-
-def _erf_moment(q, k):
-    # φ′(h)² = exp(-π h²/2): E[exp(-k π h²/2)] = 1/√(1 + kπq)
-    return 1.0 / np.sqrt(1.0 + k * np.pi * q)
-
-
-def _erf_second(q):
-    # E[erf(a h)²] = (2/π) arcsin(2a²q/(1 + 2a²q)) with a = √π/2 (Williams 1997)
-    c = np.pi * q / 2
-    return 2.0 / np.pi * np.arcsin(c / (1.0 + c))
-
-
-def _hard_tanh_p(q):
-    return float(special.erf(1.0 / np.sqrt(2.0 * q)))
-
-
-def _erf(h):
-    """scipy.special.erf, or cupyx's for CuPy arrays (activations are applied on the Monte Carlo's backend)."""
-    if type(h).__module__.startswith("cupy"):
-        import cupyx.scipy.special as cs
-        return cs.erf(h)
-    return special.erf(h)
-
-
-# φ and φ′ use only ufuncs and operators, so they run unchanged on NumPy and CuPy arrays.
-_REGISTRY = {
-    "linear": Activation("linear", lambda h: h * 1.0, lambda h: h * 0.0 + 1.0,
-                         second_moment=lambda q: q, derivative_moment=lambda q, k: 1.0,
-                         d2_atoms=lambda q: PointMasses([1.0], [1.0]), homogeneous=True),
-    "relu": Activation("relu", lambda h: np.maximum(h, 0.0), lambda h: (h > 0) * 1.0,
-                       second_moment=lambda q: q / 2, derivative_moment=lambda q, k: 0.5,
-                       d2_atoms=lambda q: Bernoulli(0.5), breakpoints=(0.0,), homogeneous=True),
-    "hard_tanh": Activation("hard_tanh", lambda h: np.minimum(np.maximum(h, -1.0), 1.0),
-                            lambda h: (abs(h) < 1) * 1.0,
-                            derivative_moment=lambda q, k: _hard_tanh_p(q),
-                            d2_atoms=lambda q: Bernoulli(_hard_tanh_p(q)), breakpoints=(-1.0, 1.0)),
-    "erf": Activation("erf", lambda h: _erf(np.sqrt(np.pi) / 2 * h),
-                      lambda h: np.exp(-np.pi / 4 * h * h),
-                      second_moment=_erf_second, derivative_moment=_erf_moment),
-    "tanh": Activation("tanh", np.tanh, lambda h: 1.0 - np.tanh(h) ** 2),
-}
-
-
-def activation(spec, dphi=None):
-    """An :class:`Activation` from a name (``linear``, ``relu``, ``hard_tanh``, ``erf``, ``tanh``), an Activation,
-    or a callable φ together with its derivative ``dphi``."""
-    if isinstance(spec, Activation):
-        return spec
-    if isinstance(spec, str):
-        if spec not in _REGISTRY:
-            raise ValueError(f"activation must be one of {sorted(_REGISTRY)} or a callable, got {spec!r}")
-        return _REGISTRY[spec]
-    if callable(spec):
-        if dphi is None or not callable(dphi):
-            raise ValueError("a callable activation needs its derivative: activation(phi, dphi)")
-        return Activation(getattr(spec, "__name__", "custom"), spec, dphi)
-    raise ValueError(f"activation must be a name, an Activation or a callable, got {type(spec).__name__}")
 
 
 @lru_cache(maxsize=16)
@@ -150,7 +81,7 @@ def second_moment(act, q):
 
 def d2_moments(act, q, k):
     """μ_k = E[φ′(h)^{2k}], h ~ N(0, q)."""
-    act = activation(act)
+    act = _activation(act)
     q = real_scalar("q", q, lo=0.0)
     if isinstance(k, bool) or int(k) != k or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
@@ -169,7 +100,7 @@ def _sigma(name, value):
 
 def length_map(act, q, sigma_w, sigma_b=0.0):
     """q ↦ σ_w² E[φ(√q ξ)²] + σ_b² (one layer of the variance recursion)."""
-    act = activation(act)
+    act = _activation(act)
     sigma_w = _sigma("sigma_w", sigma_w)
     sigma_b = _sigma("sigma_b", sigma_b)
     q = real_scalar("q", q, lo=0.0)
@@ -179,7 +110,7 @@ def length_map(act, q, sigma_w, sigma_b=0.0):
 def variance_profile(act, sigma_w, sigma_b, q0, depth):
     """Pre-activation variances (q_1, …, q_L) of a network fed an input with ‖x₀‖²/n₀ = q0:
     q_1 = σ_w² q0 + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b² (the length map)."""
-    act = activation(act)
+    act = _activation(act)
     q = [sigma_w ** 2 * real_scalar("q0", q0, lo=0.0) + sigma_b ** 2]
     for _ in range(int(depth) - 1):
         q.append(length_map(act, q[-1], sigma_w, sigma_b))
@@ -198,7 +129,7 @@ def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
     1/ℓ. Cases: |g(q0)| ≤ noise·q0 gives q* = q0 (a line of fixed points: linear at σ_w = 1, ReLU at σ_w² = 2 with
     σ_b = 0); moving down without a fixed point gives q* = 0 (σ_b = 0, φ(0) = 0: the ordered phase); moving up without
     one raises ValueError (q grows without bound)."""
-    act = activation(act)
+    act = _activation(act)
     q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
     g = lambda t: length_map(act, t, sigma_w, sigma_b) - t       # noqa: E731
     g0 = g(q0)
@@ -228,7 +159,7 @@ def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
 
 def chi(act, sigma_w, sigma_b=0.0, q=None):
     """χ = σ_w² E[φ′(√q ξ)²] at q (default q*): the mean squared singular value of one layer's Jacobian."""
-    act = activation(act)
+    act = _activation(act)
     sigma_w = _sigma("sigma_w", sigma_w)
     sigma_b = _sigma("sigma_b", sigma_b)
     if act.homogeneous:                                 # E[φ′²] does not depend on q (linear, ReLU)
@@ -240,7 +171,7 @@ def chi(act, sigma_w, sigma_b=0.0, q=None):
 def critical_sigma_w(act, sigma_b=0.0, bracket=(0.05, 20.0)):
     """σ_w on the critical line χ(σ_w, σ_b) = 1 (with q = q*(σ_w, σ_b)), searched in ``bracket`` = (lo, hi),
     0 < lo < hi ≤ SIGMA_MAX; ValueError where χ − 1 has the same sign at both ends."""
-    act = activation(act)
+    act = _activation(act)
     sigma_b = _sigma("sigma_b", sigma_b)
     try:
         a, b = bracket
@@ -259,21 +190,26 @@ def critical_sigma_w(act, sigma_b=0.0, bracket=(0.05, 20.0)):
 def d2_law(act, q) -> Measure:
     """The law of D² = φ′(h)², h ~ N(0, q): a two-point law for piecewise-linear φ (ReLU: Bernoulli(½); hard-tanh:
     Bernoulli(erf(1/√(2q))); linear: δ₁), otherwise the Gaussian push-forward by quadrature."""
-    act = activation(act)
+    act = _activation(act)
     q = real_scalar("q", q, lo=0.0, lo_open=True)
     if act.d2_atoms is not None:
         return act.d2_atoms(q)
     return gaussian_pushforward(lambda h: np.asarray(act.dphi(h), float) ** 2, q)
 
 
-def normalised_activation(act) -> Activation:
+def normalised_activation(act) -> _activations.Activation:
     """φ̃ = (φ - E φ(ξ))/√Var φ(ξ), ξ ~ N(0, 1): centred with unit second moment (Fan & Wang's Assumption 3.1)."""
-    act = activation(act)
+    act = _activation(act)
     mean = gaussian_expectation(act.phi, 1.0, act.breakpoints)
     var = second_moment(act, 1.0) - mean ** 2
     if not var > 1e-14:
         raise ValueError(f"activation {act.name!r} is constant under N(0, 1); it cannot be normalised")
     sd = float(np.sqrt(var))
     phi, dphi = act.phi, act.dphi
-    return Activation(f"normalised {act.name}", lambda h: (phi(h) - mean) / sd, lambda h: dphi(h) / sd,
-                      second_moment=None, breakpoints=act.breakpoints)
+    return _activations.Activation(f"normalised {act.name}", lambda h: (phi(h) - mean) / sd,
+                                   lambda h: dphi(h) / sd, second_moment=None, breakpoints=act.breakpoints)
+
+
+# Moved to rmtnet.spectra.activations: deprecated aliases for one release.
+__getattr__ = moved_names(__name__, {"Activation": "rmtnet.spectra.activations:Activation",
+                                     "activation": "rmtnet.spectra.activations:activation"})

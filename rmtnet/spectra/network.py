@@ -26,7 +26,7 @@ import numpy as np
 
 from . import meanfield
 from ._checks import real_scalar
-from .meanfield import Activation
+from .activations import Activation, activation as _activation
 
 __all__ = ["MLP", "mlp"]
 
@@ -101,8 +101,9 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
 
     depth: L ≥ 1 weight layers. width: n₀ (and every nₗ when neither ``ratios`` nor ``widths`` is given).
     ratios: L numbers n_ℓ/n_{ℓ-1} (the widths follow by rounding); widths: the L + 1 widths n₀ … n_L directly.
-    weights: ``"gaussian"`` or ``"orthogonal"``. activation: ``linear``, ``relu``, ``hard_tanh``, ``erf``, ``tanh``,
-    an :class:`~rmtnet.spectra.meanfield.Activation`, or a callable φ with ``dphi`` = φ′.
+    weights: ``"gaussian"`` or ``"orthogonal"``. activation: a registered name (``linear``, ``relu``,
+    ``hard_tanh``, ``erf``, ``tanh``, ``gelu`` or one added by :func:`~rmtnet.spectra.activations.define_activation`),
+    an :class:`~rmtnet.spectra.activations.Activation`, or a callable φ with ``dphi`` = φ′.
     q0: the input's ‖x₀‖²/n₀, or ``"fixed_point"`` for the input whose first pre-activation variance is the
     fixed point q* of the length map reached from q = 1 (then every q_ℓ = q*, Pennington et al.'s setting).
     """
@@ -115,7 +116,7 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
         if value and not SIGMA_RANGE[0] <= value <= SIGMA_RANGE[1]:      # σ² enters every variance
             raise ValueError(f"{name} must be 0 or lie in [{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}] (its square, "
                              f"which every variance multiplies, must be a normal float64), got {value!r}")
-    act = meanfield.activation(activation, dphi)
+    act = _activation(activation, dphi)
     if widths is not None:
         if ratios is not None:
             raise ValueError("give either ratios or widths, not both")

@@ -43,7 +43,8 @@ from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
 from .measures import (Affine, GridDensity, Measure, PointMasses, Tabulated, gaussian_pushforward,
                        resolved_tanh_sinh, tabulate)
-from .meanfield import activation, gaussian_expectation, normalised_activation, second_moment, variance_profile
+from .activations import activation
+from .meanfield import gaussian_expectation, normalised_activation, second_moment, variance_profile
 
 __all__ = ["fisher_law", "ntk_factor_variance", "fisher_moments", "critical_learning_rate", "ck_law",
            "ck_moments", "ntk_coefficients", "NTKLaw", "ntk_law", "ntk_moments"]

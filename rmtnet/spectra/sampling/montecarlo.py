@@ -271,7 +271,7 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
 
         K = X_LᵀX_L + Σ_{ℓ=1}^{L} (X_{ℓ−1}ᵀX_{ℓ−1}) ⊙ (S_ℓᵀS_ℓ)
 
-    (∂f/∂W_ℓ = S_ℓX_{ℓ−1}ᵀ per input). ``activation``: an :class:`~rmtnet.spectra.meanfield.Activation` (φ and φ′).
+    (∂f/∂W_ℓ = S_ℓX_{ℓ−1}ᵀ per input). ``activation``: an :class:`~rmtnet.spectra.activations.Activation` (φ and φ′).
     ``return_parts``: also the L + 1 Grams X_ℓᵀX_ℓ.
 
     Parameters
