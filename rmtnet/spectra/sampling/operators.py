@@ -652,8 +652,8 @@ def mixer_network(net, tokens, channels, *, structure="kronecker", permutations=
     Orthogonal factors of gain 1 make a linear Mixer an isometry, JJᵀ = I; each Gaussian layer stores S² + C² weights:
 
     >>> from rmtnet.spectra import network
-    >>> network = mixer_network(network.mlp(2, 12, weights="orthogonal", activation="linear"), 3, 4, seed=0)
-    >>> print(np.allclose(network.jacobian_gram().to_dense(), np.eye(12)))
+    >>> structured = mixer_network(network.mlp(2, 12, weights="orthogonal", activation="linear"), 3, 4, seed=0)
+    >>> print(np.allclose(structured.jacobian_gram().to_dense(), np.eye(12)))
     True
     >>> print(mixer_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0).nnz)
     [25, 25]
