@@ -451,12 +451,12 @@ class StructuredNetwork:
     Examples
     --------
     >>> from rmtnet.spectra import network
-    >>> network = mixer_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0)
-    >>> J = network.jacobian()
+    >>> structured = mixer_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0)
+    >>> J = structured.jacobian()
     >>> U = np.random.default_rng(0).standard_normal((2, 12))
-    >>> print(network.depth, np.allclose(network.jvp(U), U @ J.T), np.allclose(network.vjp(U), U @ J))
+    >>> print(structured.depth, np.allclose(structured.jvp(U), U @ J.T), np.allclose(structured.vjp(U), U @ J))
     2 True True
-    >>> print(np.allclose(network.jacobian_gram().to_dense(), J @ J.T))
+    >>> print(np.allclose(structured.jacobian_gram().to_dense(), J @ J.T))
     True
     """
 
@@ -716,8 +716,8 @@ def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=No
     Each layer keeps about m²/C + m²/S connections (densities 1/C, then 1/S): 144/4 + 144/3 = 84 at S = 3, C = 4:
 
     >>> from rmtnet.spectra import network
-    >>> network = sparse_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0)
-    >>> print(network.depth, [abs(n - 84) < 30 for n in network.nnz])
+    >>> structured = sparse_network(network.mlp(2, 12, activation="linear"), 3, 4, seed=0)
+    >>> print(structured.depth, [abs(n - 84) < 30 for n in structured.nnz])
     2 [True, True]
     """
     _check_net(net, "sparse_network")
