@@ -12,10 +12,11 @@ from .transforms import (cauchy, m_transform, psi, eta, s_transform, cauchy_inve
                          eta_inverse)
 from .meanfield import activation, q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
 from .jacobian import jacobian_law
-from .ntk import (fisher_law, ck_law, critical_learning_rate, ntk_factor_variance, ntk_law,
-                  ntk_moments)
+from .fisher import fisher_law, critical_learning_rate
+from .ntk import ck_law, ntk_factor_variance, ntk_law, ntk_moments
+from .predict import gradient_descent_mse
 from .montecarlo import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
-from . import series, montecarlo, meanfield, jacobian, ntk, kernels, freeness, mixer
+from . import series, montecarlo, meanfield, jacobian, fisher, ntk, kernels, predict, freeness, mixer
 
 __all__ = [
     "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
@@ -26,5 +27,5 @@ __all__ = [
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
     "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
     "freeness", "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
-    "ntk_factor_variance", "sample_ntk_eigs",
+    "ntk_factor_variance", "sample_ntk_eigs", "fisher", "predict", "gradient_descent_mse",
 ]
