@@ -8,7 +8,8 @@ second moment under N(0, 1), f(x) = wᵀx_L; the CK is X_LᵀX_L and the NTK the
 read-out drawn on the sphere ‖w‖² = d_L, which removes a per-draw O(d_L^{−1/2}) scale). n inputs, d₀ = 2n
 (γ₀ = 0.5), hidden widths d_ℓ = n (γ_ℓ = 1).
 
-Rows 1–2: Gaussian data (X₀ iid N(0, 1/d₀), input law MP(γ₀)), ReLU and tanh; columns: CK and NTK with 1, 2, 3 hidden layers ("depth" in the titles).
+Rows 1–2: Gaussian data (X₀ iid N(0, 1/d₀), input law MP(γ₀)), ReLU and tanh; columns: CK and NTK with
+1, 2, 3 hidden layers ("depth" in the titles).
 ReLU is not smooth (outside Fan & Wang's assumptions) and its NTK at depth ≥ 2 approaches the law slowly in n
 (tests/test_ntk_law.py measures the rate): each sample's backpropagated norm fluctuates by O(n^{−1/2}) and smears the
 law's steep lower edge; those panels also show ntk_law(..., finite_width=True), the law with the per-sample factors

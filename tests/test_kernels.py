@@ -10,7 +10,8 @@ from rmtnet import _backend as B
 from rmtnet import cli
 from rmtnet.arch import mlp
 from rmtnet.spectra import kernels, meanfield
-from rmtnet.spectra.kernels import erf_kernel, gaussian_pair_expectation, kernel_map, nngp_kernel, pair_kernel, relu_kernel
+from rmtnet.spectra.kernels import (erf_kernel, gaussian_pair_expectation, kernel_map, nngp_kernel, pair_kernel,
+                                    relu_kernel)
 from rmtnet.spectra.montecarlo import sample_nngp_kernel
 from rmtnet.spectra.predict import gp_posterior, nngp_regression
 

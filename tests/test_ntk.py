@@ -131,9 +131,11 @@ def test_bad_arguments_of_the_ntk_and_fisher_functions_are_named():
     square = arch.mlp(1, 20, activation="erf")                                        # the Fisher laws' network
     for call, name in ((lambda: ntk.ntk_moments(1.0, 10), "net"), (lambda: ntk.ntk_coefficients("a", 10), "net"),
                        (lambda: ntk.ntk_factor_variance(None), "net"), (lambda: fisher_law([1.0]), "net"),
-                       (lambda: fisher.fisher_moments(object()), "net"), (lambda: ntk.ntk_moments(net, np.nan), "n_data"),
+                       (lambda: fisher.fisher_moments(object()), "net"),
+                       (lambda: ntk.ntk_moments(net, np.nan), "n_data"),
                        (lambda: ntk.ck_moments(net, "a"), "n_data"), (lambda: ntk.ntk_moments(net, 10, K=0), "K"),
-                       (lambda: ntk.ntk_moments(net, 10, K="1"), "K"), (lambda: fisher.fisher_moments(square, K=True), "K"),
+                       (lambda: ntk.ntk_moments(net, 10, K="1"), "K"),
+                       (lambda: fisher.fisher_moments(square, K=True), "K"),
                        (lambda: ntk.ck_moments(net, 10, K=np.nan), "K"),
                        (lambda: ntk.ntk_coefficients(arch.mlp(2, 20, sigma_w=1.5), 10), "net"),
                        (lambda: fisher_law(arch.mlp(2, 10, activation="linear"), q0=5e-324), "q0")):

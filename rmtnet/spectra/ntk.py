@@ -18,7 +18,7 @@ read-out sees has, as n, d_ℓ → ∞ with γ_ℓ fixed,
 
 so with one hidden layer m₂(μ₁) = 1 + γ₁ + b²γ₀.
 
-**Neural tangent kernel** over W₁ … W_L (Fan & Wang 2020, Theorem 3.7): K − (r₊I + Σ_{ℓ<L} c_ℓ X_ℓᵀX_ℓ) → 0 in
+**Neural tangent kernel** over W₁ … W_L (Fan & Wang 2020): K − (r₊I + Σ_{ℓ<L} c_ℓ X_ℓᵀX_ℓ) → 0 in
 operator norm (:func:`ntk_coefficients`), whose law :class:`NTKLaw` solves by deterministic equivalents
 (:func:`ntk_law`, exact moments :func:`ntk_moments`).
 
