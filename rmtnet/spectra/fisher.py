@@ -85,7 +85,27 @@ def fisher_law(net, q0=None, return_all=False):
     ``return_all=True`` returns the list of laws [μ₁, …, μ_L] in one pass of the recursion: μ_ℓ (ℓ < L) is the law of
     the network cut after layer ℓ with a linear read-out (``last_activation=False``) — the same q_ℓ and q̂_ℓ, since
     they depend only on the layers below — and μ_L is this net's own law. A sweep over depth thus costs one deep
-    recursion instead of one per depth."""
+    recursion instead of one per depth.
+
+    Parameters
+    ----------
+    net : rmtnet.arch.MLP
+        A square network description.
+    q0 : float, optional
+        ‖x₀‖²/n₀ of the input (default: the description's).
+    return_all : bool
+        Whether to return the laws of every depth 1 … L.
+
+    Returns
+    -------
+    Measure or list of Measure
+
+    Examples
+    --------
+    >>> from rmtnet.arch import mlp
+    >>> fisher_law(mlp(3, 10, weights="orthogonal", activation="linear")).atoms()    # Θ = L·q₀·I
+    (array([3.]), array([1.]))
+    """
     net = _square(net, "fisher_law")
     return_all = boolean("return_all", return_all)
     net = _with_input(net, q0)
@@ -106,7 +126,28 @@ def fisher_law(net, q0=None, return_all=False):
 
 def fisher_moments(net, K=4, q0=None):
     """Exact m₁ … m_K of :func:`fisher_law`, by the same recursion on moment sequences (S-transform series for ⊠,
-    the binomial theorem for the shift), without any density: the independent check of the tabulated law."""
+    the binomial theorem for the shift), without any density: the independent check of the tabulated law.
+
+    Parameters
+    ----------
+    net : rmtnet.arch.MLP
+        A square network description.
+    K : int
+        The number of moments.
+    q0 : float, optional
+        ‖x₀‖²/n₀ of the input (default: the description's).
+
+    Returns
+    -------
+    ndarray
+        m₁ … m_K.
+
+    Examples
+    --------
+    >>> from rmtnet.arch import mlp
+    >>> fisher_moments(mlp(3, 10, weights="orthogonal", activation="linear"), K=2)
+    array([3., 9.])
+    """
     net = _square(net, "fisher_moments")
     want = integer_at_least("K", K, 1)
     net = _with_input(net, q0)
@@ -138,7 +179,26 @@ def fisher_moments(net, K=4, q0=None):
 def critical_learning_rate(net, q0=None):
     """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (Hayase & Karakida, AISTATS 2021).
     Where the law is δ₀ (an input with q0 = 0, e.g. ReLU's fixed point in the ordered phase) no learning rate
-    diverges: ValueError naming net and q0."""
+    diverges: ValueError naming net and q0.
+
+    Parameters
+    ----------
+    net : rmtnet.arch.MLP
+        A square network description.
+    q0 : float, optional
+        ‖x₀‖²/n₀ of the input (default: the description's).
+
+    Returns
+    -------
+    float
+        2/λ_max.
+
+    Examples
+    --------
+    >>> from rmtnet.arch import mlp
+    >>> critical_learning_rate(mlp(3, 10, weights="orthogonal", activation="linear"))
+    0.6666666666666666
+    """
     law = fisher_law(net, q0)
     top = law.hull()[1]
     if not top > 0:
