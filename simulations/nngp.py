@@ -22,7 +22,8 @@ import pandas as pd
 
 from rmtnet import cli, plot
 from rmtnet.spectra.network import mlp
-from rmtnet.spectra import kernels
+from rmtnet.spectra import kernels, predict
+from rmtnet.spectra.sampling import montecarlo
 
 DEPTHS = (1, 2, 4, 8, 16, 32)
 MODELS = {"ReLU": dict(activation="relu", sigma_w=np.sqrt(2.0), sigma_b=0.0),
@@ -54,7 +55,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
         net = mlp(max(DEPTHS), width, **kw)
         theory = np.array(kernels.nngp_kernel(net, _circle(theta_line), return_all=True))
         at_mc = _rho(np.array(kernels.nngp_kernel(net, _circle(theta_mc), return_all=True)))
-        grams = kernels.sample_nngp_kernel(net, _circle(theta_mc), width, n_samples=n_nets, seed=seed + j,
+        grams = montecarlo.sample_nngp_kernel(net, _circle(theta_mc), width, n_samples=n_nets, seed=seed + j,
                                            backend=backend, sampler=sampler, return_all=True, return_samples=True)
         r = _rho(np.array(grams))                                               # (L, n_nets, B)
         mc, se = r.mean(axis=1), r.std(axis=1, ddof=1) / np.sqrt(n_nets)
@@ -86,7 +87,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     y_train = _target(t_train) + NOISE_STD * rng.standard_normal(t_train.size)
     t_test = np.linspace(0.0, 2 * np.pi, 301)
     net = mlp(3, width, sigma_w=np.sqrt(2.0), sigma_b=0.1, activation="relu")
-    mean, var = kernels.nngp_regression(net, _circle(t_train), y_train, _circle(t_test), noise=NOISE_STD ** 2)
+    mean, var = predict.nngp_regression(net, _circle(t_train), y_train, _circle(t_test), noise=NOISE_STD ** 2)
     std = np.sqrt(var)
     truth = _target(t_test)
     ax = axes[2]

@@ -1,6 +1,6 @@
 """Training dynamics of wide networks against the NTK predictor (Lee et al., "Wide neural networks of any depth evolve
 as linear models under gradient descent", NeurIPS 2019): test error against training step for actual torch networks
-trained by full-batch gradient descent, the infinite ensemble's prediction (rmtnet.spectra.kernels.ntk_predict), and
+trained by full-batch gradient descent, the infinite ensemble's prediction (rmtnet.spectra.predict.ntk_predict), and
 the NNGP posterior (Lee et al., ICLR 2018) as the Bayesian reference.
 
 Task: 48 training and 64 test inputs on the sphere ‖x‖²/n₀ = 1 in n₀ = 8 dimensions, y = sin(3 x·u/√n₀) + ½ cos(x·v)
@@ -38,7 +38,7 @@ import torch
 from rmtnet import cli, experiments, plot
 from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
-from rmtnet.spectra import kernels
+from rmtnet.spectra import kernels, predict
 
 N0, N_TRAIN, N_TEST = 8, 48, 64
 SIGMA_W, SIGMA_B = np.sqrt(2.0), 0.1
@@ -106,7 +106,7 @@ def _theory(width, steps):
     eta = _learning_rate(net, X)
     rows, final = [], None
     for k in _checkpoints(steps):
-        mean, cov = kernels.ntk_predict(net, X, y, Xt, learning_rate=eta, steps=int(k), parameterization="standard")
+        mean, cov = predict.ntk_predict(net, X, y, Xt, learning_rate=eta, steps=int(k), parameterization="standard")
         rows.append({"width": width, "step": int(k), "mse_theory": float(np.mean((mean - yt) ** 2)
                                                                         + np.mean(np.diag(cov)))})
         final = mean
@@ -145,7 +145,7 @@ def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets
         # f₀(X*) − Θ*Θ⁻¹(I − (I − ηΘ/N)^k) f₀(X), has mean 0 over the ensemble; subtracted, the mean residual
         # measures the networks' departure from the linear model without the spread of f₀ (≈ √K(x*, x*)/√nets)
         F0 = r[[f"f0_train_{i}" for i in range(N_TRAIN)]].to_numpy().T          # train points × networks
-        carried, _ = kernels.ntk_predict(_net(width), X, F0, Xt, learning_rate=eta, steps=steps,
+        carried, _ = predict.ntk_predict(_net(width), X, F0, Xt, learning_rate=eta, steps=steps,
                                          parameterization="standard")
         resid = P - mean_final - (r[[f"f0_test_{i}" for i in range(N_TEST)]].to_numpy() - carried.T)
         cv, cv_se = resid.mean(axis=0), resid.std(axis=0, ddof=1) / np.sqrt(len(resid))
@@ -157,7 +157,7 @@ def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets
                                    "nets_se": se, "ntk_mean": mean_final}))
         axes[1].errorbar(mean_final, m, yerr=se, fmt="o", ms=3, color=c, capsize=1.5,
                          label=f"W = {width}: rms gap {gap:.3f} (SE of the mean {gap_se:.3f})")
-    nngp_mean, nngp_var = kernels.nngp_regression(_net(widths[-1]), X, y, Xt, noise=1e-4)
+    nngp_mean, nngp_var = predict.nngp_regression(_net(widths[-1]), X, y, Xt, noise=1e-4)
     nngp_mse = float(np.mean((nngp_mean - yt) ** 2) + np.mean(nngp_var))
     axes[0].axhline(nngp_mse, color="k", ls="--", lw=1, label=f"NNGP posterior (expected MSE {nngp_mse:.3f})")
     axes[0].set(xscale="log", yscale="log", xlabel="gradient-descent step k", ylabel="test MSE",

@@ -8,7 +8,8 @@ second moment under N(0, 1), f(x) = wᵀx_L; the CK is X_LᵀX_L and the NTK the
 read-out drawn on the sphere ‖w‖² = d_L, which removes a per-draw O(d_L^{−1/2}) scale). n inputs, d₀ = 2n
 (γ₀ = 0.5), hidden widths d_ℓ = n (γ_ℓ = 1).
 
-Rows 1–2: Gaussian data (X₀ iid N(0, 1/d₀), input law MP(γ₀)), ReLU and tanh; columns: CK and NTK at depths 1, 2, 3.
+Rows 1–2: Gaussian data (X₀ iid N(0, 1/d₀), input law MP(γ₀)), ReLU and tanh; columns: CK and NTK with
+1, 2, 3 hidden layers ("depth" in the titles).
 ReLU is not smooth (outside Fan & Wang's assumptions) and its NTK at depth ≥ 2 approaches the law slowly in n
 (tests/test_ntk_law.py measures the rate): each sample's backpropagated norm fluctuates by O(n^{−1/2}) and smears the
 law's steep lower edge; those panels also show ntk_law(..., finite_width=True), the law with the per-sample factors
@@ -43,7 +44,8 @@ DIGITS_N = 60
 
 
 def _net(act, depth, n, d0):
-    return mlp(depth, widths=[d0] + [n] * depth, activation=act)
+    """``depth`` hidden layers of width n and the read-out to one output (a description of depth + 1 layers)."""
+    return mlp(depth + 1, widths=[d0] + [n] * depth + [1], activation=act, last_activation=False)
 
 
 def _images(name, n, seed):
@@ -100,7 +102,8 @@ def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None
         m, nets = (DIGITS_N, max(n_nets, 1) * n // DIGITS_N) if name == "digits" else (n, n_nets)
         X0 = _images("digits" if name == "digits" else "mnist5k", m, seed)
         d0 = X0.shape[0]
-        net = mlp(2, widths=[d0, 2 * m, 2 * m], activation="tanh")    # γ_ℓ = 0.5: no hard edge at 0
+        net = mlp(3, widths=[d0, 2 * m, 2 * m, 1], activation="tanh",     # γ_ℓ = 0.5: no hard edge at 0
+                  last_activation=False)
         gram = np.linalg.eigvalsh(X0.T @ X0)
         input_law = Empirical(np.maximum(gram, 0.0))
         ax = axes[2, 3 * j]

@@ -10,7 +10,7 @@ Panels 1–3: the law against the histogram at depths L; the law has two atoms (
 of the spectrum, the all-active subspace) that the legend lists, and the histogram shows the continuous part
 (L = 2 is purely atomic: stems, with the Monte Carlo mass at each atom). Last panel: λ_max = fisher_law(net).hull()[1]
 against L with a least-squares straight line (slope, intercept, relative residual in the table) and the Monte
-Carlo largest eigenvalue; the critical learning rate 2/λ_max (ntk.critical_learning_rate's definition) is in the
+Carlo largest eigenvalue; the critical learning rate 2/λ_max (fisher.critical_learning_rate's definition) is in the
 table and on the right axis.
 
 Quick mode (default): N = 1000, one draw, overlays at L = 2, 4, 8, λ_max at L = 1, 2, 3, 4, 8 (one recursion to the
@@ -30,7 +30,7 @@ import pandas as pd
 from rmtnet import cli, plot
 from rmtnet.spectra import network
 from rmtnet.backend import to_numpy
-from rmtnet.spectra import critical_sigma_w, fisher_law, ntk, sample_fisher_eigs
+from rmtnet.spectra import critical_sigma_w, fisher, fisher_law, sample_fisher_eigs
 
 ACT, WEIGHTS, SIGMA_B = "hard_tanh", "orthogonal", 0.05
 
@@ -56,7 +56,7 @@ def main(full=False, outdir="figures", seed=0, backend=None):
         mc_max[L] = float(eig.max())
         key = f"Fisher L={L}"
         ax, tables[key] = plot.overlay(law, eig, ax=ax, label="fisher_law")       # narrow bands: fine bins
-        m = ntk.fisher_moments(net, 2)
+        m = fisher.fisher_moments(net, 2)
         tables[key].attrs.update(depth=L, lambda_max=law.hull()[1], lambda_max_mc=mc_max[L], m1_theory=m[0],
                                  m1_mc=float(eig.mean()), m2_theory=m[1], m2_mc=float(np.mean(eig ** 2)))
         ax.set(xlabel="eigenvalue of Θ (Fisher dual / NTK)",

@@ -39,7 +39,7 @@ from rmtnet.experiments import sweep
 from rmtnet.nets import data as nd, layers as nl, models as nm
 from rmtnet.spectra import (Affine, Arcsine, Bernoulli, Empirical, FussCatalan, GridDensity, MarchenkoPastur,
                             Mixture, PointMasses, Semicircle, free_add, free_add_power, free_mult, free_mult_power,
-                            gaussian_pushforward, kernels, symbolic)
+                            gaussian_pushforward, kernels, predict, symbolic)
 from rmtnet.spectra._checks import ConvergenceError
 from rmtnet.spectra.sampling.random_matrices import free_product_eigs, ginibre_product_eigs, wishart_eigs
 from rmtnet.spectra.sampling import montecarlo
@@ -419,6 +419,7 @@ def test_symbolic(name, arg, call, valid, value):
 
 # --- Monte Carlo ---------------------------------------------------------------------------------------------------
 NET = network.mlp(2, 8, sigma_w=1.2, activation="tanh")
+CK_NET = network.mlp(3, 8, ratios=[1.0, 1.0, 1 / 8], sigma_w=1.2, activation="tanh")    # NET's layers and a read-out
 
 MONTECARLO = [
     ("wishart_eigs.n", "n", lambda v: wishart_eigs(v, 5, seed=0), int_at_least(1), small_ints),
@@ -433,7 +434,7 @@ MONTECARLO = [
      lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 12)),
     ("sample_jacobian_eigs.net", "net", lambda v: montecarlo.sample_jacobian_eigs(v, seed=0), lambda v: False,
      scalars),
-    ("sample_ck_eigs.n_data", "n_data", lambda v: montecarlo.sample_ck_eigs(NET, v, seed=0), int_at_least(1),
+    ("sample_ck_eigs.n_data", "n_data", lambda v: montecarlo.sample_ck_eigs(CK_NET, v, seed=0), int_at_least(1),
      lambda: small_ints(-2, 12)),
 ]
 
@@ -472,21 +473,21 @@ KERNELS = [
     ("ntk_kernel.net", "net", lambda v: kernels.ntk_kernel(v, XS), lambda v: False, scalars),
     ("ntk_kernel.parameterization", "parameterization", lambda v: kernels.ntk_kernel(KNET, XS, parameterization=v),
      one_of("ntk", "standard"), lambda: st.one_of(st.sampled_from(["ntk", "standard", "NTK", ""]), scalars())),
-    ("ntk_predict.X_test", "X_test", lambda v: kernels.ntk_predict(KNET, XS, YS, v, t=1.0),
+    ("ntk_predict.X_test", "X_test", lambda v: predict.ntk_predict(KNET, XS, YS, v, t=1.0),
      lambda v: _matrix_ok(v) and None, matrices),
-    ("ntk_predict.Y_train", "Y_train", lambda v: kernels.ntk_predict(KNET, XS, v, XS[:2], t=1.0),
+    ("ntk_predict.Y_train", "Y_train", lambda v: predict.ntk_predict(KNET, XS, v, XS[:2], t=1.0),
      lambda v: None if finite_real_array(v) is not False and np.shape(v)[:1] == (3,) else False,
      lambda: st.one_of(matrices(1), arrays())),
-    ("ntk_predict.t", "t", lambda v: kernels.ntk_predict(KNET, XS, YS, XS[:2], t=v),
+    ("ntk_predict.t", "t", lambda v: predict.ntk_predict(KNET, XS, YS, XS[:2], t=v),
      lambda v: True if v is None else real_in(0)(v), scalars),
-    ("ntk_predict.learning_rate", "learning_rate", lambda v: kernels.ntk_predict(KNET, XS, YS, XS[:2], t=1.0,
+    ("ntk_predict.learning_rate", "learning_rate", lambda v: predict.ntk_predict(KNET, XS, YS, XS[:2], t=1.0,
                                                                                  learning_rate=v),
      real_in(0, lo_open=True), scalars),
-    ("ntk_predict.diag_reg", "diag_reg", lambda v: kernels.ntk_predict(KNET, XS, YS, XS[:2], diag_reg=v),
+    ("ntk_predict.diag_reg", "diag_reg", lambda v: predict.ntk_predict(KNET, XS, YS, XS[:2], diag_reg=v),
      real_in(0), scalars),
-    ("ntk_predict.steps", "steps", lambda v: kernels.ntk_predict(KNET, XS, YS, XS[:2], steps=v),
+    ("ntk_predict.steps", "steps", lambda v: predict.ntk_predict(KNET, XS, YS, XS[:2], steps=v),
      lambda v: True if v is None else int_at_least(0)(v), lambda: small_ints(-3, 100)),
-    ("ntk_predict.X_train", "X_train", lambda v: kernels.ntk_predict(KNET, v, YS, XS[:2], t=1.0),
+    ("ntk_predict.X_train", "X_train", lambda v: predict.ntk_predict(KNET, v, YS, XS[:2], t=1.0),
      lambda v: _matrix_ok(v, rows=3) and None, matrices),
     ("mlp.depth", "depth", lambda v: network.mlp(v, 10), lambda v: int_at_least(1)(v) is True or
      (False if int_at_least(1)(v) is False else None), lambda: small_ints(-2, 30)),
@@ -583,16 +584,26 @@ def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
 
 
 # --- the NTK and Fisher laws and their Monte Carlo -----------------------------------------------------------------
-from rmtnet.spectra import ntk  # noqa: E402
+from rmtnet.spectra import fisher, ntk  # noqa: E402
 
-FW = network.mlp(1, 20, activation="erf")                   # Fan & Wang's setting: Gaussian weights, σ_w = 1, σ_b = 0
-FW40 = network.mlp(1, 40, activation="erf")                 # n_data ≤ 40 at γ = n_data/40 ≤ 1
-FW4 = network.mlp(1, 4, activation="erf")                   # d₀ = 4: sample_ntk's X has shape (4, n_data)
-FAN_WANG_NETS = [FW, network.mlp(2, 12, activation="relu"), network.mlp(1, 20, activation="tanh"),
-                 network.mlp(1, 20, activation="linear"), network.mlp(1, 10, ratios=[2.0], activation="erf"),
-                 network.mlp(1, 20, activation="relu", last_activation=False),
-                 network.mlp(1, 8, activation="linear")]            # n_data = 10 > d₀ = 8: an atom at 0 (rank d₀)
-OTHER_NETS = [network.mlp(1, 20, sigma_w=1.5), network.mlp(1, 20, weights="orthogonal"), network.mlp(1, 20, sigma_b=0.1),
+
+
+def _fw(hidden, width, ratios=None, **kw):
+    """Fan & Wang's network as a description: ``hidden`` layers (widths ``width`` or by ``ratios``) and the
+    read-out to one output, its last weight matrix."""
+    ratios = [1.0] * hidden if ratios is None else ratios
+    return network.mlp(hidden + 1, width, ratios=list(ratios) + [1 / (width * np.prod(ratios))], **kw)
+
+
+FW = _fw(1, 20, activation="erf")                        # Fan & Wang's setting: Gaussian weights, σ_w = 1, σ_b = 0
+FW40 = _fw(1, 40, activation="erf")                      # n_data ≤ 40 at γ = n_data/40 ≤ 1
+FW4 = _fw(1, 4, activation="erf")                        # d₀ = 4: sample_ntk's X has shape (4, n_data)
+FAN_WANG_NETS = [FW, _fw(2, 12, activation="relu"), _fw(1, 20, activation="tanh"),
+                 _fw(1, 20, activation="linear"), _fw(1, 10, ratios=[2.0], activation="erf"),
+                 _fw(1, 20, activation="relu", last_activation=False),
+                 _fw(1, 8, activation="linear")]                 # n_data = 10 > d₀ = 8: an atom at 0 (rank d₀)
+OTHER_NETS = [_fw(1, 20, sigma_w=1.5), _fw(1, 20, weights="orthogonal"), _fw(1, 20, sigma_b=0.1),
+              network.mlp(1, 20),                                   # the read-out alone: no hidden layer
               network.mlp(2, 10, ratios=[1.0, 2.0], sigma_w=1.2, activation="linear")]
 FL = network.mlp(2, 10, sigma_w=1.2, activation="linear")  # Fisher laws: square nets whose levels are cheap to tabulate
 FT = network.mlp(2, 10, sigma_w=1.2, activation="tanh")
@@ -669,17 +680,17 @@ NTK = [
      lambda: st.one_of(matrices(3), hnp.arrays(np.float64, (4, 3), elements=st.floats(-1e200, 1e200)))),
     ("sample_ntk_eigs.readout", "readout", lambda v: _sample(FW, readout=v), one_of("gaussian", "sphere"),
      lambda: st.one_of(st.sampled_from(["gaussian", "sphere", "uniform"]), scalars())),
-    ("fisher_law.net", "net", ntk.fisher_law, member(*FISHER_NETS), nets(FISHER_NETS, OTHER_NETS[-1:])),
-    ("fisher_law.q0", "q0", lambda v: ntk.fisher_law(FL, q0=v), _positive_q0, scalars),
-    ("fisher_law.return_all", "return_all", lambda v: ntk.fisher_law(FL, return_all=v),
+    ("fisher_law.net", "net", fisher.fisher_law, member(*FISHER_NETS), nets(FISHER_NETS, OTHER_NETS[-1:])),
+    ("fisher_law.q0", "q0", lambda v: fisher.fisher_law(FL, q0=v), _positive_q0, scalars),
+    ("fisher_law.return_all", "return_all", lambda v: fisher.fisher_law(FL, return_all=v),
      lambda v: isinstance(v, (bool, np.bool_)), lambda: st.one_of(st.sampled_from([True, False, np.True_]),
                                                                     scalars())),
-    ("fisher_moments.net", "net", ntk.fisher_moments, member(*FISHER_NETS), nets(FISHER_NETS, OTHER_NETS[-1:])),
-    ("fisher_moments.K", "K", lambda v: ntk.fisher_moments(FT, K=v), int_at_least(1), moment_count),
-    ("fisher_moments.q0", "q0", lambda v: ntk.fisher_moments(FT, q0=v), _positive_q0, scalars),
-    ("critical_learning_rate.net", "net", ntk.critical_learning_rate,
+    ("fisher_moments.net", "net", fisher.fisher_moments, member(*FISHER_NETS), nets(FISHER_NETS, OTHER_NETS[-1:])),
+    ("fisher_moments.K", "K", lambda v: fisher.fisher_moments(FT, K=v), int_at_least(1), moment_count),
+    ("fisher_moments.q0", "q0", lambda v: fisher.fisher_moments(FT, q0=v), _positive_q0, scalars),
+    ("critical_learning_rate.net", "net", fisher.critical_learning_rate,
      lambda v: None if v is ZERO_INPUT else member(*FISHER_NETS)(v), nets(FISHER_NETS, OTHER_NETS[-1:])),
-    ("critical_learning_rate.q0", "q0", lambda v: ntk.critical_learning_rate(FL, q0=v), _positive_q0, scalars),
+    ("critical_learning_rate.q0", "q0", lambda v: fisher.critical_learning_rate(FL, q0=v), _positive_q0, scalars),
 ]
 
 

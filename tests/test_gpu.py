@@ -28,7 +28,8 @@ CASES = {
     "fisher_relu": lambda seed, be: montecarlo.sample_fisher_eigs(
         network.mlp(3, 300, weights="orthogonal", sigma_w=SQRT2, activation="relu"), n_samples=2, seed=seed, backend=be),
     "ck_relu": lambda seed, be: montecarlo.sample_ck_eigs(
-        network.mlp(2, widths=[400, 300, 300], activation="relu"), 200, n_samples=2, seed=seed, backend=be),
+        network.mlp(3, widths=[400, 300, 300, 1], activation="relu", last_activation=False), 200, n_samples=2, seed=seed,
+        backend=be),
     "free_product": lambda seed, be: montecarlo.free_product_eigs(
         [np.linspace(0.5, 2.0, 300), np.repeat([0.0, 3.0], 150), np.geomspace(0.1, 1.0, 300)], seed=seed, backend=be),
 }
@@ -48,8 +49,8 @@ def test_cupy_spectra_equal_numpy_spectra_on_the_same_draws(name):
 def test_cupy_nngp_kernel_equals_numpy():
     net = network.mlp(3, 256, weights="gaussian", sigma_w=SQRT2, activation="relu")
     X = np.random.default_rng(3).standard_normal((5, 256))
-    host = kernels.sample_nngp_kernel(net, X, n_samples=2, seed=0, backend="numpy")
-    dev = kernels.sample_nngp_kernel(net, X, n_samples=2, seed=B.HostStream(0, "cupy"), backend="cupy")
+    host = montecarlo.sample_nngp_kernel(net, X, n_samples=2, seed=0, backend="numpy")
+    dev = montecarlo.sample_nngp_kernel(net, X, n_samples=2, seed=B.HostStream(0, "cupy"), backend="cupy")
     assert np.allclose(B.to_numpy(dev), host, rtol=1e-10, atol=0)
 
 

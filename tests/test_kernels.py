@@ -10,8 +10,10 @@ from rmtnet import backend as B
 from rmtnet import cli
 from rmtnet.spectra.network import mlp
 from rmtnet.spectra import kernels, meanfield
-from rmtnet.spectra.kernels import (erf_kernel, gaussian_pair_expectation, gp_posterior, kernel_map, nngp_kernel,
-                                    nngp_regression, pair_kernel, relu_kernel, sample_nngp_kernel)
+from rmtnet.spectra.kernels import (erf_kernel, gaussian_pair_expectation, kernel_map, nngp_kernel, pair_kernel,
+                                    relu_kernel)
+from rmtnet.spectra.sampling.montecarlo import sample_nngp_kernel
+from rmtnet.spectra.predict import gp_posterior, nngp_regression
 
 RHOS = np.array([-1.0, -1 + 1e-12, -0.999999, -0.9, -0.5, 0.0, 0.3, 0.7, 0.99, 0.999999, 1 - 1e-12, 1.0])
 VARIANCES = [(1.0, 1.0), (0.3, 2.5), (4.0, 0.01), (25.0, 9.0)]

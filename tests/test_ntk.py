@@ -5,7 +5,7 @@ import pytest
 
 from rmtnet import plot
 from rmtnet.spectra import network
-from rmtnet.spectra import ck_law, fisher_law, ntk
+from rmtnet.spectra import ck_law, fisher, fisher_law, ntk
 from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra.measures import GridDensity, PointMasses, Tabulated
 
@@ -29,7 +29,7 @@ def test_fisher_moments_recursion_and_closed_mean():
     D_L on both sides; the law's moments (series) equal the independent moment recursion."""
     for L in (2, 3, 6):
         net = network.mlp(L, weights="orthogonal", sigma_w=SQRT2, activation="relu")
-        m = ntk.fisher_moments(net, 4)
+        m = fisher.fisher_moments(net, 4)
         assert abs(m[0] - L / 4) < 1e-12
         law = fisher_law(net)
         assert np.allclose([law.moment(k) for k in range(1, 5)], m, rtol=1e-12)
@@ -43,11 +43,11 @@ def test_tabulated_density_carries_the_exact_moments():
     net = network.mlp(4, weights="orthogonal", sigma_w=SQRT2, activation="relu", last_activation=False, q0=1.0)
     law = fisher_law(net)
     assert isinstance(law, Tabulated)
-    exact = ntk.fisher_moments(net, 3)
+    exact = fisher.fisher_moments(net, 3)
     err = {}
     for n0 in (200, 400):
         table = law if n0 == 200 else Tabulated(law.source, n0=n0)
-        err[n0] = np.max(np.abs([GridDensity.moment(table, k) / exact[k - 1] - 1 for k in (1, 2, 3)]))
+        err[n0] = np.max(np.abs([GridDensity._moment(table, k) / exact[k - 1] - 1 for k in (1, 2, 3)]))
     assert err[200] < 3e-4 and err[400] < err[200] / 3, err
 
 
@@ -61,7 +61,7 @@ def test_relu_orthogonal_fisher_matches_monte_carlo(L):
     eig = np.asarray(montecarlo.sample_fisher_eigs(net, n_samples=S, seed=L)).reshape(S, -1)
     mc = np.array([[np.mean(e ** k) for k in (1, 2)] for e in eig])
     mean, se = mc.mean(0), mc.std(0, ddof=1) / np.sqrt(S)
-    th = ntk.fisher_moments(net, 2)
+    th = fisher.fisher_moments(net, 2)
     assert np.all(np.abs(mean - th) < 3 * se), (mean, th, se)
 
 
@@ -77,7 +77,7 @@ def test_relu_orthogonal_fisher_moments_within_one_percent(L):
                                                        qhat="mean_field")).reshape(50, -1)
         mc += [[np.mean(e), np.mean(e ** 2)] for e in eig]
     mean = np.mean(mc, axis=0)
-    th = ntk.fisher_moments(net, 2)
+    th = fisher.fisher_moments(net, 2)
     assert np.all(np.abs(mean / th - 1) < 0.01), (mean, th)
 
 
@@ -90,7 +90,7 @@ def test_tanh_fisher_density_matches_monte_carlo():
     net = network.mlp(3, 1000, weights="gaussian", sigma_w=1.1, sigma_b=0.05, activation="tanh", q0=1.0,
                    last_activation=False)
     law = fisher_law(net)
-    exact = ntk.fisher_moments(net, 3)
+    exact = fisher.fisher_moments(net, 3)
     assert np.allclose([GridDensity.moment(law, k) for k in (1, 2, 3)], exact, rtol=1e-3)
     eig = montecarlo.sample_fisher_eigs(net, n_samples=4, seed=7, qhat="mean_field")
     assert plot.ks_distance(law, eig) < 0.03
@@ -110,7 +110,7 @@ def test_critical_learning_rate_and_linear_growth_of_lambda_max():
         law = fisher_law(net)
         tops.append(law.hull()[1])
         assert 1.0 < tops[-1] / law.moment(1) < 1.05
-        assert abs(ntk.critical_learning_rate(net) - 2 / tops[-1]) < 1e-15
+        assert abs(fisher.critical_learning_rate(net) - 2 / tops[-1]) < 1e-15
     d1, d2 = tops[1] - tops[0], tops[2] - tops[1]
     assert d1 > 0 and abs(d2 / d1 - 1) < 0.05, tops
 
@@ -129,22 +129,25 @@ def test_bad_arguments_of_the_ntk_and_fisher_functions_are_named():
     """Found by tests/test_fuzz.py: a non-network gave AttributeError ('float' object has no attribute 'weights'),
     n_data and K went through int() (NaN: "cannot convert float NaN to integer"; K = 0, -3, "1" or True were taken as
     one moment), return_all took any truthy value, and the Fan–Wang settings' errors named sigma_w but not net."""
-    net = network.mlp(1, 20, activation="erf")
+    net = network.mlp(2, widths=[20, 20, 1], activation="erf", last_activation=False)   # one hidden layer, read-out
+    square = network.mlp(1, 20, activation="erf")                                        # the Fisher laws' network
     for call, name in ((lambda: ntk.ntk_moments(1.0, 10), "net"), (lambda: ntk.ntk_coefficients("a", 10), "net"),
                        (lambda: ntk.ntk_factor_variance(None), "net"), (lambda: fisher_law([1.0]), "net"),
-                       (lambda: ntk.fisher_moments(object()), "net"), (lambda: ntk.ntk_moments(net, np.nan), "n_data"),
+                       (lambda: fisher.fisher_moments(object()), "net"),
+                       (lambda: ntk.ntk_moments(net, np.nan), "n_data"),
                        (lambda: ntk.ck_moments(net, "a"), "n_data"), (lambda: ntk.ntk_moments(net, 10, K=0), "K"),
-                       (lambda: ntk.ntk_moments(net, 10, K="1"), "K"), (lambda: ntk.fisher_moments(net, K=True), "K"),
+                       (lambda: ntk.ntk_moments(net, 10, K="1"), "K"),
+                       (lambda: fisher.fisher_moments(square, K=True), "K"),
                        (lambda: ntk.ck_moments(net, 10, K=np.nan), "K"),
-                       (lambda: ntk.ntk_coefficients(network.mlp(1, 20, sigma_w=1.5), 10), "net"),
+                       (lambda: ntk.ntk_coefficients(network.mlp(2, 20, sigma_w=1.5), 10), "net"),
                        (lambda: fisher_law(network.mlp(2, 10, activation="linear"), q0=5e-324), "q0")):
         with pytest.raises(ValueError, match=rf"\b{name}\b"):
             call()
     with pytest.raises(TypeError, match="return_all"):
         fisher_law(network.mlp(2, 10, activation="linear"), return_all="yes")
     with pytest.raises(OverflowError, match=r"\bK\b"):          # MP's moment of order 517 overflows
-        ntk.fisher_moments(network.mlp(2, 10, activation="linear"), K=10 ** 6)
-    assert ntk.fisher_moments(network.mlp(2, 10, activation="linear", sigma_w=1.2), K=1).shape == (1,)
+        fisher.fisher_moments(network.mlp(2, 10, activation="linear"), K=10 ** 6)
+    assert fisher.fisher_moments(network.mlp(2, 10, activation="linear", sigma_w=1.2), K=1).shape == (1,)
     assert ntk.ck_moments(net, 10, K=1).shape == (1,)
 
 
@@ -155,11 +158,11 @@ def test_fisher_law_of_a_zero_input_is_a_point_mass_at_zero():
     refused naming net and q0."""
     net = network.mlp(2, 10, sigma_w=1.2, activation="relu")
     assert net.q0 == 0.0
-    assert np.all(ntk.fisher_moments(net, K=3) == 0.0)
+    assert np.all(fisher.fisher_moments(net, K=3) == 0.0)
     assert fisher_law(net).support() == (0.0, 0.0)
     with pytest.raises(ValueError, match=r"\bnet\b.*\bq0\b"):
-        ntk.critical_learning_rate(net)
-    assert ntk.critical_learning_rate(net, q0=1.0) > 0
+        fisher.critical_learning_rate(net)
+    assert fisher.critical_learning_rate(net, q0=1.0) > 0
 
 
 # --- conjugate kernel -------------------------------------------------------------------------------------------
@@ -168,7 +171,7 @@ def test_fisher_law_of_a_zero_input_is_a_point_mass_at_zero():
 def test_ck_second_moment_closed_form_and_monte_carlo(act):
     """One layer: m₂ = 1 + γ₁ + b²γ₀ exactly (law and moment recursion), and Monte Carlo at n = 1000 data points
     (d₀ = 2000, d₁ = 1500; 4 draws) within 1 %; KS < 0.01."""
-    net = network.mlp(1, widths=[2000, 1500], activation=act)
+    net = network.mlp(2, widths=[2000, 1500, 1], activation=act, last_activation=False)   # one hidden layer, read-out
     n = 1000
     b = _b_phi(act)
     closed = 1 + n / 1500 + b ** 2 * n / 2000
@@ -218,7 +221,7 @@ def test_deep_ck_matches_monte_carlo():
     2·m₂(n = 1000) − m₂(n = 500), within 3 standard errors of the law's m₂."""
     est = {}
     for n, S in ((500, 16), (1000, 8)):
-        net = network.mlp(3, widths=[2 * n] + [3 * n // 2] * 3, activation="relu")
+        net = network.mlp(4, widths=[2 * n] + [3 * n // 2] * 3 + [1], activation="relu", last_activation=False)
         eig = np.asarray(montecarlo.sample_ck_eigs(net, n, n_samples=S, seed=2)).reshape(S, -1)
         m2 = np.array([np.mean(e ** 2) for e in eig])
         est[n] = m2.mean(), m2.std(ddof=1) / np.sqrt(S)
@@ -234,11 +237,13 @@ def test_deep_ck_matches_monte_carlo():
 
 def test_ck_rejects_settings_outside_fan_wang():
     with pytest.raises(ValueError, match="weights"):
-        ck_law(network.mlp(1, 100, weights="orthogonal"), 50)
+        ck_law(network.mlp(2, 100, weights="orthogonal"), 50)
     with pytest.raises(ValueError, match="sigma_w"):
-        ck_law(network.mlp(1, 100, sigma_w=2.0), 50)
+        ck_law(network.mlp(2, 100, sigma_w=2.0), 50)
     with pytest.raises(ValueError, match="n_data"):
-        ck_law(network.mlp(1, 100), 0)
+        ck_law(network.mlp(2, 100), 0)
+    with pytest.raises(ValueError, match="hidden layer"):                # depth 1: the read-out alone
+        ck_law(network.mlp(1, 100), 50)
 
 
 def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
@@ -250,7 +255,7 @@ def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
     laws = fisher_law(net(3, weights="gaussian", activation="linear"), return_all=True)
     assert len(laws) == 3
     for L, law in enumerate(laws, start=1):
-        exact = ntk.fisher_moments(net(L, weights="gaussian", activation="linear"), K=3)
+        exact = fisher.fisher_moments(net(L, weights="gaussian", activation="linear"), K=3)
         assert [law.moment(k) for k in (1, 2, 3)] == pytest.approx(exact, rel=1e-9), L
     alone = fisher_law(net(2, weights="gaussian", activation="linear"))
     x = np.linspace(*alone.support(), 41)

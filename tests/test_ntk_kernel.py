@@ -10,7 +10,8 @@ from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
 from rmtnet.nets.probes import parameter_jacobian
 from rmtnet.spectra.kernels import (derivative_pair_kernel, erf_derivative_kernel, erf_kernel, nngp_kernel,
-                                    ntk_kernel, ntk_predict, relu_derivative_kernel)
+                                    ntk_kernel, relu_derivative_kernel)
+from rmtnet.spectra.predict import ntk_predict
 
 RHOS = np.array([-1.0, -0.999999, -0.9, -0.5, 0.0, 0.3, 0.7, 0.99, 0.999999, 1.0])
 VARIANCES = [(1.0, 1.0), (0.3, 2.5), (4.0, 0.01), (25.0, 9.0)]

@@ -18,10 +18,17 @@ from rmtnet.spectra.sampling.montecarlo import ntk_gram, sample_ntk
 from rmtnet.spectra.ntk import NTKLaw, _fan_wang_constants, normalised_activation, ntk_coefficients
 
 
+def _fw(depth, width, **kw):
+    """``depth`` hidden layers of ``width`` (and an input of that width) and the read-out to one output: the
+    description of depth + 1 weight matrices (the read-out is the description's last layer)."""
+    return mlp(depth + 1, widths=[width] * (depth + 1) + [1], last_activation=False, **kw)
+
+
 def _net(act, depth, n, ratios=None):
-    """Fan & Wang's setting: d₀ = 2n (γ₀ = 0.5) and hidden widths n/γ_ℓ."""
+    """Fan & Wang's setting: d₀ = 2n (γ₀ = 0.5), ``depth`` hidden widths n/γ_ℓ and the read-out to one output."""
     ratios = ratios or [1.0] * depth
-    return mlp(depth, widths=[2 * n] + [int(round(n / g)) for g in ratios], activation=act)
+    return mlp(depth + 1, widths=[2 * n] + [int(round(n / g)) for g in ratios] + [1], activation=act,
+               last_activation=False)
 
 
 def _linear_combination(net, n, n_samples, seed):
@@ -318,7 +325,7 @@ def test_linear_activation_with_more_inputs_than_width_has_its_atom_at_zero():
     d = 20: no atom), and ntk_law raised ConvergenceError ("the bands … and the atoms hold 0.667, not 1") at every
     n > d. Now the atom is 1/3, the table's moments are the exact series' and the law is the sampled NTK's."""
     from rmtnet import plot
-    net = mlp(1, 200, activation="linear")
+    net = _fw(1, 200, activation="linear")
     law = ntk_law(net, 300)
     assert np.allclose(law.atoms()[0], [0.0]) and law.atoms()[1] == pytest.approx([1 / 3], abs=1e-12)
     exact = ntk_moments(net, 300, K=3)
@@ -338,7 +345,7 @@ def test_hard_lower_edge_at_r_plus(act, n):
     """Ranks summing to exactly n put a hard edge at r₊ (ρ ∝ (x − r₊)^{-1/2}, no atom): the continuation's floor
     (10⁻¹² of the scale, 1.6e-6 of the mass lost to smoothing there) failed the mass check. Now the law builds and
     the solved density's moments (tanh-sinh quadrature, Measure.moment) equal the exact series to 1e-6."""
-    net = mlp(1, 20, activation=act)
+    net = _fw(1, 20, activation=act)
     law = ntk_law(net, n)
     exact = ntk_moments(net, n, K=3)
     density = [Measure.moment(law.source, k) for k in (1, 2, 3)]
@@ -351,28 +358,28 @@ def test_hard_lower_edge_at_r_plus(act, n):
 def test_bad_inputs_raise_value_errors_naming_the_argument():
     n = 50
     with pytest.raises(ValueError, match="weights must be 'gaussian'"):
-        ntk_law(mlp(2, 100, weights="orthogonal"), n)
+        ntk_law(_fw(2, 100, weights="orthogonal"), n)
     with pytest.raises(ValueError, match="sigma_w must be 1"):
-        ntk_law(mlp(2, 100, sigma_w=1.5), n)
+        ntk_law(_fw(2, 100, sigma_w=1.5), n)
     with pytest.raises(ValueError, match="n_data"):
-        ntk_law(mlp(2, 100), 0)
+        ntk_law(_fw(2, 100), 0)
     with pytest.raises(ValueError, match="input_law"):
-        ntk_law(mlp(2, 100), n, input_law=np.ones(3))
+        ntk_law(_fw(2, 100), n, input_law=np.ones(3))
     with pytest.raises(ValueError, match="input_law must live on"):
-        ntk_law(mlp(2, 100), n, input_law=Empirical([-1.0, 1.0]))
+        ntk_law(_fw(2, 100), n, input_law=Empirical([-1.0, 1.0]))
     with pytest.raises(ValueError, match="readout"):
-        sample_ntk_eigs(mlp(2, 100), n, readout="uniform")
+        sample_ntk_eigs(_fw(2, 100), n, readout="uniform")
     with pytest.raises(ValueError, match="X must have shape"):
-        sample_ntk_eigs(mlp(2, 100), n, X=np.ones((n, 100)))
+        sample_ntk_eigs(_fw(2, 100), n, X=np.ones((n, 100)))
     with pytest.raises(ValueError, match="sample_ntk draws"):
-        sample_ntk_eigs(mlp(2, 100, sigma_b=0.1), n)
+        sample_ntk_eigs(_fw(2, 100, sigma_b=0.1), n)
     with pytest.raises(ValueError, match="X must be finite"):
-        sample_ntk_eigs(mlp(2, 100), n, X=np.full((100, n), np.nan))
+        sample_ntk_eigs(_fw(2, 100), n, X=np.full((100, n), np.nan))
     # found by tests/test_fuzz.py: text for X gave "could not convert string to float", an array for readout "The
     # truth value of an array … is ambiguous", and X of 1e200 an eigensolver's LinAlgError on the overflowed Gram
     with pytest.raises(ValueError, match=r"\bX\b"):
-        sample_ntk_eigs(mlp(1, 4), 3, X="a")
+        sample_ntk_eigs(_fw(1, 4), 3, X="a")
     with pytest.raises(ValueError, match="readout"):
-        sample_ntk_eigs(mlp(1, 4), 3, readout=np.array(["sphere"]))
+        sample_ntk_eigs(_fw(1, 4), 3, readout=np.array(["sphere"]))
     with pytest.raises(OverflowError, match=r"\bX\b"):
-        sample_ntk_eigs(mlp(1, 4, activation="relu"), 3, X=np.full((4, 3), 1e200))
+        sample_ntk_eigs(_fw(1, 4, activation="relu"), 3, X=np.full((4, 3), 1e200))

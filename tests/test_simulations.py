@@ -99,7 +99,7 @@ def test_dynamical_isometry_figure(tmp_path):
 
 @pytest.mark.slow          # ~60 s on 2 cores: the Fisher recursion to depth 8, each level tabulated
 def test_ntk_spectrum_figure(tmp_path):
-    from rmtnet.spectra import ntk
+    from rmtnet.spectra import fisher
     ns = cli.load_simulation("ntk_spectrum")
     path, tables = ns["main"](full=False, outdir=tmp_path)
     assert Path(path).exists() and Path(path).with_suffix(".csv").exists()
@@ -115,7 +115,7 @@ def test_ntk_spectrum_figure(tmp_path):
     assert np.all(np.diff(t.lambda_max) > 0)
     assert np.allclose(t.critical_learning_rate, 2.0 / t.lambda_max)
     row = t[t.depth == 2].iloc[0]                         # the library's own 2/λ_max at a cheap depth
-    assert abs(ntk.critical_learning_rate(ns["_net"](2, 1000)) - row.critical_learning_rate) < 1e-10
+    assert abs(fisher.critical_learning_rate(ns["_net"](2, 1000)) - row.critical_learning_rate) < 1e-10
 
 
 def test_effective_width_small_sweep_resumes(tmp_path):

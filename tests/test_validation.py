@@ -9,7 +9,7 @@ from scipy import special
 from rmtnet import plot
 from rmtnet.spectra import network
 from rmtnet.experiments import sweep
-from rmtnet.spectra import Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle, free_mult, free_mult_power, kernels
+from rmtnet.spectra import Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle, free_mult, free_mult_power, kernels, predict
 from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra import symbolic as S
 from rmtnet.spectra._checks import ConvergenceError
@@ -372,7 +372,7 @@ def test_free_product_eigs_refuses_diagonals_whose_product_overflows():
     (lambda: network.mlp(2, 10, weights=np.array([])), "weights must be one of"),       # ambiguous truth value
     (lambda: kernels.ntk_kernel(network.mlp(2, 3), np.eye(3), parameterization=np.array([])),
      "parameterization must be one of"),
-    (lambda: kernels.ntk_predict(network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1), np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0],
+    (lambda: predict.ntk_predict(network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1), np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0],
                                  [0.0, 0.3, 1.0]]), np.ones((3, 1)), np.eye(3)[:2], diag_reg=1e308),
      "diag_reg = 1e\\+308 makes"),                                                  # scipy's 'infs or NaNs'
 ])

@@ -147,8 +147,40 @@ class MLP(nn.Module):
         self.phi = activation_module(activation)
 
     @classmethod
+    def from_description(cls, net, width=None, seed=None, device=None, dtype=None):
+        """The trainable network that the description ``net`` (:func:`rmtnet.spectra.network.mlp`) describes: its L weight
+        matrices as L ``nn.Linear`` layers (the last one the read-out), φ after the last only with
+        ``net.last_activation``, biases where σ_b > 0 (widths rescaled to n₀ = ``width`` as in Monte Carlo). Its
+        empirical NTK (:func:`rmtnet.nets.probes.empirical_ntk`) tends to
+        :func:`rmtnet.spectra.kernels.ntk_kernel` of the same ``net`` (standard parameterisation) as the widths grow.
+
+        Parameters
+        ----------
+        net : rmtnet.spectra.network.MLP
+            The description.
+        width : int, optional
+            n₀ of the model; every width is scaled by the same factor (None: the description's widths).
+        seed : int, optional
+            Seed of the initial weights.
+        device, dtype : optional
+            torch device and dtype of the parameters.
+
+        Returns
+        -------
+        MLP
+
+        Examples
+        --------
+        >>> from rmtnet.spectra.network import mlp
+        >>> MLP.from_description(mlp(3, widths=[4, 8, 8, 1], last_activation=False), seed=0).widths
+        (4, 8, 8, 1)
+        """
+        return cls.from_arch(net, width, seed, device, dtype)
+
+    @classmethod
     def from_arch(cls, net, width=None, seed=None, device=None, dtype=None):
-        """The trainable MLP of an :class:`rmtnet.spectra.network.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo)."""
+        """The trainable MLP of an :class:`rmtnet.spectra.network.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo);
+        the same as :meth:`from_description`."""
         return cls(net.scaled_widths(width), activation=net.activation, weights=net.weights, sigma_w=net.sigma_w,
                    sigma_b=net.sigma_b, last_activation=net.last_activation, bias=net.sigma_b > 0, seed=seed,
                    device=device, dtype=dtype)

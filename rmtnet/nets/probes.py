@@ -220,7 +220,9 @@ def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_
     memory ~ (n₁ + n₂)·k·P. ``method="products"``: vector–Jacobian then Jacobian–vector products
     (torch.func.vjp, torch.func.jvp), one per output of the x2 batch, without per-example Jacobians; memory
     ~ n₂k·P with ``chunk_size=None`` (``chunk_size`` columns at a time otherwise). Both give the same Θ up to rounding.
-    ``layout="matrix"``: (n₁k, n₂k); ``"blocks"``: (n₁, n₂, k, k). A torch tensor in the model's dtype, detached."""
+    ``layout="matrix"``: (n₁k, n₂k); ``"blocks"``: (n₁, n₂, k, k). A torch tensor in the model's dtype, detached.
+    Its train × train and test × train blocks (``.numpy()``) go through the same predictor as an infinite-width
+    kernel, :func:`rmtnet.spectra.gradient_descent_mse`: the linearised model trained by gradient descent."""
     check_model(model)
     one_of("method", method, NTK_METHODS)
     one_of("layout", layout, LAYOUTS)

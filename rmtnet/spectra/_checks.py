@@ -65,6 +65,22 @@ def mlp_description(name, net):
     return net
 
 
+INPUT_MAX = 1e75      # |x| above this: the kernels' products of two squared norms (~|x|⁴) leave float64
+
+
+def input_rows(name, X):
+    """Inputs as rows: a finite 2-D array with B, n₀ ≥ 1 and entries of magnitude at most :data:`INPUT_MAX`."""
+    X = finite_array(name, X)
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name} must be a 2-D array (inputs as rows, shape (B, n0) with B, n0 ≥ 1), "
+                         f"got shape {X.shape}")
+    top = float(abs(X).max())
+    if top > INPUT_MAX:
+        raise ValueError(f"{name} must have entries of magnitude at most {INPUT_MAX:g} (the kernels multiply "
+                         f"squared norms, ~|x|⁴, which must stay within float64), got max |x| = {top:g}")
+    return X
+
+
 def moment_order(k):
     """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools, strings and None are not
     integers; an integral float such as 3.0 is accepted)."""

@@ -1,5 +1,7 @@
-"""Neural-network Gaussian process (NNGP) kernels of wide random MLPs, and GP regression with them (Lee et al.,
-"Deep Neural Networks as Gaussian Processes", ICLR 2018).
+"""Infinite-width kernels of random MLPs: the neural-network Gaussian process (NNGP) kernel (Lee et al., "Deep Neural
+Networks as Gaussian Processes", ICLR 2018) and the neural tangent kernel (NTK; Jacot, Gabriel & Hongler, NeurIPS
+2018), with the bivariate Gaussian expectations they are made of. Prediction with them (GP regression, gradient
+descent on the squared loss) is in :mod:`rmtnet.spectra.predict`.
 
 Convention (that of :mod:`rmtnet.spectra.network`): inputs x ∈ ℝ^{n₀} are the rows of X (B × n₀), and for ℓ = 1 … L
 
@@ -28,24 +30,23 @@ The expectation (2) has closed forms for
 each held, with its derivative kernel E[φ′(z₁)φ′(z₂)], by the activation's definition
 (:attr:`~rmtnet.spectra.activations.Activation.pair_kernels`, :mod:`rmtnet.spectra.activations`), and is computed by
 quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
-user callables). GP regression (:func:`gp_posterior`) uses the posterior mean K(x*,X)K(X,X)⁻¹Y and variance
-K(x*,x*) − K(x*,X)K(X,X)⁻¹K(X,x*) (Rasmussen & Williams 2006, eqs. 2.25–2.26).
+user callables). Prediction with these kernels is :mod:`rmtnet.spectra.predict`.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg
 
 from .. import backend as B
-from ._checks import finite_array, integer_at_least, mlp_description, real_scalar
+from .. import _deprecation
+from ._checks import INPUT_MAX, finite_array, input_rows, mlp_description, real_scalar
 from .activations import Activation, activation, registered_activations
 
 __all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kernel", "kernel_map", "nngp_kernel",
-           "gp_posterior", "nngp_regression", "sample_nngp_kernel", "relu_derivative_kernel", "erf_derivative_kernel",
-           "derivative_pair_kernel", "ntk_kernel", "ntk_predict"]
+           "nngp_blocks", "relu_derivative_kernel", "erf_derivative_kernel", "derivative_pair_kernel", "ntk_kernel",
+           "INPUT_MAX", "METHODS", "PARAMETERIZATIONS"]
 
 METHODS = ("auto", "closed_form", "quadrature")
-SAMPLERS = ("weights", "marginal")
+_inputs = input_rows
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -249,22 +250,6 @@ def kernel_map(act, sigma_w, sigma_b, Sigma, method="auto"):
     return out
 
 
-INPUT_MAX = 1e75      # |x| above this: the kernels' products of two squared norms (~|x|⁴) leave float64
-
-
-def _inputs(name, X):
-    """Inputs as rows: a finite 2-D array with B, n₀ ≥ 1 and entries of magnitude at most :data:`INPUT_MAX`."""
-    X = finite_array(name, X)
-    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"{name} must be a 2-D array (inputs as rows, shape (B, n0) with B, n0 ≥ 1), "
-                         f"got shape {X.shape}")
-    top = float(abs(X).max())
-    if top > INPUT_MAX:
-        raise ValueError(f"{name} must have entries of magnitude at most {INPUT_MAX:g} (the kernels multiply "
-                         f"squared norms, ~|x|⁴, which must stay within float64), got max |x| = {top:g}")
-    return X
-
-
 def _first_layer(net, Xa, Xb):
     """Σ₁ = σ_w² Xa Xbᵀ/n₀ + σ_b²."""
     return net.sigma_w ** 2 * (Xa @ Xb.T) / Xa.shape[1] + net.sigma_b ** 2
@@ -291,74 +276,45 @@ def nngp_kernel(net, X, method="auto", return_all=False):
     return out if return_all else out[-1]
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# GP regression
+def nngp_blocks(net, X_train, X_test, method="auto", full_cov=False):
+    """The blocks of the NNGP kernel of ``net`` that a prediction at X_test from X_train needs, propagated together.
 
-def gp_posterior(K_train, K_cross, K_test, Y, noise=0.0):
-    """GP posterior at test points (Rasmussen & Williams 2006, eqs. 2.25–2.26):
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description (only depth, σ_w, σ_b and the activation enter, as in :func:`nngp_kernel`).
+    X_train, X_test : array_like
+        Inputs as rows, shapes (N, n₀) and (T, n₀).
+    method : {"auto", "closed_form", "quadrature"}
+        As in :func:`nngp_kernel`.
+    full_cov : bool
+        Whether to propagate the full test × test block or only its diagonal.
 
-        mean = K(x*, X) (K(X, X) + noise·I)⁻¹ Y,
-        var  = K(x*, x*) − K(x*, X) (K(X, X) + noise·I)⁻¹ K(X, x*).
+    Returns
+    -------
+    K_train : ndarray
+        Σ_L(X_train, X_train), N × N.
+    K_cross : ndarray
+        Σ_L(X_test, X_train), T × N.
+    K_test : ndarray
+        Σ_L(X_test, X_test), T × T with ``full_cov``, else its diagonal (T,).
 
-    K_train: K(X, X), N × N symmetric positive definite. K_cross: K(x*, X), T × N. K_test: K(x*, x*), either its
-    diagonal (T,) — then ``var`` is the vector of posterior variances, clipped at 0 against rounding — or the full
-    T × T matrix — then ``var`` is the posterior covariance. Y: (N,) or (N, k). noise ≥ 0: the observation-noise
-    variance added to the diagonal of K(X, X) (also a jitter for ill-conditioned kernels). Cholesky solves
-    (scipy.linalg.cho_factor); a K(X, X) + noise·I that is not numerically positive definite raises ValueError.
-    Returns (mean, var)."""
-    noise = real_scalar("noise", noise, lo=0.0)
-    Kt = finite_array("K_train", K_train)
-    if Kt.ndim != 2 or Kt.shape[0] != Kt.shape[1] or Kt.shape[0] < 1:
-        raise ValueError(f"K_train must be a square N×N matrix, got shape {Kt.shape}")
-    n = Kt.shape[0]
-    scale = max(float(np.max(np.abs(Kt))), 1e-300)
-    if np.max(np.abs(Kt - Kt.T)) > 1e-10 * scale:
-        raise ValueError("K_train must be symmetric")
-    Kx = finite_array("K_cross", K_cross)
-    if Kx.ndim != 2 or Kx.shape[1] != n:
-        raise ValueError(f"K_cross must have shape (T, N) = (T, {n}) (rows: test points), got {Kx.shape}")
-    t = Kx.shape[0]
-    Ks = finite_array("K_test", K_test)
-    if Ks.shape not in ((t,), (t, t)):
-        raise ValueError(f"K_test must be the diagonal ({t},) or the full ({t}, {t}) test kernel, got {Ks.shape}")
-    Y = finite_array("Y", Y)
-    if Y.ndim not in (1, 2) or Y.shape[0] != n:
-        raise ValueError(f"Y must have shape ({n},) or ({n}, k) to match K_train, got {Y.shape}")
-    A = 0.5 * (Kt + Kt.T) + noise * np.eye(n)
-    try:
-        c, lower = linalg.cho_factor(A, lower=True, check_finite=False)
-    except linalg.LinAlgError as exc:
-        raise ValueError(f"K_train + noise·I is not positive definite ({exc}); use distinct inputs or noise > 0") \
-            from None
-    piv = np.diag(c) ** 2
-    if piv.min() <= 10 * n * np.finfo(float).eps * np.max(np.diag(A)):
-        raise ValueError(f"K_train + noise·I is numerically singular (smallest Cholesky pivot² {piv.min():.3g}); "
-                         "use distinct inputs or noise > 0")
-    mean = Kx @ linalg.cho_solve((c, lower), Y, check_finite=False)
-    V = linalg.solve_triangular(c, Kx.T, lower=True, check_finite=False)          # L⁻¹ K(X, x*)
-    if Ks.ndim == 1:
-        var = np.maximum(Ks - np.sum(V * V, axis=0), 0.0)
-    else:
-        var = Ks - V.T @ V
-        var = 0.5 * (var + var.T)
-    return mean, var
-
-
-def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", full_cov=False):
-    """Bayesian prediction with the NNGP prior of ``net`` (Lee et al. 2018, §2.3): the :func:`gp_posterior` of
-    Y_train observed at X_train with noise variance ``noise``, at the rows of X_test. Only the kernel entries needed
-    are propagated (train × train, test × train and the test diagonal, or test × test when ``full_cov``).
-    Returns (mean, var) with var the posterior variances (T,) or, with ``full_cov``, the T × T covariance."""
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rmtnet.spectra.network import mlp
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> Ktr, Kx, Ks = nngp_blocks(mlp(2, 2, sigma_w=1.4), X[:2], X[2:])
+    >>> Kx.shape, Ks.shape
+    ((1, 2), (1,))
+    >>> bool(np.allclose(Ktr, nngp_kernel(mlp(2, 2, sigma_w=1.4), X[:2])))
+    True
+    """
     net = mlp_description("net", net)
     Xa = _inputs("X_train", X_train)
     Xt = _inputs("X_test", X_test)
     if Xt.shape[1] != Xa.shape[1]:
         raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
-    Y = finite_array("Y_train", Y_train)
-    if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
-        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k) (a row for each row of "
-                         f"X_train), got {Y.shape}")
-    noise = real_scalar("noise", noise, lo=0.0)
     method = _method(method)
     act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
     Ktr = _first_layer(net, Xa, Xa)
@@ -372,7 +328,7 @@ def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", ful
         Ktr = kernel_map(act, net.sigma_w, net.sigma_b, Ktr, method)
         Ks = kernel_map(act, net.sigma_w, net.sigma_b, Ks, method) if full_cov else _step(act, sw2, sb2, dt, dt, dt,
                                                                                           method)
-    return gp_posterior(Ktr, Kx, Ks, Y, noise)
+    return Ktr, Kx, Ks
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -489,158 +445,13 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     return layers if return_all else layers[-1][1]
 
 
-def _spectral_factor(lam, tau, steps, eta_n):
-    """(1 − e^{−λτ})/λ (gradient flow to time τ = ηt/N) or (1 − (1 − λη/N)^k)/λ (k steps of gradient descent), with
-    their limits τ and kη/N at λ = 0; λ = 0 without a time (t = ∞) gives 1/λ."""
-    if steps is not None:
-        r = 1.0 - lam * eta_n
-        small = np.abs(lam * eta_n) < 1e-8
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.where(small, steps * eta_n * (1 - 0.5 * (steps - 1) * lam * eta_n), (1.0 - r ** steps) / lam)
-        return f
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.abs(lam * tau) < 1e-12, tau * (1 - 0.5 * lam * tau), -np.expm1(-lam * tau) / lam)
-
-
-def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_reg=0.0, *, steps=None,
-                diag_reg_absolute_scale=False, parameterization="ntk", method="auto"):
-    """Mean and covariance, at the rows of X_test, of the infinite ensemble of infinitely wide networks ``net``
-    trained on (X_train, Y_train) by gradient descent on the mean squared error (Lee et al., "Wide neural networks
-    of any depth evolve as linear models under gradient descent", NeurIPS 2019, §2.3–2.4 and eq. (16)).
-
-    Loss and time, as neural-tangents' ``predict.gradient_descent_mse_ensemble``: L = (1/2N) Σ (f(x_i) − y_i)² with
-    N = Y_train.size, gradient flow dθ/dt = −η ∇L at ``learning_rate`` η, so the train outputs obey
-    df/dt = −(η/N) Θ (f − Y). With τ = ηt/N, Θ = Θ(X, X) (+ the ridge below), Θ* = Θ(X*, X), K the NNGP kernel:
-
-        mean = Θ* Θ⁻¹ (I − e^{−τΘ}) Y,
-        cov  = K(X*, X*) + Θ* Θ⁻¹(I − e^{−τΘ}) K (I − e^{−τΘ})Θ⁻¹ Θ*ᵀ − [Θ* Θ⁻¹(I − e^{−τΘ}) K(X, X*) + transpose].
-
-    ``t=None``: t = ∞, kernel regression, mean = Θ*Θ⁻¹Y (the NTK-GP of Lee et al. 2019; :func:`nngp_regression`
-    is its Bayesian counterpart). ``steps=k`` instead of t: k steps of full-batch gradient descent at learning rate
-    η, e^{−τΘ} → (I − ηΘ/N)^k (stable for η < 2N/λ_max(Θ)). The ensemble is over initialisations; its mean starts
-    at 0 and its covariance at K(X*, X*).
-
-    ``diag_reg`` ≥ 0 adds λI to Θ(X, X) before solving, λ = diag_reg·tr Θ/N_train (neural-tangents' default) or
-    λ = diag_reg with ``diag_reg_absolute_scale=True``. ``parameterization``, ``method``: as in :func:`ntk_kernel`.
-    Y_train (N_train,) or (N_train, k) (k outputs share the kernel). Returns (mean, cov): mean (T,) or (T, k), cov
-    T × T (the same for every output); host NumPy, float64. Solves by the eigendecomposition of Θ(X, X) + λI; a
-    matrix that is not numerically positive definite at t = ∞ raises ValueError (use diag_reg > 0)."""
-    net = mlp_description("net", net)
-    Xa = B.to_numpy(_inputs("X_train", X_train))
-    Xt = B.to_numpy(_inputs("X_test", X_test))
-    if Xt.shape[1] != Xa.shape[1]:
-        raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
-    Y = B.to_numpy(finite_array("Y_train", Y_train))
-    if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
-        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k) (a row for each row of "
-                         f"X_train), got {Y.shape}")
-    eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
-    reg = real_scalar("diag_reg", diag_reg, lo=0.0)
-    if t is not None and steps is not None:
-        raise ValueError("give either t (gradient flow) or steps (gradient descent), not both")
-    if t is not None:
-        t = real_scalar("t", t, lo=0.0)
-    if steps is not None:
-        steps = integer_at_least("steps", steps, lo=0)
-    if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
-    method = _method(method)
-    n = Xa.shape[0]
-    Sig, Th = _ntk_layers(net, np.concatenate([Xa, Xt]), method, parameterization)[-1]
-    Th_tr, Th_x = Th[:n, :n], Th[n:, :n]
-    K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
-    lam_reg = reg if diag_reg_absolute_scale else reg * np.trace(Th_tr) / n
-    A = Th_tr + lam_reg * np.eye(n)
-    if not np.all(np.isfinite(A)):
-        raise ValueError(f"diag_reg = {diag_reg!r} makes Θ(X_train, X_train) + λI overflow float64 (λ = {lam_reg!r}); "
-                         f"give a smaller diag_reg")
-    lam, V = linalg.eigh(A)
-    if t is None and steps is None:
-        if lam[0] <= 10 * n * np.finfo(float).eps * max(lam[-1], 1e-300):
-            raise ValueError(f"Θ(X_train, X_train) + diag_reg is not numerically positive definite (smallest "
-                             f"eigenvalue {lam[0]:.3g}); use distinct inputs or diag_reg > 0")
-        f = 1.0 / lam
-    else:
-        if lam[0] < -1e-10 * lam[-1]:
-            raise ValueError(f"Θ(X_train, X_train) + diag_reg has a negative eigenvalue {lam[0]:.3g}")
-        lam = np.maximum(lam, 0.0)
-        f = _spectral_factor(lam, None if t is None else eta * t / Y.size, steps, eta / Y.size)
-    M = (V * f) @ V.T                                                 # Θ⁻¹(I − e^{−τΘ}) or its discrete analogue
-    P = Th_x @ M                                                      # T × N
-    mean = P @ Y
-    cov = K_te + P @ K_tr @ P.T - P @ K_x.T - K_x @ P.T
-    return mean, 0.5 * (cov + cov.T)
-
 # ------------------------------------------------------------------------------------------------------------------
-# Wide-network Monte Carlo
+# Deprecated aliases (one release): prediction moved to rmtnet.spectra.predict, the Monte Carlo of the NNGP kernel to
+# rmtnet.spectra.sampling.montecarlo. Resolved lazily (PEP 562), so that this theory module imports neither at load time.
 
-def _count(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
-
-
-def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None, sampler="weights",
-                       return_all=False, return_samples=False, max_bytes=2 ** 28):
-    """Monte Carlo of the NNGP kernel: draw random networks, push the rows of X through them and return the empirical
-    pre-activation Gram h_L h_Lᵀ/n_L (B × B, host NumPy, float64) averaged over ``n_samples`` networks.
-
-    Widths: the input width is n₀ = X.shape[1]; the layer widths n₁ … n_L are ``net.scaled_widths(width)[1:]``
-    (``width`` for a square net; the net's own widths when ``width`` is None). Weights W_ℓ ∈ ℝ^{n_ℓ×n_{ℓ-1}} are
-    Gaussian with entries N(0, σ_w²/n_{ℓ-1}) or, for ``net.weights == "orthogonal"``, σ_w times a Haar orthogonal
-    matrix (a scaled Haar partial isometry where n_ℓ ≠ n_{ℓ-1}, e.g. the input layer;
-    :func:`rmtnet.spectra.sampling.montecarlo.layer_weights`); biases N(0, σ_b²), shared by all inputs.
-
-    sampler: ``"weights"`` materialises every W_ℓ (cost O(n²) per layer, batched over samples within ``max_bytes``).
-    ``"marginal"`` (Gaussian weights only) draws the same joint law of (h₁, …, h_L) on the B inputs without forming
-    W_ℓ: given x_{ℓ-1} (B × n_{ℓ-1}), the columns of x_{ℓ-1}W_ℓᵀ are iid N(0, σ_w² x_{ℓ-1}x_{ℓ-1}ᵀ/n_{ℓ-1}), drawn as
-    M Z with M Mᵀ = x_{ℓ-1}x_{ℓ-1}ᵀ (eigendecomposition of the B × B Gram) and Z iid N(0, σ_w²/n_{ℓ-1}) — cost
-    O(n B²) per layer instead of O(n²), so hundreds of wide networks are cheap (tight Monte Carlo error bars).
-
-    ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
-    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64."""
-    net = mlp_description("net", net)
-    X = _inputs("X", X)
-    S = _count("n_samples", n_samples)
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-    if sampler == "marginal" and net.weights != "gaussian":
-        raise ValueError("sampler='marginal' needs net.weights == 'gaussian'; use sampler='weights'")
-    if width is not None:
-        width = _count("width", width)
-    from .sampling.random_matrices import layer_weights
-    widths = (X.shape[1],) + tuple(net.scaled_widths(width)[1:])
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
-    phi = net.activation.phi
-    L, nb = net.depth, X.shape[0]
-    x0 = xp.asarray(X, dtype=xp.float64)
-    if sampler == "weights":
-        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
-    else:
-        per_sample = 6 * 8 * nb * max(widths)
-    batch = int(max(1, min(S, max_bytes // per_sample)))
-    grams = [[] for _ in range(L)]
-    for start in range(0, S, batch):
-        s = min(batch, S - start)
-        x = xp.broadcast_to(x0, (s,) + x0.shape)                          # (s, B, n_{ℓ-1})
-        for ell, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
-            if sampler == "weights":
-                w = layer_weights(net.weights, n_out, n_in, net.sigma_w, rng, backend, batch=s)
-                h = x @ xp.swapaxes(w, -1, -2)                            # (s, B, n_out) = x Wᵀ
-                del w
-            else:
-                lam, u = xp.linalg.eigh(x @ xp.swapaxes(x, -1, -2))      # x xᵀ = U Λ Uᵀ (s, B, B)
-                m = u * xp.sqrt(xp.maximum(lam, 0.0))[..., None, :]       # M Mᵀ = x xᵀ
-                z = rng.standard_normal((s, nb, n_out), dtype="float64") * (net.sigma_w / n_in ** 0.5)
-                h = m @ z                                                 # (s, B, n_out), law of x Wᵀ
-            if net.sigma_b > 0:
-                h = h + net.sigma_b * rng.standard_normal((s, 1, n_out), dtype="float64")
-            if return_all or ell == L:
-                grams[ell - 1].append(B.to_numpy(h @ xp.swapaxes(h, -1, -2)) / n_out)
-            if ell < L:
-                x = phi(h)
-    out = [np.concatenate(g, axis=0) for g in grams if g]
-    if not return_samples:
-        out = [g.mean(axis=0) for g in out]
-    return out if return_all else out[-1]
+__getattr__ = _deprecation.moved_names(__name__, {
+    "gp_posterior": "rmtnet.spectra.predict:gp_posterior",
+    "nngp_regression": "rmtnet.spectra.predict:nngp_regression",
+    "ntk_predict": "rmtnet.spectra.predict:ntk_predict",
+    "sample_nngp_kernel": "rmtnet.spectra.sampling.montecarlo:sample_nngp_kernel",
+    "SAMPLERS": "rmtnet.spectra.sampling.montecarlo:SAMPLERS"})

@@ -13,6 +13,16 @@ input–output Jacobian is::
     J = W_L D_{L-1} ⋯ D_1 W_1       (``last_activation=False``: a linear read-out f(x) = h_L, as in
                                     Collins & Hayase 2023).
 
+**One description, one network.** The L weight matrices W₁ … W_L are the whole network, and W_L is its read-out:
+the output is h_L = W_L x_{L-1} + b_L (n_L outputs), with φ applied to it only when ``last_activation``. Every
+function that reads a description reads this network: the Jacobian and one-sample Fisher laws and their Monte Carlo
+(the output x_L as above); the kernels (:func:`~rmtnet.spectra.kernels.nngp_kernel`,
+:func:`~rmtnet.spectra.kernels.ntk_kernel`: the kernel of one output unit of h_L, every layer trained); Fan & Wang's
+laws over data (:func:`~rmtnet.spectra.ntk.ck_law`, :func:`~rmtnet.spectra.ntk.ntk_law`, their Monte Carlo): the
+L − 1 hidden layers and the read-out W_L to one output unit, so depth ≥ 2; and the torch model
+(:meth:`rmtnet.nets.MLP.from_description`). The kernels and Fan & Wang's laws describe a linear read-out (h_L)
+whatever ``last_activation`` says; give ``last_activation=False`` for the torch model to be that network.
+
 Pre-activations obey the mean-field recursion q₁ = σ_w² q₀ + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b²; the
 theory uses these per-layer q_ℓ, and the Monte Carlo propagates an actual input, so both see the same q_ℓ.
 """

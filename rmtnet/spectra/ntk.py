@@ -1,182 +1,49 @@
-"""Limit spectra of the one-sample Fisher information / NTK (Hayase & Karakida 2021) and of the conjugate kernel over
-data (Fan & Wang 2020) of deep random networks: Hayase & Karakida (AISTATS 2021, arXiv 2006.07814) and Fan & Wang
-("Spectra of the conjugate kernel and neural tangent kernel for linear-width neural networks", NeurIPS 2020,
-arXiv 2005.11879).
+"""Limit spectra of the conjugate kernel (CK) and the neural tangent kernel (NTK) of a deep random network over n
+inputs, at linear width (Fan & Wang, "Spectra of the conjugate kernel and neural tangent kernel for linear-width
+neural networks", NeurIPS 2020, arXiv 2005.11879).
 
-**Fisher / one-sample NTK.** For one input x₀ and the network of :mod:`rmtnet.spectra.network` (square layers), the NTK of the
-output with respect to all weights, Θ = Σ_ℓ q̂_{ℓ-1} B_ℓ B_ℓᵀ (B_ℓ = ∂x_L/∂h_ℓ, q̂_ℓ = ‖x_ℓ‖²/n), is the dual of the
-Fisher information: they share their nonzero eigenvalues. It obeys (Hayase & Karakida 2021, eq. (9))
+Convention: the description of :mod:`rmtnet.spectra.network` is the whole network. Its L weight matrices are W₁ … W_L, the last
+one the read-out: X₀ ∈ ℝ^{d₀×n} holds the n inputs as columns (iid N(0, 1/d₀) entries by default, so that X₀ᵀX₀ →
+MP(γ₀)), the L − 1 hidden layers are X_ℓ = φ̃(W_ℓX_{ℓ-1})/√d_ℓ (ℓ = 1 … L − 1, W_ℓ ∈ ℝ^{d_ℓ×d_{ℓ-1}} iid N(0, 1)),
+and the output is f = W_L X_{L-1} (one row per output unit; the kernels are those of one unit), with d_ℓ = n_ℓ the
+description's widths and γ_ℓ = n/d_ℓ. Fan & Wang's setting asks for Gaussian weights, σ_w = 1, σ_b = 0 and an
+activation φ̃ normalised so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1, ξ ~ N(0, 1): the laws use
+:func:`~rmtnet.spectra.meanfield.normalised_activation` of the net's activation (give it as the net's activation
+for the description to be the network exactly). The read-out is linear whatever ``last_activation`` says.
 
-    Θ₁ = q̂₀ I,      Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ W_{ℓ+1}ᵀ,      Θ = D_L Θ_L D_L  (or Θ_L without a last
-                                                                                        activation),
-
-and asymptotic freeness of (W_ℓ, W_ℓᵀ) and the D_ℓ (Collins & Hayase 2023) turns it into a recursion of laws:
-
-    μ₁ = δ_{q̂₀},      μ_{ℓ+1} = (x ↦ q̂_ℓ + σ_w² x)_* ( ν_ℓ ⊠ μ_ℓ [⊠ MP(1) for Gaussian weights] ),
-
-with ν_ℓ the law of φ′(h_ℓ)², h_ℓ ~ N(0, q_ℓ), at the layer's own mean-field variance. The shift makes every level a
-new law (no S-transform product closes the recursion), so each μ_ℓ is tabulated (:func:`~rmtnet.spectra.measures.
-tabulate`) before it enters the next ⊠: one density table per layer instead of nested Newton solves. Moments stay
-exact (series of the factors' moments, then the affine binomial), which is the independent check of the density.
-m₁(μ_{ℓ+1}) = q̂_ℓ + σ_w² m₁(ν_ℓ) m₁(μ_ℓ) grows linearly in depth at criticality; gradient descent on the squared loss
-diverges for learning rates above 2/λ_max (Hayase & Karakida 2021), λ_max the top of the support.
-
-**Conjugate kernel** (Fan & Wang 2020, Theorem 3.4). Data X₀ ∈ ℝ^{d₀×n} with iid N(0, 1) entries, X_ℓ = φ̃(W_ℓ X_{ℓ-1}),
-W_ℓ ∈ ℝ^{d_ℓ×d_{ℓ-1}} Gaussian with entries N(0, 1/d_{ℓ-1}), φ̃ normalised (E φ̃(ξ) = 0, E φ̃(ξ)² = 1, ξ ~ N(0, 1),
-:func:`normalised_activation`). The CK K_ℓ = X_ℓᵀX_ℓ/d_ℓ (n × n) has, as n, d_ℓ → ∞ with γ_ℓ = n/d_ℓ fixed,
+**Conjugate kernel** (Fan & Wang 2020, Theorem 3.4): the Gram matrix K_{L-1} = X_{L-1}ᵀX_{L-1} of the features the
+read-out sees has, as n, d_ℓ → ∞ with γ_ℓ fixed,
 
     μ₀ = MP(γ₀),      μ_ℓ = MP(γ_ℓ) ⊠ ((1 - b) + b·μ_{ℓ-1})_*,      b = (E φ̃′(ξ))²,
 
-so m₂(μ₁) = 1 + γ₁ + b²γ₀.
+so with one hidden layer m₂(μ₁) = 1 + γ₁ + b²γ₀.
+
+**Neural tangent kernel** over W₁ … W_L (Fan & Wang 2020): K − (r₊I + Σ_{ℓ<L} c_ℓ X_ℓᵀX_ℓ) → 0 in
+operator norm (:func:`ntk_coefficients`), whose law :class:`NTKLaw` solves by deterministic equivalents
+(:func:`ntk_law`, exact moments :func:`ntk_moments`).
+
+The one-sample Fisher information / NTK of Karakida et al. (2019) and Hayase & Karakida (2021) is in
+:mod:`rmtnet.spectra.fisher`.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 
-from ._checks import (ConvergenceError, boolean, integer_at_least, mlp_description,
-                      real_scalar)
+from .. import _deprecation
+from . import series
+from ._checks import ConvergenceError, boolean, integer_at_least, mlp_description
 from .free import free_mult, free_mult_scaled
-from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
-from .measures import (Affine, GridDensity, Measure, PointMasses, Tabulated, gaussian_pushforward,
-                       resolved_tanh_sinh, tabulate)
-from .activations import activation
-from .meanfield import gaussian_expectation, normalised_activation, second_moment, variance_profile
+from .measures import Affine, GridDensity, Measure, Tabulated, gaussian_pushforward, resolved_tanh_sinh, tabulate
+from .meanfield import gaussian_expectation, normalised_activation
 
-__all__ = ["fisher_law", "ntk_factor_variance", "fisher_moments", "critical_learning_rate", "ck_law",
-           "ck_moments", "ntk_coefficients", "NTKLaw", "ntk_law", "ntk_moments"]
+__all__ = ["ntk_factor_variance", "ck_law", "ck_moments", "ntk_coefficients", "NTKLaw", "ntk_law", "ntk_moments"]
 
-
-# ------------------------------------------------------------------------------------------------------------------
-# Fisher / one-sample NTK
-
-def _square(net, what):
-    net = mlp_description("net", net)
-    if not net.square:
-        raise ValueError(f"{what} needs equal layer widths (a square network): net has widths {net.widths}")
-    return net
-
-
-def _with_input(net, q0):
-    """The same network fed an input with ‖x₀‖²/n₀ = q0 (q_ℓ recomputed by the mean-field recursion). A q0 whose
-    variances q_ℓ or q̂_ℓ come out subnormal (below 2.2e-308, where a law scaled by them has an infinite density)
-    is refused naming q0."""
-    if q0 is None:
-        return net
-    q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
-    q = variance_profile(net.activation, net.sigma_w, net.sigma_b, q0, net.depth)
-    out = replace(net, q0=q0, q=q)
-    tiny = np.finfo(float).tiny
-    if any(0 < v < tiny for v in (q0,) + tuple(q) + tuple(out.post_activation_moments())):
-        raise ValueError(f"q0 = {q0!r} makes a mean-field variance of net subnormal (below {tiny:.3g}); give a larger "
-                         "q0")
-    return out
-
-
-def _fisher_levels(net):
-    """Per layer ℓ = 1 … L: (q̂_{ℓ-1}, law(φ′(h_ℓ)²) or None where D_ℓ is absent)."""
-    qhat = net.post_activation_moments()
-    out = []
-    for ell, q in enumerate(net.q, start=1):
-        d2 = layer_d2_law(net.activation, q) if (ell < net.depth or net.last_activation) else None
-        out.append((qhat[ell - 1], d2))
-    return out
-
-
-def fisher_law(net, q0=None, return_all=False):
-    """Limit spectral law of the one-sample NTK / Fisher dual Θ of ``net`` (square, an :func:`rmtnet.spectra.network.mlp`) by the
-    Hayase–Karakida recursion (module docstring). ``q0`` overrides the input's ‖x₀‖²/n₀ (then every q_ℓ follows).
-
-    Each level is tabulated before the next ⊠; purely atomic levels (linear or ReLU–orthogonal nets at small depth)
-    stay exact point masses. The top of the support is λ_max; :func:`critical_learning_rate` gives 2/λ_max.
-
-    ``return_all=True`` returns the list of laws [μ₁, …, μ_L] in one pass of the recursion: μ_ℓ (ℓ < L) is the law of
-    the network cut after layer ℓ with a linear read-out (``last_activation=False``) — the same q_ℓ and q̂_ℓ, since
-    they depend only on the layers below — and μ_L is this net's own law. A sweep over depth thus costs one deep
-    recursion instead of one per depth."""
-    net = _square(net, "fisher_law")
-    return_all = boolean("return_all", return_all)
-    net = _with_input(net, q0)
-    s2 = float(net.sigma_w) ** 2
-    mp = MarchenkoPastur(1.0) if net.weights == "gaussian" else None
-    levels = _fisher_levels(net)
-    mu = PointMasses([levels[0][0]], [1.0])                         # μ₁ = δ_{q̂₀}
-    laws = [mu]
-    for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
-        core = free_mult_scaled([f for f in (d2, mp, mu) if f is not None], s2)
-        mu = tabulate(Affine(core, 1.0, qhat))
-        laws.append(mu)
-    d2_last = levels[-1][1]
-    if d2_last is not None:
-        laws[-1] = free_mult_scaled([d2_last, mu])
-    return laws if return_all else laws[-1]
-
-
-def fisher_moments(net, K=4, q0=None):
-    """Exact m₁ … m_K of :func:`fisher_law`, by the same recursion on moment sequences (S-transform series for ⊠,
-    the binomial theorem for the shift), without any density: the independent check of the tabulated law."""
-    net = _square(net, "fisher_moments")
-    want = integer_at_least("K", K, 1)
-    net = _with_input(net, q0)
-    s2 = float(net.sigma_w) ** 2
-    levels = _fisher_levels(net)
-    K = max(want, 2)
-
-    def moments(mu):
-        return np.array([mu.moment(k) for k in range(1, K + 1)])
-
-    try:
-        mp = moments(MarchenkoPastur(1.0)) if net.weights == "gaussian" else None
-        m = levels[0][0] ** np.arange(1, K + 1, dtype=float)
-        for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
-            facs = [f for f in (moments(d2) if d2 is not None else None, mp, m) if f is not None]
-            m = _affine_moments(_product_moments(facs, K), s2, qhat)
-        if levels[-1][1] is not None:
-            m = _product_moments([moments(levels[-1][1]), m], K)
-    except OverflowError as exc:                        # a factor's moment of order ≤ K beyond float64
-        raise OverflowError(f"fisher_moments(K={want}): a factor's moments up to order K are not representable in "
-                            f"float64 ({exc})") from None
-    if not np.all(np.isfinite(m)):
-        raise OverflowError(f"fisher_moments(K={want}): m_1 … m_K of the law of net (q0 = {net.q0!r}, q̂ = "
-                            f"{tuple(float(v) for v in net.post_activation_moments())}) are not representable in "
-                            f"float64 (got {m[:want]}); lower K or bring q0 nearer 1")
-    return m[:want]
-
-
-def _product_moments(moment_sequences, K):
-    """m₁ … m_K of the ⊠ of laws on [0, ∞) given by their moments. A law with m₁ = 0 is δ₀ (the input of a network
-    with q0 = 0, or a layer whose φ′ vanishes), and δ₀ ⊠ μ = δ₀: all zeros, where the S-transform series (which
-    needs m₁ ≠ 0) cannot be formed."""
-    from . import series
-    if len(moment_sequences) == 1:
-        return moment_sequences[0]
-    if any(seq[0] == 0 for seq in moment_sequences):
-        return np.zeros(K)
-    return series.product_moments([(seq, 1.0) for seq in moment_sequences], K)
-
-
-def _affine_moments(m, a, b):
-    """Moments of b + aX from those of X (m[k-1] = E X^k): binomial expansion."""
-    from math import comb
-    K = len(m)
-    full = np.concatenate([[1.0], m])
-    return np.array([sum(comb(k, j) * a ** j * full[j] * b ** (k - j) for j in range(k + 1)) for k in range(1, K + 1)])
-
-
-def critical_learning_rate(net, q0=None):
-    """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (Hayase & Karakida, AISTATS 2021).
-    Where the law is δ₀ (an input with q0 = 0, e.g. ReLU's fixed point in the ordered phase) no learning rate
-    diverges: ValueError naming net and q0."""
-    law = fisher_law(net, q0)
-    top = law.hull()[1]
-    if not top > 0:
-        net = _with_input(net, q0)
-        raise ValueError(f"the Fisher/NTK law of net is δ₀ (q0 = {net.q0!r}: every q̂_ℓ is 0), so gradient descent "
-                         "diverges at no learning rate; give a q0 > 0")
-    return 2.0 / top
+# deprecated aliases (one release): the one-sample Fisher laws moved to rmtnet.spectra.fisher
+__getattr__ = _deprecation.moved_names(__name__, {name: f"rmtnet.spectra.fisher:{name}" for name in
+                                                  ("fisher_law", "fisher_moments", "critical_learning_rate")})
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -193,14 +60,24 @@ def _ck_setup(net, n_data):
                          f"{net.sigma_w}, sigma_b={net.sigma_b}")
     act = normalised_activation(net.activation)
     b = gaussian_expectation(act.dphi, 1.0, act.breakpoints) ** 2
-    gammas = [int(n_data) / d for d in net.widths]
+    gammas = [int(n_data) / d for d in _feature_widths(net)]
     return b, gammas
 
 
+def _feature_widths(net):
+    """d₀ … d_{L−1}: the widths of the input and of the L − 1 hidden layers; the L-th weight matrix of the
+    description is the read-out, whose width (the number of outputs) does not enter the kernels of one output."""
+    if net.depth < 2:
+        raise ValueError(f"net must have a hidden layer (depth ≥ 2: the hidden layers and the read-out W_L), got "
+                         f"depth {net.depth}")
+    return net.widths[:-1]
+
+
 def ck_law(net, n_data, input_law=None) -> Measure:
-    """Limit spectral law of the conjugate kernel X_Lᵀ X_L/d_L over ``n_data`` inputs (Fan & Wang map, module
-    docstring), for ``net`` with Gaussian weights, σ_w = 1, σ_b = 0 and its activation normalised
-    (:func:`normalised_activation`); γ_ℓ = n_data/d_ℓ from the net's widths. ``input_law``: the law of X₀ᵀX₀/d₀,
+    """Limit spectral law of the conjugate kernel X_{L−1}ᵀX_{L−1} over ``n_data`` inputs — the Gram matrix of the
+    features that the read-out W_L of the depth-L description sees (Fan & Wang map, module docstring) — for ``net``
+    with Gaussian weights, σ_w = 1, σ_b = 0 and its activation normalised (:func:`normalised_activation`);
+    γ_ℓ = n_data/d_ℓ from the widths d₀ … d_{L−1}. ``input_law``: the law of X₀ᵀX₀/d₀,
     default MP(γ₀) (iid Gaussian data); a purely atomic one (a data set's Gram spectrum) is solved by the
     deterministic equivalents of :class:`NTKLaw` instead of the ⊠ engine."""
     b, gammas = _ck_setup(net, n_data)
@@ -222,14 +99,13 @@ def ck_law(net, n_data, input_law=None) -> Measure:
 
 def ck_moments(net, n_data, K=4):
     """Exact m₁ … m_K of :func:`ck_law` (iid Gaussian data) from moment sequences alone."""
-    from . import series
     b, gammas = _ck_setup(net, n_data)
     want = integer_at_least("K", K, 1)
     K = max(want, 2)
     m = np.array([MarchenkoPastur(gammas[0]).moment(k) for k in range(1, K + 1)])
     for g in gammas[1:]:
         mp = np.array([MarchenkoPastur(g).moment(k) for k in range(1, K + 1)])
-        m = series.product_moments([(mp, 1.0), (_affine_moments(m, b, 1.0 - b), 1.0)], K)
+        m = series.product_moments([(mp, 1.0), (series.affine_moments(m, b, 1.0 - b), 1.0)], K)
     return m[:want]
 
 
@@ -237,21 +113,22 @@ def ck_moments(net, n_data, K=4):
 # The NTK over data
 
 def _fan_wang_constants(net, n_data):
-    """(a, b, γ₀ … γ_L) of Fan & Wang's setting for ``net``: a = E φ̃′(ξ)², b = E φ̃′(ξ) of the normalised
-    activation, γ_ℓ = n_data/d_ℓ."""
+    """(a, b, γ₀ … γ_{L−1}) of Fan & Wang's setting for ``net``: a = E φ̃′(ξ)², b = E φ̃′(ξ) of the normalised
+    activation, γ_ℓ = n_data/d_ℓ for the input and the L − 1 hidden layers."""
     _ck_setup(net, n_data)                              # the same setting and its checks as ck_law
     act = normalised_activation(net.activation)
     b = gaussian_expectation(act.dphi, 1.0, act.breakpoints)
     a = gaussian_expectation(lambda h: act.dphi(h) ** 2, 1.0, act.breakpoints)
-    return a, b, [int(n_data) / d for d in net.widths]
+    return a, b, [int(n_data) / d for d in _feature_widths(net)]
 
 
 def ntk_coefficients(net, n_data):
-    """(r₊, [c₀, …, c_L]) of Fan & Wang's linear-combination form of the NTK over data:
-    K_NTK − (r₊I + Σ_ℓ c_ℓ X_ℓᵀX_ℓ) → 0 in operator norm, c_ℓ = b^{2(L−ℓ)}, r₊ = Σ_{ℓ<L} (a^{L−ℓ} − b^{2(L−ℓ)}),
-    a = E φ̃′(ξ)², b = E φ̃′(ξ) (Fan & Wang, NeurIPS 2020, arXiv 2005.11879, Theorem 3.4's NTK part)."""
+    """(r₊, [c₀, …, c_H]) of Fan & Wang's linear-combination form of the NTK over data of the depth-L description
+    (H = L − 1 hidden layers and the read-out W_L): K_NTK − (r₊I + Σ_{ℓ≤H} c_ℓ X_ℓᵀX_ℓ) → 0 in operator norm,
+    c_ℓ = b^{2(H−ℓ)}, r₊ = Σ_{ℓ<H} (a^{H−ℓ} − b^{2(H−ℓ)}), a = E φ̃′(ξ)², b = E φ̃′(ξ) (Fan & Wang, NeurIPS 2020,
+    arXiv 2005.11879, Theorem 3.4's NTK part)."""
     a, b, _ = _fan_wang_constants(net, n_data)
-    L = net.depth
+    L = net.depth - 1                                   # hidden layers: the last weight matrix is the read-out
     coef = [b ** (2 * (L - ell)) for ell in range(L + 1)]
     r_plus = sum(a ** (L - ell) - b ** (2 * (L - ell)) for ell in range(L))
     return float(r_plus), [float(c) for c in coef]
@@ -563,24 +440,15 @@ class NTKLaw(Measure):
         return float(self._moments_fn(k)[k - 1])
 
 
-def _series_mul(a, b):
-    return np.convolve(a, b)[:a.size]
-
-
-def _series_inv(a):
-    """1/a for a power series with a[0] ≠ 0 (truncated to a's length)."""
-    out = np.zeros_like(a)
-    out[0] = 1.0 / a[0]
-    for k in range(1, a.size):
-        out[k] = -np.dot(a[1:k + 1], out[k - 1::-1][:k]) / a[0]
-    return out
-
-
 def _ntk_series(r_plus, coef, b, gammas, mu0, K):
     """m₁ … m_K of :class:`NTKLaw` by its equations in formal power series of w = 1/z (class docstring): with
     e_j = z·ε_j, α = −w Σ_i m_i(μ₀)(c₀w)^i ε₀^{−i−1} and β₀ = −w Σ_i m_{i+1}(μ₀)(c₀w)^i ε₀^{−i−1} (μ₀'s moments up
     to K + 2); every pass of the fixed point fixes one more order, and m_k = −[w^{k+1}] α."""
     N = K + 2
+
+    def _smul(u, v):                                             # every series here has N coefficients
+        return series.mul(u, v, N)
+
     b2 = b * b
     input_moments = [1.0] + [mu0.moment(i) for i in range(1, N + 1)]
     L = len(gammas)
@@ -596,22 +464,22 @@ def _ntk_series(r_plus, coef, b, gammas, mu0, K):
         top = [None] * (L + 1)
         for j in range(L, 0, -1):
             top[j] = c[j]
-            s = _series_mul(c[j], _series_inv(one + delta[j - 1]))
+            s = _smul(c[j], series.reciprocal(one + delta[j - 1]))
             c[j - 1] = c[j - 1] + b2 * s
-            eps = eps - (1.0 - b2) * _series_mul(w, s)
-        inv_eps = _series_inv(eps)
-        cw = _series_mul(c[0], w)
+            eps = eps - (1.0 - b2) * _smul(w, s)
+        inv_eps = series.reciprocal(eps)
+        cw = _smul(c[0], w)
         alpha, beta = np.zeros(N), np.zeros(N)
-        term = _series_mul(w, inv_eps)                           # w (c₀w)^i ε₀^{−i−1}, i = 0
+        term = _smul(w, inv_eps)                           # w (c₀w)^i ε₀^{−i−1}, i = 0
         for i in range(N):
             alpha -= m0[i] * term
             beta -= m0[i + 1] * term
-            term = _series_mul(term, _series_mul(cw, inv_eps))
+            term = _smul(term, _smul(cw, inv_eps))
         new = []
         for j in range(1, L + 1):
             tau = (1.0 - b2) * alpha + b2 * beta
-            new.append(gammas[j - 1] * _series_mul(top[j], tau))
-            beta = _series_mul(tau, _series_inv(one + new[-1]))
+            new.append(gammas[j - 1] * _smul(top[j], tau))
+            beta = _smul(tau, series.reciprocal(one + new[-1]))
         delta = new
     return -alpha[2:K + 2]
 
@@ -648,10 +516,12 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
     :func:`ck_law`: ``net`` with Gaussian weights, σ_w = 1, σ_b = 0, its activation normalised
     (:func:`normalised_activation`), γ_ℓ = n_data/d_ℓ from its widths (d₀ the input dimension).
 
-    The network is X_ℓ = φ̃(W_ℓX_{ℓ−1})/√d_ℓ with W_ℓ iid N(0, 1) and X₀'s columns of norm ≈ 1 (iid N(0, 1/d₀)
-    entries by default, so X₀ᵀX₀ → MP(γ₀); ``input_law`` replaces MP(γ₀) by any law of X₀ᵀX₀ on [0, ∞), e.g. the
-    Gram spectrum of real data), and f(x) = wᵀx_L with w iid N(0, 1). The NTK is K = Σ_θ ∇_θf ∇_θfᵀ over W₁ … W_L
-    and w (n × n), and K − (r₊I + Σ_ℓ b^{2(L−ℓ)} X_ℓᵀX_ℓ) → 0 (:func:`ntk_coefficients`). Its law solves the
+    The depth-L description is the whole network (module docstring): H = L − 1 hidden layers
+    X_ℓ = φ̃(W_ℓX_{ℓ−1})/√d_ℓ (ℓ ≤ H) with W_ℓ iid N(0, 1) and X₀'s columns of norm ≈ 1 (iid N(0, 1/d₀) entries by
+    default, so X₀ᵀX₀ → MP(γ₀); ``input_law`` replaces MP(γ₀) by any law of X₀ᵀX₀ on [0, ∞), e.g. the Gram
+    spectrum of real data), and the read-out f(x) = wᵀx_H with w (a row of W_L) iid N(0, 1). The NTK is
+    K = Σ_θ ∇_θf ∇_θfᵀ over all L weight matrices (n × n), and K − (r₊I + Σ_{ℓ≤H} b^{2(H−ℓ)} X_ℓᵀX_ℓ) → 0
+    (:func:`ntk_coefficients`). Below, "depth" counts hidden layers, H. Its law solves the
     equations of :class:`NTKLaw`; returned as a :class:`Tabulated` density (cdf, quantiles, Cauchy transform exact
     for the table) whose moments are the exact series of :func:`ntk_moments`. Raises :class:`ConvergenceError`
     where the continuation fails or the bands found do not hold the mass to 1e-6.
@@ -689,7 +559,8 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
 
 def ntk_factor_variance(net):
     """Variance v of the per-sample factors F_i = K_ii/A_ii, A = r₊I + Σ_ℓ c_ℓX_ℓᵀX_ℓ, of the NTK over data of
-    ``net`` at its finite widths (:func:`ntk_law`'s "Finite n"), to first order in 1/d_ℓ.
+    ``net`` at its finite widths (:func:`ntk_law`'s "Finite n"), to first order in 1/d_ℓ. Below L counts the hidden
+    layers (the description's depth less its read-out).
 
     The gradient with respect to W_ℓ of f(x_i) is s_{ℓ,i}x_{ℓ−1,i}ᵀ, so K_ii = Σ_{ℓ=1}^{L+1} q_{ℓ−1,i}S_{ℓ,i} with
     q_ℓ = ‖x_ℓ‖² and S_ℓ = ‖s_ℓ‖² (ℓ = L + 1 the read-out, S = 1), E S_ℓ = a^{L−ℓ+1}, while
@@ -722,7 +593,7 @@ def ntk_factor_variance(net):
     cov = E(lambda h: act.dphi(h) ** 2 * act.phi(h) ** 2) - a * E(lambda h: act.phi(h) ** 2)
     eps = 1e-4
     chi = (E(lambda h: act.phi(h) ** 2, 1 + eps) - E(lambda h: act.phi(h) ** 2, 1 - eps)) / (2 * eps)
-    L, d = net.depth, net.widths
+    L, d = net.depth - 1, net.widths[:-1]               # hidden layers and their widths (W_{L+1} is the read-out)
     total = sum(a ** j for j in range(L + 1))
     C = [sum(a ** (L - ell + 1) for ell in range(1, k + 1)) for k in range(L + 1)]
     alpha = [a ** (L - m) - b ** (2 * (L - m)) for m in range(L)]
@@ -737,22 +608,9 @@ def ntk_factor_variance(net):
     return float(v / total ** 2)
 
 
-class _SeriesMoments:
-    """k ↦ m₁ … m_k of :func:`_ntk_series` for one set of constants, cached; a class, not a closure, so that the
-    law pickles."""
-
-    def __init__(self, *constants):
-        self.constants, self.cache = constants, {}
-
-    def __call__(self, k):
-        if k not in self.cache:
-            self.cache[k] = _ntk_series(*self.constants, k)
-        return self.cache[k]
-
-
 def _combination_law(r_plus, coef, b, gammas, mu0):
     """The :class:`NTKLaw` of r₊I + Σ c_ℓK_ℓ, its mass checked, as a :class:`Tabulated` table with exact moments."""
-    law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=_SeriesMoments(r_plus, coef, b, gammas, mu0))
+    law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=series.CachedMoments(_ntk_series, r_plus, coef, b, gammas, mu0))
     for grid in (NTKLaw._GRID, 8 * NTKLaw._GRID):     # a band narrower than the grid: search again, 8× finer
         law._GRID = grid
         law.__dict__.pop("_bands", None)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mul", "reversion", "power", "compose", "s_coefficients", "moments_from_s", "free_cumulants",
-           "moments_from_free_cumulants", "product_moments", "sum_moments"]
+__all__ = ["mul", "reciprocal", "reversion", "power", "compose", "s_coefficients", "moments_from_s", "free_cumulants",
+           "moments_from_free_cumulants", "product_moments", "sum_moments", "gram_product_moments", "affine_moments",
+           "CachedMoments"]
 
 
 def mul(a, b, n):
@@ -33,6 +34,32 @@ def mul(a, b, n):
     [1. 2. 1.]
     """
     return np.convolve(a[:n], b[:n])[:n]
+
+
+def reciprocal(a):
+    """First ``len(a)`` coefficients of 1/a for a power series with a[0] ≠ 0.
+
+    Parameters
+    ----------
+    a : ndarray
+        Coefficients a_0, a_1, … (a_0 ≠ 0).
+
+    Returns
+    -------
+    ndarray
+        The coefficients of 1/a, truncated to a's length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reciprocal(np.array([1.0, -1.0, 0.0, 0.0]))          # 1/(1 − w) = 1 + w + w² + …
+    array([1., 1., 1., 1.])
+    """
+    out = np.zeros_like(a)
+    out[0] = 1.0 / a[0]
+    for k in range(1, a.size):
+        out[k] = -np.dot(a[1:k + 1], out[k - 1::-1][:k]) / a[0]
+    return out
 
 
 def compose(f, g, n):
@@ -304,3 +331,92 @@ def sum_moments(factors, K):
     for mom, t in factors:
         kappa += t * free_cumulants(np.asarray(mom[:K], dtype=float))
     return moments_from_free_cumulants(kappa)
+
+
+def gram_product_moments(moment_sequences, K):
+    """m₁ … m_K of the free multiplicative convolution μ₁ ⊠ μ₂ ⊠ … of laws on [0, ∞) given by their moments.
+
+    A law with m₁ = 0 is δ₀ (the input of a network with q0 = 0, or a layer whose φ′ vanishes), and δ₀ ⊠ μ = δ₀: all
+    zeros, where the S-transform series (which needs m₁ ≠ 0) cannot be formed. Otherwise :func:`product_moments`
+    with every exponent 1 (Voiculescu's S-transform, S_{μ⊠ν} = S_μ S_ν; Mingo & Speicher, "Free Probability and
+    Random Matrices", Springer 2017, ch. 3).
+
+    Parameters
+    ----------
+    moment_sequences : list of ndarray
+        One sequence m₁, m₂, … (length ≥ K) per factor.
+    K : int
+        The number of moments wanted.
+
+    Returns
+    -------
+    ndarray
+        m₁ … m_K of the product (the single sequence itself when only one is given).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mp = np.array([1.0, 2.0, 5.0])                  # Marchenko–Pastur(1): Catalan numbers
+    >>> gram_product_moments([mp, mp], 3)               # MP ⊠ MP: the Fuss–Catalan numbers 1, 3, 12
+    array([ 1.,  3., 12.])
+    """
+    if len(moment_sequences) == 1:
+        return moment_sequences[0]
+    if any(seq[0] == 0 for seq in moment_sequences):
+        return np.zeros(K)
+    return product_moments([(seq, 1.0) for seq in moment_sequences], K)
+
+
+def affine_moments(m, a, b):
+    """Moments of b + aX from those of X, by the binomial theorem.
+
+    Parameters
+    ----------
+    m : array_like
+        m[k − 1] = E X^k, k = 1 … K.
+    a, b : float
+        The scale and the shift.
+
+    Returns
+    -------
+    ndarray
+        E (b + aX)^k for k = 1 … K.
+
+    Examples
+    --------
+    >>> affine_moments([0.0, 1.0], 2.0, 1.0)            # X ~ N(0, 1): E(1 + 2X) = 1, E(1 + 2X)² = 5
+    array([1., 5.])
+    """
+    from math import comb
+    K = len(m)
+    full = np.concatenate([[1.0], m])
+    return np.array([sum(comb(k, j) * a ** j * full[j] * b ** (k - j) for j in range(k + 1)) for k in range(1, K + 1)])
+
+
+class CachedMoments:
+    """k ↦ ``fn(*constants, k)`` (the moments m₁ … m_k of a law given by its series), computed once per k.
+
+    A class, not a closure, so that a law holding it pickles (``fn`` must be a module-level function).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(*constants, k)`` returns m₁ … m_k.
+    *constants
+        The law's constants.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> moments = CachedMoments(np.arange, 1.0)         # a stand-in: k ↦ arange(1, k)
+    >>> moments(3)
+    array([1., 2.])
+    """
+
+    def __init__(self, fn, *constants):
+        self.fn, self.constants, self.cache = fn, constants, {}
+
+    def __call__(self, k):
+        if k not in self.cache:
+            self.cache[k] = self.fn(*self.constants, k)
+        return self.cache[k]

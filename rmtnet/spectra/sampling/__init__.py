@@ -13,7 +13,8 @@ only in the figures, the tests and the user's code.
 """
 from . import lanczos, montecarlo, operators, random_matrices
 from .lanczos import SpectralQuadrature, slq, top_eigenvalues
-from .montecarlo import (ntk_gram, propagate, sample_ck_eigs, sample_fisher_eigs, sample_jacobian_eigs, sample_ntk,
+from .montecarlo import (ntk_gram, propagate, sample_ck_eigs, sample_fisher_eigs, sample_jacobian_eigs, sample_nngp_kernel,
+                         sample_ntk,
                          sample_ntk_eigs)
 from .operators import bernoulli_csr, mixer_network, mlp_network, sparse_network
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
@@ -22,5 +23,5 @@ from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, 
 __all__ = ["random_matrices", "montecarlo", "operators", "lanczos", "ginibre", "haar_orthogonal", "haar_isometry",
            "signed_permutation", "layer_weights", "random_input", "wishart_eigs", "ginibre_product_eigs",
            "free_product_eigs", "propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs",
-           "ntk_gram", "sample_ntk", "sample_ntk_eigs", "mixer_network", "sparse_network", "mlp_network",
+           "ntk_gram", "sample_ntk", "sample_ntk_eigs", "sample_nngp_kernel", "mixer_network", "sparse_network", "mlp_network",
            "bernoulli_csr", "slq", "top_eigenvalues", "SpectralQuadrature"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backend as B
-from .._checks import finite_array, mlp_description, one_of, positive_integers
+from .._checks import finite_array, input_rows, mlp_description, one_of, positive_integers
 from ..meanfield import normalised_activation
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
                               layer_weights, random_input, signed_permutation, wishart_eigs)
@@ -16,7 +16,7 @@ from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, 
 # The random-matrix ensembles (ginibre, haar_orthogonal, wishart_eigs, …) are imported from random_matrices and
 # stay reachable here; this module's own names are the network samplers.
 __all__ = ["propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs", "ntk_gram", "sample_ntk",
-           "sample_ntk_eigs"]
+           "sample_ntk_eigs", "sample_nngp_kernel"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -213,10 +213,20 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
     return xp.linalg.eigvalsh(theta).ravel()
 
 
+def _feature_widths(net, width):
+    """d₀ … d_{L−1} (rescaled to d₀ = ``width``): the input and hidden widths of Fan & Wang's network; the
+    description's L-th weight matrix is the read-out (:mod:`rmtnet.spectra.ntk`)."""
+    if net.depth < 2:
+        raise ValueError(f"net must have a hidden layer (depth ≥ 2: the hidden layers and the read-out W_L), got "
+                         f"depth {net.depth}")
+    return net.scaled_widths(width)[:-1]
+
+
 def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None):
-    """Eigenvalues of the conjugate kernel (1/d_L) X_Lᵀ X_L (n_data × n_data) of Fan & Wang (2020): X₀ has iid
-    N(0, 1) entries (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
-    centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1 (Fan & Wang, NeurIPS 2020, arXiv 2005.11879).
+    """Eigenvalues of the conjugate kernel (1/d_{L−1}) X_{L−1}ᵀ X_{L−1} (n_data × n_data) of Fan & Wang (2020), the
+    Gram matrix of the features the read-out W_L of the depth-L description sees: X₀ has iid N(0, 1) entries
+    (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) (ℓ = 1 … L − 1) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
+    centred and scaled so that E φ̃(ξ) = 0, E φ̃(ξ)² = 1.
 
     Parameters
     ----------
@@ -240,7 +250,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
 
     Examples
     --------
-    The normalised activation makes the mean eigenvalue (the mean of ‖x_L‖²/d_L) ≈ 1:
+    The normalised activation makes the mean eigenvalue (the mean of ‖x_{L−1}‖²/d_{L−1}) ≈ 1:
 
     >>> from rmtnet.spectra import network
     >>> e = sample_ck_eigs(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 100, seed=0)
@@ -251,7 +261,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     positive_integers(n_data=n_data, n_samples=n_samples)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
-    widths = net.scaled_widths(width)
+    widths = _feature_widths(net, width)
     phi = normalised_activation(net.activation).phi
     x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64")
     for n_in, n_out in zip(widths[:-1], widths[1:]):
@@ -323,9 +333,10 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
 def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian",
                return_parts=False):
     """NTK Gram matrices (n_samples × n_data × n_data, on the backend) of random networks in Fan & Wang's setting
-    (:func:`rmtnet.spectra.ntk.ntk_law`): :func:`ntk_gram` with W_ℓ iid N(0, 1) of the net's widths
-    (``net.scaled_widths(width)``), its activation normalised (:func:`~rmtnet.spectra.meanfield.normalised_activation`),
-    and w ∈ ℝ^{d_L}.
+    (:func:`rmtnet.spectra.ntk.ntk_law`): :func:`ntk_gram` with W_ℓ iid N(0, 1) of the net's hidden widths
+    (``net.scaled_widths(width)[:-1]``: the depth-L description has L − 1 hidden layers and its read-out W_L, one
+    row of which is w ∈ ℝ^{d_{L−1}}), its activation normalised
+    (:func:`~rmtnet.spectra.meanfield.normalised_activation`).
 
     X: the inputs as columns (d₀ × n_data, of norm ≈ 1), default iid N(0, 1/d₀) entries drawn per network.
     ``readout``: ``"gaussian"`` draws w iid N(0, 1) (the model); ``"sphere"`` draws w uniformly on the sphere
@@ -375,7 +386,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     one_of("readout", readout, READOUTS)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
-    widths = net.scaled_widths(width)
+    widths = _feature_widths(net, width)
     if X is None:
         x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64") / widths[0] ** 0.5
     else:
@@ -419,3 +430,80 @@ def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, bac
     K = sample_ntk(net, n_data, X, width, n_samples, seed, backend, readout)
     xp = B.native(backend)
     return xp.linalg.eigvalsh(K).ravel()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The NNGP kernel of wide random networks (the Monte Carlo of rmtnet.spectra.kernels.nngp_kernel)
+
+SAMPLERS = ("weights", "marginal")
+
+
+def _count(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None, sampler="weights",
+                       return_all=False, return_samples=False, max_bytes=2 ** 28):
+    """Monte Carlo of the NNGP kernel: draw random networks, push the rows of X through them and return the empirical
+    pre-activation Gram h_L h_Lᵀ/n_L (B × B, host NumPy, float64) averaged over ``n_samples`` networks.
+
+    Widths: the input width is n₀ = X.shape[1]; the layer widths n₁ … n_L are ``net.scaled_widths(width)[1:]``
+    (``width`` for a square net; the net's own widths when ``width`` is None). Weights W_ℓ ∈ ℝ^{n_ℓ×n_{ℓ-1}} are
+    Gaussian with entries N(0, σ_w²/n_{ℓ-1}) or, for ``net.weights == "orthogonal"``, σ_w times a Haar orthogonal
+    matrix (a scaled Haar partial isometry where n_ℓ ≠ n_{ℓ-1}, e.g. the input layer;
+    :func:`rmtnet.spectra.sampling.montecarlo.layer_weights`); biases N(0, σ_b²), shared by all inputs.
+
+    sampler: ``"weights"`` materialises every W_ℓ (cost O(n²) per layer, batched over samples within ``max_bytes``).
+    ``"marginal"`` (Gaussian weights only) draws the same joint law of (h₁, …, h_L) on the B inputs without forming
+    W_ℓ: given x_{ℓ-1} (B × n_{ℓ-1}), the columns of x_{ℓ-1}W_ℓᵀ are iid N(0, σ_w² x_{ℓ-1}x_{ℓ-1}ᵀ/n_{ℓ-1}), drawn as
+    M Z with M Mᵀ = x_{ℓ-1}x_{ℓ-1}ᵀ (eigendecomposition of the B × B Gram) and Z iid N(0, σ_w²/n_{ℓ-1}) — cost
+    O(n B²) per layer instead of O(n²), so hundreds of wide networks are cheap (tight Monte Carlo error bars).
+
+    ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
+    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64."""
+    net = mlp_description("net", net)
+    X = input_rows("X", X)
+    S = _count("n_samples", n_samples)
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    if sampler == "marginal" and net.weights != "gaussian":
+        raise ValueError("sampler='marginal' needs net.weights == 'gaussian'; use sampler='weights'")
+    if width is not None:
+        width = _count("width", width)
+    widths = (X.shape[1],) + tuple(net.scaled_widths(width)[1:])
+    xp = B.native(backend)
+    rng = B.rng(seed, backend)
+    phi = net.activation.phi
+    L, nb = net.depth, X.shape[0]
+    x0 = xp.asarray(X, dtype=xp.float64)
+    if sampler == "weights":
+        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
+    else:
+        per_sample = 6 * 8 * nb * max(widths)
+    batch = int(max(1, min(S, max_bytes // per_sample)))
+    grams = [[] for _ in range(L)]
+    for start in range(0, S, batch):
+        s = min(batch, S - start)
+        x = xp.broadcast_to(x0, (s,) + x0.shape)                          # (s, B, n_{ℓ-1})
+        for ell, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
+            if sampler == "weights":
+                w = layer_weights(net.weights, n_out, n_in, net.sigma_w, rng, backend, batch=s)
+                h = x @ xp.swapaxes(w, -1, -2)                            # (s, B, n_out) = x Wᵀ
+                del w
+            else:
+                lam, u = xp.linalg.eigh(x @ xp.swapaxes(x, -1, -2))      # x xᵀ = U Λ Uᵀ (s, B, B)
+                m = u * xp.sqrt(xp.maximum(lam, 0.0))[..., None, :]       # M Mᵀ = x xᵀ
+                z = rng.standard_normal((s, nb, n_out), dtype="float64") * (net.sigma_w / n_in ** 0.5)
+                h = m @ z                                                 # (s, B, n_out), law of x Wᵀ
+            if net.sigma_b > 0:
+                h = h + net.sigma_b * rng.standard_normal((s, 1, n_out), dtype="float64")
+            if return_all or ell == L:
+                grams[ell - 1].append(B.to_numpy(h @ xp.swapaxes(h, -1, -2)) / n_out)
+            if ell < L:
+                x = phi(h)
+    out = [np.concatenate(g, axis=0) for g in grams if g]
+    if not return_samples:
+        out = [g.mean(axis=0) for g in out]
+    return out if return_all else out[-1]

@@ -1,0 +1,337 @@
+"""Prediction with infinite-width kernels: Gaussian-process regression with the NNGP kernel, and the outputs of a
+network trained by gradient descent on the squared loss, in the kernel regime, with any kernel (the infinite-width
+NTK of :func:`~rmtnet.spectra.kernels.ntk_kernel` or the empirical NTK of a finite network,
+:func:`rmtnet.nets.probes.empirical_ntk`).
+
+Conventions. GP regression: posterior mean K(x*,X)(K(X,X) + σ²I)⁻¹Y and covariance K(x*,x*) −
+K(x*,X)(K(X,X) + σ²I)⁻¹K(X,x*) (Rasmussen & Williams, "Gaussian Processes for Machine Learning", MIT Press 2006,
+eqs. 2.25–2.26). Gradient descent: the loss is L = (1/2N) Σ (f(x_i) − y_i)², N = y_train.size (½ times the mean of
+the squared errors), trained at learning rate η; in the kernel regime (the network linearised about its
+initialisation, exact at infinite width: Jacot, Gabriel & Hongler, NeurIPS 2018; Lee et al., "Wide neural networks
+of any depth evolve as linear models under gradient descent", NeurIPS 2019) the outputs obey
+df/dt = −(η/N) Θ (f − y) under gradient flow, and f ← f − (η/N) Θ (f − y) per step of gradient descent. These are
+neural-tangents' conventions (``neural_tangents.predict.gradient_descent_mse``), whose name and call shape
+:func:`gradient_descent_mse` takes.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from .. import backend as B
+from ._checks import finite_array, input_rows, integer_at_least, mlp_description, real_scalar
+from .kernels import METHODS, PARAMETERIZATIONS, nngp_blocks, ntk_kernel
+
+__all__ = ["gp_posterior", "nngp_regression", "gradient_descent_mse", "ntk_predict"]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GP regression
+
+def gp_posterior(K_train, K_cross, K_test, Y, noise=0.0):
+    """GP posterior at test points (Rasmussen & Williams 2006, eqs. 2.25–2.26):
+
+        mean = K(x*, X) (K(X, X) + noise·I)⁻¹ Y,
+        var  = K(x*, x*) − K(x*, X) (K(X, X) + noise·I)⁻¹ K(X, x*).
+
+    K_train: K(X, X), N × N symmetric positive definite. K_cross: K(x*, X), T × N. K_test: K(x*, x*), either its
+    diagonal (T,) — then ``var`` is the vector of posterior variances, clipped at 0 against rounding — or the full
+    T × T matrix — then ``var`` is the posterior covariance. Y: (N,) or (N, k). noise ≥ 0: the observation-noise
+    variance added to the diagonal of K(X, X) (also a jitter for ill-conditioned kernels). Cholesky solves
+    (scipy.linalg.cho_factor); a K(X, X) + noise·I that is not numerically positive definite raises ValueError.
+    Returns (mean, var)."""
+    noise = real_scalar("noise", noise, lo=0.0)
+    Kt = finite_array("K_train", K_train)
+    if Kt.ndim != 2 or Kt.shape[0] != Kt.shape[1] or Kt.shape[0] < 1:
+        raise ValueError(f"K_train must be a square N×N matrix, got shape {Kt.shape}")
+    n = Kt.shape[0]
+    scale = max(float(np.max(np.abs(Kt))), 1e-300)
+    if np.max(np.abs(Kt - Kt.T)) > 1e-10 * scale:
+        raise ValueError("K_train must be symmetric")
+    Kx = finite_array("K_cross", K_cross)
+    if Kx.ndim != 2 or Kx.shape[1] != n:
+        raise ValueError(f"K_cross must have shape (T, N) = (T, {n}) (rows: test points), got {Kx.shape}")
+    t = Kx.shape[0]
+    Ks = finite_array("K_test", K_test)
+    if Ks.shape not in ((t,), (t, t)):
+        raise ValueError(f"K_test must be the diagonal ({t},) or the full ({t}, {t}) test kernel, got {Ks.shape}")
+    Y = finite_array("Y", Y)
+    if Y.ndim not in (1, 2) or Y.shape[0] != n:
+        raise ValueError(f"Y must have shape ({n},) or ({n}, k) to match K_train, got {Y.shape}")
+    A = 0.5 * (Kt + Kt.T) + noise * np.eye(n)
+    try:
+        c, lower = linalg.cho_factor(A, lower=True, check_finite=False)
+    except linalg.LinAlgError as exc:
+        raise ValueError(f"K_train + noise·I is not positive definite ({exc}); use distinct inputs or noise > 0") \
+            from None
+    piv = np.diag(c) ** 2
+    if piv.min() <= 10 * n * np.finfo(float).eps * np.max(np.diag(A)):
+        raise ValueError(f"K_train + noise·I is numerically singular (smallest Cholesky pivot² {piv.min():.3g}); "
+                         "use distinct inputs or noise > 0")
+    mean = Kx @ linalg.cho_solve((c, lower), Y, check_finite=False)
+    V = linalg.solve_triangular(c, Kx.T, lower=True, check_finite=False)          # L⁻¹ K(X, x*)
+    if Ks.ndim == 1:
+        var = np.maximum(Ks - np.sum(V * V, axis=0), 0.0)
+    else:
+        var = Ks - V.T @ V
+        var = 0.5 * (var + var.T)
+    return mean, var
+
+
+def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", full_cov=False):
+    """Bayesian prediction with the NNGP prior of ``net`` (Lee et al. 2018, §2.3): the :func:`gp_posterior` of
+    Y_train observed at X_train with noise variance ``noise``, at the rows of X_test. Only the kernel entries needed
+    are propagated (train × train, test × train and the test diagonal, or test × test when ``full_cov``:
+    :func:`~rmtnet.spectra.kernels.nngp_blocks`). Returns (mean, var) with var the posterior variances (T,) or, with
+    ``full_cov``, the T × T covariance."""
+    net = mlp_description("net", net)
+    Xa = input_rows("X_train", X_train)
+    Xt = input_rows("X_test", X_test)
+    if Xt.shape[1] != Xa.shape[1]:
+        raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
+    Y = finite_array("Y_train", Y_train)
+    if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
+        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k) (a row for each row of "
+                         f"X_train), got {Y.shape}")
+    noise = real_scalar("noise", noise, lo=0.0)
+    Ktr, Kx, Ks = nngp_blocks(net, Xa, Xt, method, full_cov)
+    return gp_posterior(Ktr, Kx, Ks, Y, noise)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Gradient descent on the squared loss, in the kernel regime
+
+def _spectral_factor(lam, tau, steps, eta_n):
+    """(1 − e^{−λτ})/λ (gradient flow to time τ = ηt/N) or (1 − (1 − λη/N)^k)/λ (k steps of gradient descent), with
+    their limits τ and kη/N at λ = 0; λ = 0 without a time (t = ∞) gives 1/λ."""
+    if steps is not None:
+        r = 1.0 - lam * eta_n
+        small = np.abs(lam * eta_n) < 1e-8
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(small, steps * eta_n * (1 - 0.5 * (steps - 1) * lam * eta_n), (1.0 - r ** steps) / lam)
+        return f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(lam * tau) < 1e-12, tau * (1 - 0.5 * lam * tau), -np.expm1(-lam * tau) / lam)
+
+
+def _times(t, steps):
+    """t as a float array (gradient flow: t ≥ 0) or an int array (steps of gradient descent: t ≥ 0 integers)."""
+    arr = np.asarray(t)
+    if steps:
+        flat = [integer_at_least("t", v.item() if isinstance(v, np.generic) else v, lo=0) for v in arr.ravel()]
+        return np.asarray(flat, dtype=np.int64).reshape(arr.shape)
+    flat = [real_scalar("t", v.item() if isinstance(v, np.generic) else v, lo=0.0) for v in arr.ravel()]
+    return np.asarray(flat, dtype=float).reshape(arr.shape)
+
+
+class _Eigenbasis:
+    """A = K + λI once diagonalised, and the functions of A that the predictor applies (cached eigendecomposition)."""
+
+    def __init__(self, A, eta_n):
+        self.A, self.eta_n, self._eig = A, eta_n, None
+
+    @property
+    def eig(self):
+        if self._eig is None:
+            self._eig = linalg.eigh(self.A)
+        return self._eig
+
+    def clipped(self):
+        """The eigenvalues (a negative one beyond rounding refused), clipped at 0, and the eigenvectors."""
+        lam, V = self.eig
+        if lam[0] < -1e-10 * lam[-1]:
+            raise ValueError(f"k_train_train + diag_reg·I has a negative eigenvalue {lam[0]:.3g}")
+        return np.maximum(lam, 0.0), V
+
+    def transfer(self, t, steps):
+        """A⁻¹(I − e^{−τA}) (τ = ηt/N), A⁻¹(I − (I − ηA/N)^k) (k = t steps), or A⁻¹ (t = None): (…, N, N)."""
+        if t is None:
+            lam, V = self.eig
+            n = lam.size
+            if lam[0] <= 10 * n * np.finfo(float).eps * max(lam[-1], 1e-300):
+                raise ValueError(f"k_train_train + diag_reg·I is not numerically positive definite (smallest "
+                                 f"eigenvalue {lam[0]:.3g}); use distinct inputs or diag_reg > 0")
+            return (V * (1.0 / lam)) @ V.T
+        lam, V = self.clipped()
+        t = np.asarray(t)[..., None]
+        f = _spectral_factor(lam, None, t, self.eta_n) if steps else _spectral_factor(lam, t * self.eta_n, None,
+                                                                                       self.eta_n)
+        return (V * f[..., None, :]) @ V.T
+
+    def decay(self, t, steps):
+        """e^{−τA} or (I − ηA/N)^k: the factor by which the train residual f − y shrinks, (…, N, N)."""
+        lam, V = self.clipped()
+        t = np.asarray(t)[..., None]
+        g = (1.0 - lam * self.eta_n) ** t if steps else np.exp(-lam * (t * self.eta_n))
+        return (V * g[..., None, :]) @ V.T
+
+
+def _train_kernel(K, Y):
+    K = B.to_numpy(finite_array("k_train_train", K))
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 1:
+        raise ValueError(f"k_train_train must be a square N × N matrix, got shape {K.shape}")
+    scale = max(float(np.max(np.abs(K))), 1e-300)
+    if np.max(np.abs(K - K.T)) > 1e-10 * scale:
+        raise ValueError("k_train_train must be symmetric")
+    Y = B.to_numpy(finite_array("y_train", Y))
+    if Y.ndim not in (1, 2) or Y.shape[0] != K.shape[0]:
+        raise ValueError(f"y_train must have shape ({K.shape[0]},) or ({K.shape[0]}, k) (a row for each row of "
+                         f"k_train_train), got {Y.shape}")
+    return K, Y
+
+
+def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0, *, diag_reg_absolute_scale=False,
+                         steps=False):
+    """The outputs of a network trained by gradient descent on the squared loss in the kernel regime, at any time.
+
+    With Θ = ``k_train_train`` (+ the ridge below), A = Θ + λI, N = y_train.size and the loss (1/2N) Σ (f − y)²,
+    gradient flow at learning rate η gives, after time t (τ = ηt/N),
+
+        f_train(t) = y + e^{−τA}(f_train(0) − y),
+        f_test(t)  = f_test(0) + Θ(X*, X) A⁻¹(I − e^{−τA})(y − f_train(0)),
+
+    and k steps of full-batch gradient descent (``steps=True``, t = k) the same with e^{−τA} → (I − ηA/N)^k (stable
+    for η < 2N/λ_max(A)). t = None is t = ∞: f_train = y and f_test = f_test(0) + Θ(X*, X)A⁻¹(y − f_train(0)), kernel
+    regression (Jacot, Gabriel & Hongler, NeurIPS 2018; Lee et al., NeurIPS 2019, eqs. (9)–(11)).
+
+    Same as neural-tangents' ``predict.gradient_descent_mse`` (Novak et al., ICLR 2020): the name and arguments,
+    the loss ½·mean (time in units of η, normalised by y_train.size), ``diag_reg`` (λ = diag_reg·tr Θ/N_train, or
+    λ = diag_reg with ``diag_reg_absolute_scale``), t = None as ∞ with f_train = y, an array of times giving a
+    leading time axis, and the returned ``predict(t, fx_train_0, fx_test_0, k_test_train)``. Different: one
+    output kernel (Θ is N_train × N_train, shared by y_train's columns, neural-tangents' default
+    ``trace_axes=(-1,)``); test outputs are returned whenever ``k_test_train`` is given (``fx_test_0=None`` reads as
+    0), not when ``fx_test_0`` is; ``steps=True`` (discrete gradient descent) is rmtnet's own; the eigendecomposition
+    serves t = None too (neural-tangents uses a Cholesky factor there); NumPy float64 on the host.
+
+    Parameters
+    ----------
+    k_train_train : array_like
+        Θ(X, X), N_train × N_train, symmetric: any kernel (infinite-width NTK or NNGP, or an empirical NTK).
+    y_train : array_like
+        Targets, (N_train,) or (N_train, k).
+    learning_rate : float
+        η > 0.
+    diag_reg : float
+        Ridge ≥ 0 added to Θ's diagonal (see above).
+    diag_reg_absolute_scale : bool
+        Whether ``diag_reg`` is λ itself rather than relative to the mean diagonal of Θ.
+    steps : bool
+        Whether t counts steps of gradient descent (integers) instead of continuous time.
+
+    Returns
+    -------
+    predict : callable
+        ``predict(t=None, fx_train_0=0.0, fx_test_0=None, k_test_train=None)`` → f_train(t), or (f_train(t),
+        f_test(t)) when ``k_test_train`` (N_test × N_train) is given; t a scalar or an array (its shape leads the
+        outputs'). ``predict.transfer(t)`` is the N_train × N_train matrix A⁻¹(I − e^{−τA}) (or its discrete
+        analogue, or A⁻¹ at t = None) that carries y − f_train(0) to the test outputs through ``k_test_train``. The
+        eigendecomposition of A is computed at the first call and kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> predict = gradient_descent_mse(K, np.array([1.0, -1.0]), learning_rate=1.0)
+    >>> predict()                                          # t = ∞: the train targets
+    array([ 1., -1.])
+    >>> np.round(predict(t=[0.0, 2.0]), 4)                 # from f = 0: residual shrinks by e^{−(ηt/N)·1}
+    array([[ 0.    , -0.    ],
+           [ 0.6321, -0.6321]])
+    >>> _, f_test = predict(None, 0.0, None, k_test_train=np.array([[1.0, 1.0]]))
+    >>> f_test                                             # Θ*Θ⁻¹y
+    array([0.])
+    """
+    K, Y = _train_kernel(k_train_train, y_train)
+    eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
+    reg = real_scalar("diag_reg", diag_reg, lo=0.0)
+    steps = bool(steps)
+    n = K.shape[0]
+    lam_reg = reg if diag_reg_absolute_scale else reg * np.trace(K) / n
+    A = K + lam_reg * np.eye(n)
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"diag_reg = {diag_reg!r} makes k_train_train + λI overflow float64 (λ = {lam_reg!r}); "
+                         f"give a smaller diag_reg")
+    basis = _Eigenbasis(A, eta / Y.size)
+
+    def transfer(t=None):
+        return basis.transfer(None if t is None else _times(t, steps), steps)
+
+    def predict(t=None, fx_train_0=0.0, fx_test_0=None, k_test_train=None):
+        times = None if t is None else _times(t, steps)
+        f0 = np.broadcast_to(B.to_numpy(finite_array("fx_train_0", fx_train_0)), Y.shape)
+        residual = (Y - f0).reshape(n, -1)                     # columns: the outputs sharing the kernel
+        if times is None:
+            fx_train = np.array(Y, dtype=float)
+        else:
+            fx_train = (Y.reshape(n, -1) - basis.decay(times, steps) @ residual).reshape(times.shape + Y.shape)
+        if k_test_train is None:
+            return fx_train
+        Kx = B.to_numpy(finite_array("k_test_train", k_test_train))
+        if Kx.ndim != 2 or Kx.shape[1] != n:
+            raise ValueError(f"k_test_train must have shape (N_test, {n}) (rows: test points), got {Kx.shape}")
+        ft0 = 0.0 if fx_test_0 is None else B.to_numpy(finite_array("fx_test_0", fx_test_0))
+        shape = (Kx.shape[0],) + Y.shape[1:]
+        step = (Kx @ (basis.transfer(times, steps) @ residual)).reshape((() if times is None else times.shape) + shape)
+        return fx_train, np.broadcast_to(ft0, shape) + step
+
+    predict.transfer = transfer
+    return predict
+
+
+def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_reg=0.0, *, steps=None,
+                diag_reg_absolute_scale=False, parameterization="ntk", method="auto"):
+    """Mean and covariance, at the rows of X_test, of the infinite ensemble of infinitely wide networks ``net``
+    trained on (X_train, Y_train) by gradient descent on the mean squared error (Lee et al., "Wide neural networks
+    of any depth evolve as linear models under gradient descent", NeurIPS 2019, §2.3–2.4 and eq. (16)).
+
+    Loss and time, as neural-tangents' ``predict.gradient_descent_mse_ensemble``: L = (1/2N) Σ (f(x_i) − y_i)² with
+    N = Y_train.size, gradient flow dθ/dt = −η ∇L at ``learning_rate`` η, so the train outputs obey
+    df/dt = −(η/N) Θ (f − Y). With τ = ηt/N, Θ = Θ(X, X) (+ the ridge below), Θ* = Θ(X*, X), K the NNGP kernel:
+
+        mean = Θ* Θ⁻¹ (I − e^{−τΘ}) Y,
+        cov  = K(X*, X*) + Θ* Θ⁻¹(I − e^{−τΘ}) K (I − e^{−τΘ})Θ⁻¹ Θ*ᵀ − [Θ* Θ⁻¹(I − e^{−τΘ}) K(X, X*) + transpose].
+
+    ``t=None``: t = ∞, kernel regression, mean = Θ*Θ⁻¹Y (the NTK-GP of Lee et al. 2019; :func:`nngp_regression`
+    is its Bayesian counterpart). ``steps=k`` instead of t: k steps of full-batch gradient descent at learning rate
+    η, e^{−τΘ} → (I − ηΘ/N)^k (stable for η < 2N/λ_max(Θ)). The ensemble is over initialisations; its mean starts
+    at 0 and its covariance at K(X*, X*).
+
+    ``diag_reg`` ≥ 0 adds λI to Θ(X, X) before solving, λ = diag_reg·tr Θ/N_train (neural-tangents' default) or
+    λ = diag_reg with ``diag_reg_absolute_scale=True``. ``parameterization``, ``method``: as in :func:`ntk_kernel`.
+    Y_train (N_train,) or (N_train, k) (k outputs share the kernel). Returns (mean, cov): mean (T,) or (T, k), cov
+    T × T (the same for every output); host NumPy, float64. The mean is :func:`gradient_descent_mse` of
+    Θ(X, X) from f = 0, and the covariance uses the same cached eigendecomposition of Θ(X, X) + λI; a matrix that is
+    not numerically positive definite at t = ∞ raises ValueError (use diag_reg > 0). To predict at many times, or
+    with an empirical kernel, call :func:`gradient_descent_mse` directly."""
+    net = mlp_description("net", net)
+    Xa = B.to_numpy(input_rows("X_train", X_train))
+    Xt = B.to_numpy(input_rows("X_test", X_test))
+    if Xt.shape[1] != Xa.shape[1]:
+        raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
+    Y = B.to_numpy(finite_array("Y_train", Y_train))
+    if Y.ndim not in (1, 2) or Y.shape[0] != Xa.shape[0]:
+        raise ValueError(f"Y_train must have shape ({Xa.shape[0]},) or ({Xa.shape[0]}, k) (a row for each row of "
+                         f"X_train), got {Y.shape}")
+    eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
+    reg = real_scalar("diag_reg", diag_reg, lo=0.0)
+    if t is not None and steps is not None:
+        raise ValueError("give either t (gradient flow) or steps (gradient descent), not both")
+    if t is not None:
+        t = real_scalar("t", t, lo=0.0)
+    if steps is not None:
+        steps = integer_at_least("steps", steps, lo=0)
+    if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
+        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    n = Xa.shape[0]
+    Sig, Th = ntk_kernel(net, np.concatenate([Xa, Xt]), method, parameterization, return_all=True)[-1]
+    Th_tr, Th_x = Th[:n, :n], Th[n:, :n]
+    K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
+    predict = gradient_descent_mse(Th_tr, Y, eta, reg, diag_reg_absolute_scale=diag_reg_absolute_scale,
+                                   steps=steps is not None)
+    time = t if steps is None else steps
+    _, mean = predict(time, 0.0, None, Th_x)
+    P = Th_x @ predict.transfer(time)                                # Θ*Θ⁻¹(I − e^{−τΘ}) or its discrete analogue
+    cov = K_te + P @ K_tr @ P.T - P @ K_x.T - K_x @ P.T
+    return mean, 0.5 * (cov + cov.T)
