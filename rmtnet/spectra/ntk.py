@@ -34,6 +34,7 @@ import numpy as np
 from .. import _deprecation
 from . import series
 from ._checks import ConvergenceError, boolean, integer_at_least, mlp_description
+from .continuation import Descent, cell_grid, check_books, dense, k_section, mass_books, runs
 from .free import free_mult, free_mult_scaled
 from .laws import MarchenkoPastur
 from .measures import Affine, GridDensity, Measure, Tabulated, gaussian_pushforward, resolved_tanh_sinh, tabulate
@@ -276,14 +277,51 @@ class NTKLaw(Measure):
 
     def _solve(self, x, y_target, return_height=False):
         """α = m(x + i·y_target) for real x (array), by continuation in y (class docstring); with ``return_height``
-        also the height each point ended at (0 where the polish on the axis took)."""
+        also the height each point ended at (0 where the polish on the axis took).
+
+        The descent (:class:`~rmtnet.spectra.continuation.Descent`) halves Im z at first, doubles the step in
+        log y after every accepted Newton solve (up to a factor 10² per step) and halves it after a refused one; a
+        point whose step falls below 10⁻⁶, or that is still on its way after ``max_steps`` steps, is settled by the
+        stall rule: kept at its height within 10⁻⁶ of the scale (Cauchy-smoothed over that height, where the
+        density is ~10⁻³ of its size and the quadrature weights are tiny), :class:`ConvergenceError` above it."""
         x = np.asarray(x, float)
-        P, L = x.size, self.depth
         scale = self._scale
         # start far above the spectrum, or at the target itself where that is higher still (z far from the support)
         y = np.maximum(10.0 * scale + np.abs(x - self.r_plus), y_target)
-        delta = np.zeros((P, L), complex)
-        for _ in range(200):                            # far above the spectrum the map δ ↦ γcτ contracts
+        delta, alpha = self._start(x, y)
+        walk = Descent(y, np.full(x.size, float(y_target)), grow=2.0, largest=np.log(1e2), smallest=1e-6)
+        steps = 0
+        while not walk.finished:
+            steps += 1
+            idx = walk.active()
+            y_new = walk.heights(idx)
+            d_new, a_new, ok = self._newton(x[idx] + 1j * y_new, delta[idx])
+            # the physical sheet: a Stieltjes transform of a probability law has Im m ≥ 0 and |m(z)| ≤ 1/Im z
+            ok &= (a_new.imag >= 0) & (np.abs(a_new) * y_new <= 1.0 + 1e-9)
+            delta[idx[ok]], alpha[idx[ok]] = d_new[ok], a_new[ok]
+            walk.advance(idx, y_new, good=ok, easy=ok)
+            # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis: steps
+            # shrink to nothing; at a hard edge (ρ ∝ (x − r₊)^{-1/2}) a point creeps down, its steps alternately
+            # taken and refused
+            stalled = walk.stalled()
+            stuck = stalled | (~walk.done if steps >= self.max_steps else False)
+            kept, failed = walk.settle(stuck, self._STALL_HEIGHT * scale)
+            if failed.any():
+                i = int(np.flatnonzero(failed)[0])
+                why = ("stalled (steps in Im z shrank to nothing)" if stalled[i] else
+                       f"did not reach Im z = {y_target:.3g} in {self.max_steps} steps")
+                raise ConvergenceError(f"NTKLaw: the continuation {why}", z=complex(x[i] + 1j * y[i]),
+                                       iteration=steps, residual=None)
+            self.regularised_points += int(kept.sum())
+            y[kept] = y_target
+        if y_target == self._Y_FLOOR * scale:           # polish on the axis: exact 0 outside the bands
+            alpha, y = self._polish(x, delta, alpha, y)
+        return (alpha, y) if return_height else alpha
+
+    def _start(self, x, y):
+        """(δ, α) at x + iy far above the spectrum: the map δ ↦ γcτ contracts there; then Newton."""
+        delta = np.zeros((x.size, self.depth), complex)
+        for _ in range(200):
             F, _ = self._residual(x + 1j * y, delta)
             delta = delta - F
             if np.max(np.abs(F), initial=0.0) < 1e-15:
@@ -292,49 +330,14 @@ class NTKLaw(Measure):
         if not ok.all():
             raise ConvergenceError("NTKLaw: no start far above the spectrum", z=complex(x[~ok][0] + 1j * y[~ok][0]),
                                    iteration=0, residual=None)
-        ratio = np.full(P, 0.5)
-        steps = 0
+        return delta, alpha
 
-        def settle(points, why):
-            """Points the continuation cannot take further: within 10⁻⁶ of the scale they keep their value there
-            (Cauchy-smoothed over that height, where the density is ~10⁻³ of its size and the quadrature weights
-            are tiny); above it, ConvergenceError."""
-            far = points[y[points] > self._STALL_HEIGHT * scale]
-            if far.size:
-                i = int(far[0])
-                raise ConvergenceError(f"NTKLaw: the continuation {why}", z=complex(x[i] + 1j * y[i]),
-                                       iteration=steps, residual=None)
-            self.regularised_points += points.size
-            y[points] = y_target
-
-        while True:
-            active = y > y_target
-            if not active.any():
-                if y_target == self._Y_FLOOR * scale:       # polish on the axis: exact 0 outside the bands
-                    # (next to an edge the root is nearly double and Newton converges only linearly: more steps)
-                    d0, a0, ok = self._newton(x + 0j, delta, iters=self._POLISH_ITERS)
-                    ok &= (a0.imag >= -1e-12 * np.abs(a0)) & (np.abs(a0 - alpha) <= 1e-3 * np.abs(alpha) + 1e-300)
-                    alpha = np.where(ok, a0, alpha)
-                    y = np.where(ok, 0.0, y)
-                return (alpha, y) if return_height else alpha
-            steps += 1
-            if steps > self.max_steps:
-                # a point at a hard edge (ρ ∝ (x − r₊)^{-1/2}) creeps down, its steps alternately taken and refused
-                settle(np.flatnonzero(active), f"did not reach Im z = {y_target:.3g} in {self.max_steps} steps")
-                continue
-            idx = np.nonzero(active)[0]
-            y_new = np.maximum(y[idx] * ratio[idx], y_target)
-            d_new, a_new, ok = self._newton(x[idx] + 1j * y_new, delta[idx])
-            # the physical sheet: a Stieltjes transform of a probability law has Im m ≥ 0 and |m(z)| ≤ 1/Im z
-            ok &= (a_new.imag >= 0) & (np.abs(a_new) * y_new <= 1.0 + 1e-9)
-            good, bad = idx[ok], idx[~ok]
-            y[good], delta[good], alpha[good] = y_new[ok], d_new[ok], a_new[ok]
-            ratio[good] = np.maximum(ratio[good] ** 2, 1e-2)
-            ratio[bad] = np.sqrt(ratio[bad])
-            stalled = bad[ratio[bad] > 1 - 1e-6]
-            if stalled.size:
-                # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis
-                settle(stalled, "stalled (steps in Im z shrank to nothing)")
+    def _polish(self, x, delta, alpha, y):
+        """Newton on the axis itself from the solutions at the floor (next to an edge the root is nearly double and
+        Newton converges only linearly: more steps); kept where it stays on the physical sheet next to α."""
+        d0, a0, ok = self._newton(x + 0j, delta, iters=self._POLISH_ITERS)
+        ok &= (a0.imag >= -1e-12 * np.abs(a0)) & (np.abs(a0 - alpha) <= 1e-3 * np.abs(alpha) + 1e-300)
+        return np.where(ok, a0, alpha), np.where(ok, 0.0, y)
 
     def _density(self, x):
         x = np.asarray(x, float)
@@ -397,32 +400,26 @@ class NTKLaw(Measure):
 
     @cached_property
     def _bands(self):
+        """The bands: runs of the grid's interior cell ends where the density exceeds 10⁻⁹ of its largest value on
+        the grid (``_GRID`` points with the hull's ends), each edge k-sected (:meth:`_edges`)."""
         lo, hi = self.r_plus, self._upper
-        x = np.linspace(lo, hi, self._GRID)[1:-1]
+        x = cell_grid(lo, hi, self._GRID - 1)
         rho = self._density(x)
-        pos = rho > 1e-9 * max(float(rho.max()), 1e-300)
+        pos = dense(x, rho, relative=1e-9)
         if not pos.any():
             raise ConvergenceError("NTKLaw: no band found on the hull grid", z=None, iteration=0, residual=None)
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], pos.astype(int), [0]])))
         grid = np.concatenate([[lo], x, [hi]])
         pairs = []
-        for start, stop in zip(edges[::2], edges[1::2]):             # x[start:stop] have density
-            pairs += [(grid[start], grid[start + 1]), (grid[stop + 1], grid[stop])]
+        for first, last in runs(pos):                       # x[first … last] have density; grid[j + 1] = x[j]
+            pairs += [(grid[first], grid[first + 1]), (grid[last + 2], grid[last + 1])]
         ends = self._edges(np.array(pairs), 1e-9 * float(rho.max()))
         return [(float(a), float(b)) for a, b in zip(ends[::2], ends[1::2])]
 
     def _edges(self, pairs, threshold, rounds=10, k=16):
         """k-section of every (outside, inside) bracket at once: each round evaluates k − 1 points per bracket and
         keeps the cell where the density first exceeds ``threshold`` (10 rounds: 16⁻¹⁰ of a grid cell)."""
-        out, inn = pairs[:, 0].copy(), pairs[:, 1].copy()
-        t = np.linspace(0.0, 1.0, k + 1)[1:-1]
-        for _ in range(rounds):
-            pts = out[:, None] + (inn - out)[:, None] * t[None, :]
-            dens = self._density(pts.ravel()).reshape(pts.shape) > threshold
-            first = np.where(dens.any(axis=1), dens.argmax(axis=1), t.size)
-            new_out = np.where(first > 0, pts[np.arange(len(out)), np.maximum(first - 1, 0)], out)
-            new_in = np.where(first < t.size, pts[np.arange(len(out)), np.minimum(first, t.size - 1)], inn)
-            out, inn = new_out, new_in
+        out, _ = k_section(lambda t: self._density(t) > threshold, pairs[:, 0], pairs[:, 1], points=k - 1,
+                           rounds=rounds)
         return out
 
     def intervals(self):
@@ -608,6 +605,9 @@ def ntk_factor_variance(net):
     return float(v / total ** 2)
 
 
+_NTK_MASS_TOL = 1e-6        # the books of NTKLaw's table: bands (tanh-sinh on each) and atoms hold 1 to this
+
+
 def _combination_law(r_plus, coef, b, gammas, mu0):
     """The :class:`NTKLaw` of r₊I + Σ c_ℓK_ℓ, its mass checked, as a :class:`Tabulated` table with exact moments."""
     law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=series.CachedMoments(_ntk_series, r_plus, coef, b, gammas, mu0))
@@ -616,14 +616,15 @@ def _combination_law(r_plus, coef, b, gammas, mu0):
         law.__dict__.pop("_bands", None)
         # tanh-sinh on each band, split where the density is not resolved (a data set's spectrum gives bands with
         # steep inner features)
-        pieces = [p for lo, hi in law.intervals()
-                  for p in resolved_tanh_sinh(law.pdf, lo, hi, rtol=1e-9, n0=200, min_level=1)]
-        total = float(np.sum(law.atoms()[1])) + sum(h * float(np.sum(fx * w)) for _, w, fx, h in pieces)
-        if abs(total - 1.0) <= 1e-6:
+        bands = law.intervals()
+        per_band = [resolved_tanh_sinh(law.pdf, lo, hi, rtol=1e-9, n0=200, min_level=1) for lo, hi in bands]
+        books = mass_books(bands, [sum(h * float(np.sum(fx * w)) for _, w, fx, h in band) for band in per_band],
+                           float(np.sum(law.atoms()[1])))
+        if abs(books["total"] - 1.0) <= _NTK_MASS_TOL:
             break
     else:
-        raise ConvergenceError(f"ntk_law: the bands found {law.intervals()} and the atoms hold {total:.10g}, not 1",
-                               z=None, iteration=0, residual=total - 1.0)
+        check_books(books, _NTK_MASS_TOL, "ntk_law", law)
+    pieces = [p for band in per_band for p in band]
     return _Table(law, pieces)
 
 
