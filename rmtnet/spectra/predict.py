@@ -180,6 +180,37 @@ def _train_kernel(K, Y):
     return K, Y
 
 
+class _MSEPredictor:
+    """``predict(t, fx_train_0, fx_test_0, k_test_train)`` of :func:`gradient_descent_mse`, over one cached
+    eigenbasis of A = Θ + λI."""
+
+    def __init__(self, basis, Y, steps):
+        self.basis, self.Y, self.steps = basis, Y, steps
+
+    def transfer(self, t=None):
+        """A⁻¹(I − e^{−τA}) (or its discrete analogue, or A⁻¹ at t = None), N_train × N_train."""
+        return self.basis.transfer(None if t is None else _times(t, self.steps), self.steps)
+
+    def __call__(self, t=None, fx_train_0=0.0, fx_test_0=None, k_test_train=None):
+        Y, n, basis, steps = self.Y, self.Y.shape[0], self.basis, self.steps
+        times = None if t is None else _times(t, steps)
+        f0 = np.broadcast_to(B.to_numpy(finite_array("fx_train_0", fx_train_0)), Y.shape)
+        residual = (Y - f0).reshape(n, -1)                     # columns: the outputs sharing the kernel
+        if times is None:
+            fx_train = np.array(Y, dtype=float)
+        else:
+            fx_train = (Y.reshape(n, -1) - basis.decay(times, steps) @ residual).reshape(times.shape + Y.shape)
+        if k_test_train is None:
+            return fx_train
+        Kx = B.to_numpy(finite_array("k_test_train", k_test_train))
+        if Kx.ndim != 2 or Kx.shape[1] != n:
+            raise ValueError(f"k_test_train must have shape (N_test, {n}) (rows: test points), got {Kx.shape}")
+        ft0 = 0.0 if fx_test_0 is None else B.to_numpy(finite_array("fx_test_0", fx_test_0))
+        shape = (Kx.shape[0],) + Y.shape[1:]
+        step = (Kx @ (basis.transfer(times, steps) @ residual)).reshape((() if times is None else times.shape) + shape)
+        return fx_train, np.broadcast_to(ft0, shape) + step
+
+
 def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0, *, diag_reg_absolute_scale=False,
                          steps=False):
     """The outputs of a network trained by gradient descent on the squared loss in the kernel regime, at any time.
@@ -251,31 +282,7 @@ def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0
     if not np.all(np.isfinite(A)):
         raise ValueError(f"diag_reg = {diag_reg!r} makes k_train_train + λI overflow float64 (λ = {lam_reg!r}); "
                          f"give a smaller diag_reg")
-    basis = _Eigenbasis(A, eta / Y.size)
-
-    def transfer(t=None):
-        return basis.transfer(None if t is None else _times(t, steps), steps)
-
-    def predict(t=None, fx_train_0=0.0, fx_test_0=None, k_test_train=None):
-        times = None if t is None else _times(t, steps)
-        f0 = np.broadcast_to(B.to_numpy(finite_array("fx_train_0", fx_train_0)), Y.shape)
-        residual = (Y - f0).reshape(n, -1)                     # columns: the outputs sharing the kernel
-        if times is None:
-            fx_train = np.array(Y, dtype=float)
-        else:
-            fx_train = (Y.reshape(n, -1) - basis.decay(times, steps) @ residual).reshape(times.shape + Y.shape)
-        if k_test_train is None:
-            return fx_train
-        Kx = B.to_numpy(finite_array("k_test_train", k_test_train))
-        if Kx.ndim != 2 or Kx.shape[1] != n:
-            raise ValueError(f"k_test_train must have shape (N_test, {n}) (rows: test points), got {Kx.shape}")
-        ft0 = 0.0 if fx_test_0 is None else B.to_numpy(finite_array("fx_test_0", fx_test_0))
-        shape = (Kx.shape[0],) + Y.shape[1:]
-        step = (Kx @ (basis.transfer(times, steps) @ residual)).reshape((() if times is None else times.shape) + shape)
-        return fx_train, np.broadcast_to(ft0, shape) + step
-
-    predict.transfer = transfer
-    return predict
+    return _MSEPredictor(_Eigenbasis(A, eta / Y.size), Y, steps)
 
 
 def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_reg=0.0, *, steps=None,
