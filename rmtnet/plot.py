@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .backend import to_numpy
-from .spectra._checks import finite_array, real_scalar
+from rmtnet._validation import finite_array, real_scalar
 from .spectra.measures import Measure
 
 __all__ = ["ks_distance", "overlay", "density_curve", "save"]

@@ -40,7 +40,7 @@ from rmtnet.nets import data as nd, layers as nl, models as nm
 from rmtnet.spectra import (Affine, Arcsine, Bernoulli, Empirical, FussCatalan, GridDensity, MarchenkoPastur,
                             Mixture, PointMasses, Semicircle, free_add, free_add_power, free_mult, free_mult_power,
                             gaussian_pushforward, kernels, predict, symbolic)
-from rmtnet.spectra._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from rmtnet.spectra.sampling.random_matrices import free_product_eigs, ginibre_product_eigs, wishart_eigs
 from rmtnet.spectra.sampling import montecarlo
 

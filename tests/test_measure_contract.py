@@ -23,7 +23,7 @@ from scipy import integrate, optimize, stats
 
 import rmtnet.spectra
 from rmtnet.spectra import Arcsine, Bernoulli, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle
-from rmtnet.spectra._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from rmtnet.spectra.measures import Measure, Tabulated
 from rmtnet.spectra.registry import LAWS, LawExample, unregistered
 

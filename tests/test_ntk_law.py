@@ -10,7 +10,7 @@ from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
 from rmtnet.nets.probes import parameter_jacobian
 from rmtnet.spectra import ck_law, ntk_factor_variance, ntk_law, ntk_moments, sample_ntk_eigs
-from rmtnet.spectra._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from rmtnet.spectra.laws import MarchenkoPastur
 from rmtnet.spectra.measures import Empirical, GridDensity, Measure
 from rmtnet.spectra.meanfield import activation, gaussian_expectation, second_moment

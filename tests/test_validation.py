@@ -12,7 +12,7 @@ from rmtnet.experiments import sweep
 from rmtnet.spectra import Affine, Bernoulli, FussCatalan, GridDensity, MarchenkoPastur, Mixture, PointMasses, Semicircle, free_mult, free_mult_power, kernels, predict
 from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra import symbolic as S
-from rmtnet.spectra._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from rmtnet.spectra.sampling.random_matrices import free_product_eigs
 
 MP = MarchenkoPastur(0.5)
@@ -437,7 +437,7 @@ def test_fixed_point_of_a_tiny_bias_converges():
 def test_one_of_and_boolean_refuse_arrays_and_other_types_naming_the_argument():
     """one_of compared with ``value not in allowed``: an array gave NumPy's "The truth value of an array … is
     ambiguous" (naming nothing) and np.array(["a"]) matched "a"; flags took any truthy value."""
-    from rmtnet.spectra._checks import boolean, one_of
+    from rmtnet._validation import boolean, one_of
     for value in (np.array([]), np.array([[1.0, 2.0]]), np.array(["sgd"]), 1, None, b"sgd", ["sgd"]):
         with pytest.raises(ValueError, match="optimizer must be one of"):
             one_of("optimizer", value, ("sgd", "adamw"))

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rmtnet.spectra._checks import integer_at_least, real_scalar
+from rmtnet._validation import integer_at_least, real_scalar
 
 __all__ = [
     "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "spirals", "cifar10",

@@ -65,7 +65,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
+from rmtnet._validation import integer_at_least, one_of, real_scalar
 
 from . import metrics
 from .layers import MaskedLinear, SparseMaskedLinear

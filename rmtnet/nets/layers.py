@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from rmtnet.spectra._checks import positive_integers, real_scalar
+from rmtnet._validation import positive_integers, real_scalar
 
 
 def generator(seed, device=None):

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from rmtnet.spectra import activations
-from rmtnet.spectra._checks import positive_integers, real_scalar
+from rmtnet._validation import positive_integers, real_scalar
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      SparseMaskedLinear, TokenMixing, commutation, gaussian_, generator)

@@ -30,7 +30,7 @@ import torch
 from torch.func import functional_call, jacrev, jvp, vjp, vmap
 
 from rmtnet.nets._modules import apply_to, check_model, model_dtype
-from rmtnet.spectra._checks import boolean, integer_at_least, one_of
+from rmtnet._validation import boolean, integer_at_least, one_of
 
 __all__ = ["input_jacobian", "jacobian_spectrum", "parameter_jacobian", "empirical_ntk", "weight_singular_values",
            "effective_singular_values"]

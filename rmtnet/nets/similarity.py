@@ -56,7 +56,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ._modules import apply_to, check_model, model_dtype
-from ..spectra._checks import boolean, real_scalar
+from rmtnet._validation import boolean, real_scalar
 
 __all__ = ["gram", "hsic", "cka", "MinibatchCKA", "layer_features", "cka_between"]
 

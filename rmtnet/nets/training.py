@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from rmtnet._io import atomic_write
 from rmtnet.nets._modules import check_model, model_dtype
 from rmtnet.nets.data import Dataset
-from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
+from rmtnet._validation import integer_at_least, one_of, real_scalar
 
 __all__ = ["train", "evaluate", "DivergenceError"]
 

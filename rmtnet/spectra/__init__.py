@@ -8,7 +8,7 @@ series, symbolic), the network theory (the description :mod:`.network`, mean fie
 Mixer), and the sampling wing :mod:`.sampling` (random matrices, network Monte Carlo, structured operators, Lanczos),
 which nothing in the theory imports.
 """
-from ._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, OtherGram, GaussianPushforward,
                        gaussian_pushforward, Tabulated, tabulate)
 from .laws import MarchenkoPastur, Semicircle, FussCatalan, Bernoulli, Arcsine

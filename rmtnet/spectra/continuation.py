@@ -18,7 +18,7 @@ that it stays on the branch with Im G < 0. The four pieces every such solver nee
   of the hull, the runs of grid points where it carries mass (the bands, where -Im G > 0), and each band's edge
   between a point outside and one inside found by k-section.
 * **Books of mass** (:func:`mass_books`, :func:`check_books`): the bands' masses and the atoms must add to 1, or
-  :class:`~rmtnet.spectra._checks.ConvergenceError` says which bands were found and how much is missing — a band
+  :class:`~rmtnet._validation.ConvergenceError` says which bands were found and how much is missing — a band
   missed by the grid loses its whole mass and shows here.
 
 The two solvers differ in their parameters, not in the rules: the ⊠/⊞ engine grows its step by 1.5 up to
@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend as B
-from ._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 
 __all__ = ["Descent", "cell_grid", "dense", "runs", "k_section", "mass_books", "check_books"]
 
@@ -288,7 +288,7 @@ def mass_books(bands, masses, atoms, continuous=None):
 
 
 def check_books(books, tol, who, law):
-    """Raise :class:`~rmtnet.spectra._checks.ConvergenceError` where the books of :func:`mass_books` are off 1 by
+    """Raise :class:`~rmtnet._validation.ConvergenceError` where the books of :func:`mass_books` are off 1 by
     more than ``tol``, naming the bands found (where) and the mass missing or in excess (why: a band not found, or
     its density not resolved).
 

@@ -32,7 +32,8 @@ from dataclasses import replace
 import numpy as np
 
 from . import series
-from ._checks import boolean, integer_at_least, mlp_description, real_scalar
+from rmtnet._validation import boolean, integer_at_least, real_scalar
+from .network import check_network
 from .free import free_mult_scaled
 from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
@@ -43,7 +44,7 @@ __all__ = ["fisher_law", "fisher_moments", "critical_learning_rate"]
 
 
 def _square(net, what):
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     if not net.square:
         raise ValueError(f"{what} needs equal layer widths (a square network): net has widths {net.widths}")
     return net

@@ -38,7 +38,8 @@ import numpy as np
 
 from .. import backend as B
 from .. import _deprecation
-from ._checks import INPUT_MAX, finite_array, input_rows, mlp_description, real_scalar
+from rmtnet._validation import INPUT_MAX, finite_array, input_rows, real_scalar
+from .network import check_network
 from .activations import Activation, activation, registered_activations
 
 __all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kernel", "kernel_map", "nngp_kernel",
@@ -264,7 +265,7 @@ def nngp_kernel(net, X, method="auto", return_all=False):
     (the widths drop out of the infinite-width limit; n₀ is X.shape[1]). ``return_all=True`` gives the list
     [Σ₁, …, Σ_L]. ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise),
     ``"closed_form"`` or ``"quadrature"``."""
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     X = _inputs("X", X)
     method = _method(method)
     S = _first_layer(net, X, X)
@@ -310,7 +311,7 @@ def nngp_blocks(net, X_train, X_test, method="auto", full_cov=False):
     >>> bool(np.allclose(Ktr, nngp_kernel(mlp(2, 2, sigma_w=1.4), X[:2])))
     True
     """
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     Xa = _inputs("X_train", X_train)
     Xt = _inputs("X_test", X_test)
     if Xt.shape[1] != Xa.shape[1]:
@@ -436,7 +437,7 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
     (NumPy or CuPy: a CuPy X gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
     [(Σ₁, Θ₁), …, (Σ_L, Θ_L)]."""
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     X = _inputs("X", X)
     method = _method(method)
     if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import integrate, special
 
 from .. import backend as B
-from ._checks import finite_array, integer_at_least, real_scalar
+from rmtnet._validation import finite_array, integer_at_least, real_scalar
 from .measures import Measure, PointMasses
 
 __all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]

@@ -24,7 +24,7 @@ from scipy import optimize
 
 from .._deprecation import moved_names
 from . import activations as _activations
-from ._checks import ConvergenceError, real_scalar
+from rmtnet._validation import ConvergenceError, real_scalar
 from .activations import activation as _activation
 from .measures import Measure, gaussian_pushforward
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from scipy.optimize import elementwise
 
-from ._checks import finite_array, integer_at_least, real_scalar
+from rmtnet._validation import finite_array, integer_at_least, real_scalar
 from .laws import MarchenkoPastur
 from .measures import Measure
 

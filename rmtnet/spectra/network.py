@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import meanfield
-from ._checks import real_scalar
+from rmtnet._validation import real_scalar
 from .activations import Activation, activation as _activation
 
-__all__ = ["MLP", "mlp"]
+__all__ = ["MLP", "mlp", "check_network"]
 
 WEIGHTS = ("gaussian", "orthogonal")
 SIGMA_RANGE = (1e-150, 1e150)     # σ_w, σ_b (other than σ_b = 0): their squares stay normal float64 numbers
@@ -165,3 +165,22 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
         q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
         q = meanfield.variance_profile(act, sigma_w, sigma_b, q0, depth)
     return MLP(widths, weights, sigma_w, sigma_b, act, bool(last_activation), float(q0), tuple(float(v) for v in q))
+
+
+def check_network(name, net) -> MLP:
+    """Return ``net`` if it is a network description (an :class:`MLP`, built by :func:`mlp`), else raise ValueError
+    naming ``name``: every law, kernel and sampler that reads a description checks it here.
+
+    Examples
+    --------
+    >>> check_network("net", mlp(2, 10)).depth
+    2
+    >>> check_network("net", [10, 10])
+    Traceback (most recent call last):
+    ...
+    ValueError: net must be an rmtnet.spectra.network.MLP (built with rmtnet.spectra.network.mlp), got list
+    """
+    if not isinstance(net, MLP):
+        raise ValueError(f"{name} must be an rmtnet.spectra.network.MLP (built with rmtnet.spectra.network.mlp), got "
+                         f"{type(net).__name__}")
+    return net

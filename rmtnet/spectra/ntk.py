@@ -33,7 +33,8 @@ import numpy as np
 
 from .. import _deprecation
 from . import series
-from ._checks import ConvergenceError, boolean, integer_at_least, mlp_description
+from rmtnet._validation import ConvergenceError, boolean, integer_at_least
+from .network import check_network
 from .continuation import Descent, cell_grid, check_books, dense, k_section, mass_books, runs
 from .free import free_mult, free_mult_scaled
 from .laws import MarchenkoPastur
@@ -51,7 +52,7 @@ __getattr__ = _deprecation.moved_names(__name__, {name: f"rmtnet.spectra.fisher:
 # Conjugate kernel
 
 def _ck_setup(net, n_data):
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     n_data = integer_at_least("n_data", n_data, 1)
     if net.weights != "gaussian":
         raise ValueError(f"net must be Fan & Wang's Gaussian-weight network: weights must be 'gaussian', got "
@@ -578,7 +579,7 @@ def ntk_factor_variance(net):
     Against the measured spread of K_ii/A_ii (n = 400, d₀ = 2n, d_ℓ = n, 4 networks, ±1.8 %): measured/predicted
     sd 1.044, 0.985, 0.986 for ReLU at depth 1–3, 1.017, 1.007, 1.008 for tanh. Not included: the dependence of
     ρ_k on q_{k−1} (zero for ReLU) and the per-network common scale."""
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     a, b, _ = _fan_wang_constants(net, net.widths[0])
     act = normalised_activation(net.activation)
 

@@ -19,7 +19,8 @@ import numpy as np
 from scipy import linalg
 
 from .. import backend as B
-from ._checks import finite_array, input_rows, integer_at_least, mlp_description, real_scalar
+from rmtnet._validation import finite_array, input_rows, integer_at_least, real_scalar
+from .network import check_network
 from .kernels import METHODS, PARAMETERIZATIONS, nngp_blocks, ntk_kernel
 
 __all__ = ["gp_posterior", "nngp_regression", "gradient_descent_mse", "ntk_predict"]
@@ -84,7 +85,7 @@ def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", ful
     are propagated (train × train, test × train and the test diagonal, or test × test when ``full_cov``:
     :func:`~rmtnet.spectra.kernels.nngp_blocks`). Returns (mean, var) with var the posterior variances (T,) or, with
     ``full_cov``, the T × T covariance."""
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     Xa = input_rows("X_train", X_train)
     Xt = input_rows("X_test", X_test)
     if Xt.shape[1] != Xa.shape[1]:
@@ -310,7 +311,7 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     Θ(X, X) from f = 0, and the covariance uses the same cached eigendecomposition of Θ(X, X) + λI; a matrix that is
     not numerically positive definite at t = ∞ raises ValueError (use diag_reg > 0). To predict at many times, or
     with an empirical kernel, call :func:`gradient_descent_mse` directly."""
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     Xa = B.to_numpy(input_rows("X_train", X_train))
     Xt = B.to_numpy(input_rows("X_test", X_test))
     if Xt.shape[1] != Xa.shape[1]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import ConvergenceError, finite_array
+from rmtnet._validation import ConvergenceError, finite_array
 
 __all__ = ["cauchy", "m_transform", "psi", "eta", "s_transform", "cauchy_inverse", "m_inverse", "psi_inverse",
            "eta_inverse"]

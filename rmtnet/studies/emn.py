@@ -67,7 +67,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from rmtnet import experiments
-from rmtnet.spectra._checks import integer_at_least, one_of, real_scalar
+from rmtnet._validation import integer_at_least, one_of, real_scalar
 
 from rmtnet.nets.models import EMN
 

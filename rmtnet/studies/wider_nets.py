@@ -27,7 +27,7 @@ from torch import nn
 from rmtnet.nets import data as datasets
 from rmtnet.nets.layers import MaskedLinear, gaussian_, generator
 from rmtnet.nets.training import train
-from rmtnet.spectra._checks import positive_integers
+from rmtnet._validation import positive_integers
 
 N_IN, N_CLASSES, BASE_WIDTH = 784, 10, 8
 

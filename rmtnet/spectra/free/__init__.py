@@ -63,7 +63,7 @@ operations and re-exports :class:`FreeProduct` and :class:`FreeSum`.
 """
 from __future__ import annotations
 
-from .._checks import integer_at_least, real_scalar
+from rmtnet._validation import integer_at_least, real_scalar
 from ._free_product import FreeProduct
 from ._free_sum import FreeSum
 from ._subordination import DEFAULT_MAX_ITER as _DEFAULT_MAX_ITER

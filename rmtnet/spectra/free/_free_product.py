@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import backend as B
 from .. import series
-from .._checks import ConvergenceError, log_upper
+from rmtnet._validation import ConvergenceError, log_upper
 from ._support import Convolution
 
 __all__ = ["FreeProduct"]

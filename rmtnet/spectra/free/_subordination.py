@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ... import backend as B
-from .._checks import ConvergenceError, real_scalar
+from rmtnet._validation import ConvergenceError, real_scalar
 from ..continuation import Descent
 from ..measures import Measure, atom_cauchy
 

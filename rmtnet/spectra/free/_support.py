@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 from scipy import optimize
 
-from .._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from ._subordination import Subordination
 from ..continuation import cell_grid, check_books, dense, k_section, mass_books, runs
 from ..measures import cumulative_panels

@@ -33,7 +33,7 @@ Modules: ``_quadrature`` (tanh-sinh nodes), ``_tables`` (the generic cdf tables,
 ``_base`` (:class:`Measure`, :class:`Affine`), ``_atomic`` (atomic and grid kinds), ``_cauchy`` (binned Cauchy
 kernels), ``_pushforward`` (mixtures and push-forwards).
 """
-from .._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 from ._quadrature import adaptive_tanh_sinh, resolved_tanh_sinh, cumulative_panels
 from ._quadrature import cumulative as _cumulative          # the name existing callers import
 from ._cauchy import atom_cauchy, binned_cauchy

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import integrate
 
 from ... import backend as B
-from .._checks import finite_array, probability_vector
+from rmtnet._validation import finite_array, probability_vector
 from ._base import Measure
 from ._cauchy import atom_cauchy, binned_cauchy
 from ._quadrature import adaptive_tanh_sinh, apply_elementwise, tanh_sinh_pieces

@@ -9,7 +9,7 @@ import numpy as np
 from scipy import special
 
 from ... import backend as B
-from .._checks import (finite_array, integer_at_least, moment_order, probabilities, real_scalar)
+from rmtnet._validation import (finite_array, integer_at_least, moment_order, probabilities, real_scalar)
 from ._quadrature import EDGE_ULPS, apply_elementwise, edge_tail, hermite_at, tanh_sinh_pieces
 from ._tables import CdfTables
 

@@ -6,7 +6,7 @@ import numpy as np
 from scipy import special
 from scipy.optimize import elementwise
 
-from .._checks import probability_vector, real_scalar
+from rmtnet._validation import probability_vector, real_scalar
 from ._base import Measure
 from ._cauchy import binned_cauchy
 from ._quadrature import apply_elementwise, tanh_sinh_pieces

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, interpolate, special
 
-from .._checks import ConvergenceError
+from rmtnet._validation import ConvergenceError
 
 
 def tanh_sinh_map(t, lo, hi):

@@ -63,7 +63,7 @@ from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
 from ... import backend as B
-from .._checks import (ConvergenceError, boolean, integer_at_least, moment_order, one_of,
+from rmtnet._validation import (ConvergenceError, boolean, integer_at_least, moment_order, one_of,
                       real_scalar)
 from ..measures import GridDensity, Measure, PointMasses, binned_cauchy
 

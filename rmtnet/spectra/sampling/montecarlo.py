@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backend as B
-from .._checks import finite_array, input_rows, mlp_description, one_of, positive_integers
+from rmtnet._validation import finite_array, input_rows, one_of, positive_integers
+from ..network import check_network
 from ..meanfield import normalised_activation
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
                               layer_weights, random_input, signed_permutation, wishart_eigs)
@@ -60,7 +61,7 @@ def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=Non
     (2, 20, 20) (2, 20) (2, 20) [1. 1.]
     (2, 20, 20) (2, 20) (2, 20) [1. 1.]
     """
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     positive_integers(n_samples=n_samples)
     widths = net.scaled_widths(width)
     xp = B.native(backend)
@@ -136,7 +137,7 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     >>> print(e.shape, f"{np.mean(e < 1e-12):.1f}", f"{e.mean():.1f}")
     (400,) 0.5 1.0
     """
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     xp = B.native(backend)
     dphi = net.activation.dphi
     L = net.depth
@@ -190,7 +191,7 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
     >>> print(np.allclose(sample_fisher_eigs(net, n_samples=2, seed=0), 3.0))
     True
     """
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     xp = B.native(backend)
     if len(set(net.scaled_widths(width))) != 1:
         raise ValueError("sample_fisher_eigs needs equal widths (a square network)")
@@ -257,7 +258,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     >>> print(e.shape, f"{e.mean():.1f}")
     (100,) 1.0
     """
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     positive_integers(n_data=n_data, n_samples=n_samples)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
@@ -378,7 +379,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     >>> print(K.shape, np.allclose(K, np.swapaxes(K, -1, -2)))
     (2, 50, 50) True
     """
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     if net.weights != "gaussian" or net.sigma_w != 1.0 or net.sigma_b != 0.0:
         raise ValueError(f"sample_ntk draws Fan & Wang's network: net must have weights='gaussian', sigma_w=1, "
                          f"sigma_b=0, got {net.weights!r}, {net.sigma_w}, {net.sigma_b}")
@@ -463,7 +464,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
 
     ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
     axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64."""
-    net = mlp_description("net", net)
+    net = check_network("net", net)
     X = input_rows("X", X)
     S = _count("n_samples", n_samples)
     if sampler not in SAMPLERS:

@@ -56,7 +56,7 @@ import numpy as np
 from scipy import sparse
 
 from ... import backend as B
-from .._checks import integer_at_least, one_of, real_scalar
+from rmtnet._validation import integer_at_least, one_of, real_scalar
 from .random_matrices import layer_weights, random_input
 
 __all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "Permutation",

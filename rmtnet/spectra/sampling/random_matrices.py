@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ... import backend as B
-from .._checks import finite_array, positive_integers
+from rmtnet._validation import finite_array, positive_integers
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "random_input",
            "wishart_eigs", "ginibre_product_eigs", "free_product_eigs"]

@@ -1,11 +1,12 @@
-"""Input validation and the engine's error type, shared by the spectral modules."""
+"""Input validation and the engine's error type: the argument checks every layer of rmtnet shares (the base of the
+package: it imports nothing of rmtnet but the backend)."""
 from __future__ import annotations
 
 import numbers
 
 import numpy as np
 
-from .. import backend as B
+from . import backend as B
 
 
 class ConvergenceError(RuntimeError):
@@ -53,16 +54,6 @@ def integer_at_least(name, value, lo=1):
 def positive_integers(**named):
     """Check each ``name=value`` with :func:`integer_at_least` (≥ 1); returns the ints in the order given."""
     return [integer_at_least(name, value, 1) for name, value in named.items()]
-
-
-def mlp_description(name, net):
-    """Return ``net`` if it is a network description of :func:`rmtnet.spectra.network.mlp` (duck-typed: depth, σ_w, σ_b and
-    the activation, so that rmtnet.spectra need not import rmtnet.spectra.network), else raise ValueError naming ``name``."""
-    for attr in ("depth", "sigma_w", "sigma_b", "activation"):
-        if not hasattr(net, attr):
-            raise ValueError(f"{name} must be an rmtnet.spectra.network.MLP (built with rmtnet.spectra.network.mlp), got "
-                             f"{type(net).__name__}")
-    return net
 
 
 INPUT_MAX = 1e75      # |x| above this: the kernels' products of two squared norms (~|x|⁴) leave float64
