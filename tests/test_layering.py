@@ -154,7 +154,7 @@ def upward(graph):
         if m in SIGNPOSTS:
             continue
         for t, _, line, deprecated in edges:
-            if not deprecated and RANK[layer_of(t)] > RANK[layer_of(m)]:
+            if not deprecated and t not in SIGNPOSTS and RANK[layer_of(t)] > RANK[layer_of(m)]:
                 found.append(f"{m} (line {line}) -> {t}: {layer_of(m)} -> {layer_of(t)}")
     return found
 
@@ -188,7 +188,7 @@ def test_the_walk_sees_function_level_imports():
 
 def test_every_module_has_a_layer():
     missing = []
-    for m in MODULES:
+    for m in set(MODULES) - SIGNPOSTS:                   # signposts stand outside the layers for one release
         try:
             layer_of(m)
         except KeyError:
@@ -246,6 +246,7 @@ def test_nothing_in_the_package_uses_a_deprecated_path():
 
 
 def test_signposts_point_to_modules_that_exist():
+    assert {"rmtnet.arch", "rmtnet.spectra.montecarlo"} <= SIGNPOSTS     # the walk recognises them
     for m in SIGNPOSTS:
         call = next(n for n in ast.walk(ast.parse(_source(m)))
                     if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "moved_module")

@@ -1,0 +1,4 @@
+"""Deprecated alias of :mod:`rmtnet.spectra.sampling.random_matrices` (moved with the other samplers into the sampling wing)."""
+from rmtnet._deprecation import moved_module
+
+moved_module(__name__, "rmtnet.spectra.sampling.random_matrices")
