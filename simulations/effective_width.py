@@ -36,7 +36,7 @@ from rmtnet.spectra import mixer
 
 GAMMA = 2.0
 MODELS = {"mixer": "MLP-Mixer", "rp": "RP-Mixer", "swmlp": "SW-MLP (static mask)"}
-SIZES = {"tiny": dict(side=8, canvas=None, tokens=(4, 16), epochs=1, seeds=1),
+SIZES = {"tiny": dict(side=8, canvas=None, tokens=(4,), epochs=1, seeds=1),
          "quick": dict(side=16, canvas=None, tokens=(4, 9, 16, 25, 36), epochs=10, seeds=3),
          "full": dict(side=64, canvas=32, tokens=(4, 16, 36, 64, 121, 256), epochs=10, seeds=5)}
 

@@ -35,8 +35,10 @@ from rmtnet.nets import data
 from rmtnet.spectra import ck_law, montecarlo, ntk_law
 from rmtnet.spectra.measures import Empirical
 
-SIZES = {"tiny": dict(n=40, n_nets=1, digits_n=20), "quick": dict(n=400, n_nets=2, digits_n=60),
-         "full": dict(n=1500, n_nets=4, digits_n=60)}
+DATA = ("digits", "MNIST-5k")
+SIZES = {"tiny": dict(n=40, n_nets=1, digits_n=20, depths=(1,), data=()),
+         "quick": dict(n=400, n_nets=2, digits_n=60, depths=(1, 2, 3), data=DATA),
+         "full": dict(n=1500, n_nets=4, digits_n=60, depths=(1, 2, 3), data=DATA)}
 
 
 def _net(act, depth, n, d0):
@@ -70,7 +72,7 @@ def _panel(law, eig, title, rows, extras, finite=None):
 def _gaussian_panels(s, seed, backend, tables, summary):
     n, n_nets = s["n"], s["n_nets"]
     for act in ("relu", "tanh"):
-        for depth in (1, 2, 3):
+        for depth in s["depths"]:
             net = _net(act, depth, n, 2 * n)
             ck = montecarlo.sample_ck_eigs(net, n, n_samples=n_nets, seed=seed + depth, backend=backend)
             ntk = montecarlo.sample_ntk_eigs(net, n, n_samples=n_nets, seed=seed + depth, backend=backend,
@@ -83,7 +85,7 @@ def _gaussian_panels(s, seed, backend, tables, summary):
 
 
 def _data_panels(s, seed, backend, tables, summary):
-    for name in ("digits", "MNIST-5k"):
+    for name in s["data"]:
         # digits have d₀ = 64 pixels: with n ≫ d₀ the inputs are far from orthonormal (X₀ᵀX₀ is 84 % zeros at
         # n = 400) and the law's bands splinter; they are taken at n = 60 (γ₀ ≈ 0.94), over more networks
         m, nets = ((s["digits_n"], max(s["n_nets"], 1) * s["n"] // s["digits_n"]) if name == "digits" else
@@ -131,12 +133,13 @@ def _draw_panel(ax, title, extra):
 
 def draw(tables):
     x = tables.extras
-    fig, axes = figures.subplots(3, 6, 26 / 6, 4)
+    per_row = 2 * len(x["depths"])                       # (CK, NTK) per depth, a row per activation
+    fig, axes = figures.subplots(2 + bool(x["data"]), max(per_row, 3 * len(x["data"])), 26 / 6, 4)
     titles = [t for t in tables if t != "summary"]
-    gaussian, over_data = titles[:12], titles[12:]
-    for k, title in enumerate(gaussian):                 # (CK, NTK) per depth, a row per activation
-        _draw_panel(axes.ravel()[k], title, x[title])
-    for j, name in enumerate(("digits", "MNIST-5k")):
+    gaussian, over_data = titles[:2 * per_row], titles[2 * per_row:]
+    for k, title in enumerate(gaussian):
+        _draw_panel(axes[divmod(k, per_row)], title, x[title])
+    for j, name in enumerate(x["data"]):
         gram, m, d0 = x[f"{name} input"]
         ax = axes[2, 3 * j]
         ax.hist(gram, bins=80, density=True, color="C2", alpha=0.5)

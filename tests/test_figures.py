@@ -21,9 +21,10 @@ _COMPUTE_THEN_DRAW = """
     results["_imports"] = "matplotlib" in sys.modules          # rmtnet.cli and rmtnet.figures load none
     for name in sys.argv[2:]:
         ns = cli.load_simulation(name)
-        store = {"store": out / name} if "store" in inspect.signature(ns["compute"]).parameters else {}
+        takes = inspect.signature(ns["compute"]).parameters      # a sweep keeps its runs in store, here in-process
+        kwargs = {**({"store": out / name} if "store" in takes else {}), **({"n_jobs": 1} if "n_jobs" in takes else {})}
         t0 = time.perf_counter()
-        tables = ns["compute"]("tiny", seed=0, **store)
+        tables = ns["compute"]("tiny", seed=0, **kwargs)
         results[name] = dict(seconds=time.perf_counter() - t0, matplotlib="matplotlib" in sys.modules,
                              tables=isinstance(tables, figures.Tables),
                              frames=all(isinstance(t, pd.DataFrame) and len(t) > 0 for t in tables.values()),
@@ -50,7 +51,8 @@ def test_every_script_has_compute_draw_and_main():
 
 
 def test_compute_at_tiny_size_imports_no_matplotlib_and_draw_draws_its_tables(tmp_path):
-    """Measured: the 18 computes take about 20 s together on an idle core (tiny sizes), the drawings about as long."""
+    """Measured one by one at the tiny sizes: the 18 computes take about 35 s of CPU together (the longest,
+    subnetwork_ensembles, 7 s); the test also draws the 18 tiny figures."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLCONFIGDIR": str(tmp_path / "mpl")}
     env.pop("MPLBACKEND", None)
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(_COMPUTE_THEN_DRAW), str(tmp_path), *SCRIPTS],
