@@ -51,9 +51,13 @@ SIZES = {"tiny": dict(dataset="digits", masks=("random",), sparsities=(0.5, 0.9)
                       tune_epochs=20, anneal_epochs=5, tau0=0.5, width=256, seeds=5)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("annealing", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
+                        **overrides)
+
+
 def settings(full, **overrides):
-    """Data set, masks, sparsities, epochs, temperature, width and seeds of quick or full mode, or of a size by name
-    (``overrides`` replace any of them)."""
+    """The settings of ``full`` (a bool, or a size of SIZES by name), with ``overrides`` in place of any."""
     return figures.settings(SIZES, full, **overrides)
 
 
@@ -156,11 +160,6 @@ def draw(tables):
     fig.suptitle(f"Pruning a {s['dataset']} MLP ({s['width']}-{s['width']}): one-shot, iterative, random and "
                  f"temperature annealing (Whitaker 2023, Table 6.1 analogue)", fontsize=11)
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    return figures.make("annealing", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
-                        **overrides)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,10 @@ SIZES = {"tiny": dict(densities=(1 / 4, 1.0), seeds=1, epochs=1, dataset="digits
                       channels=16)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("cka_mixer_vs_swmlp", compute, draw, full, outdir, seed, backend)
+
+
 def _layers(model):
     return ["stem"] + [f"blocks.{i}" for i in range(len(model.blocks))]
 
@@ -92,10 +96,6 @@ def draw(tables):
     fig.suptitle("Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on MNIST-5k "
                  "(after Hayase & Karakida 2024, CKA figure)")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("cka_mixer_vs_swmlp", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

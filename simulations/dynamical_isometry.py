@@ -33,6 +33,10 @@ SIZES = {"tiny": dict(n_w=6, n_b=4, n_line=4, n=100, draws=2, mc_sb=(0.3,)),
          "full": dict(n_w=80, n_b=50, n_line=51, n=2000, draws=8, mc_sb=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5))}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("dynamical_isometry", compute, draw, full, outdir, seed, backend)
+
+
 def _net(weights, sigma_w, sigma_b, width=1000):
     return arch.mlp(DEPTH, width, weights=weights, sigma_w=sigma_w, sigma_b=sigma_b, activation=ACT)
 
@@ -120,10 +124,6 @@ def draw(tables):
     figures.style(axes[2], legend=None, xlabel="σ_b", ylabel="q*", title="fixed point q* on the critical line")
     fig.suptitle(f"Dynamical isometry of deep {ACT} networks (Pennington, Schoenholz & Ganguli 2017)")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("dynamical_isometry", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

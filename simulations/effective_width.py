@@ -41,6 +41,11 @@ SIZES = {"tiny": dict(side=8, canvas=None, tokens=(4,), epochs=1, seeds=1),
          "full": dict(side=64, canvas=32, tokens=(4, 16, 36, 64, 121, 256), epochs=10, seeds=5)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    name = "effective_width_full" if full else "effective_width"
+    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
+
+
 def settings(full, **overrides):
     """side = S* = C* (so Ω = γ·side³), the image canvas (None: the 28 × 28 digits as they are), the token counts,
     epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them)."""
@@ -150,11 +155,6 @@ def draw(tables):
                  "(after Hayase & Karakida 2024, width figure, left)")
     fig.text(0.5, -0.02, caption(summary), ha="center", va="top", fontsize=8, wrap=True)
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    name = "effective_width_full" if full else "effective_width"
-    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,11 @@ SIZES = {"tiny": dict(_COMMON, ns=(5,), dtypes=("float64",), pairs={c: (1, 1) fo
          "quick": dict(_COMMON, ns=(5, 10)), "full": dict(_COMMON, ns=(5, 10, 20, 40, 100))}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("emn_sparsity", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
+                        **overrides)
+
+
 def settings(full, **overrides):
     """Sizes, dtypes, (epochs, meta-epochs) pairs and the inspected network of quick or full mode, or of a size by
     name. ``pairs`` maps a condition to one (epochs, meta-epochs) for every n; None takes the paper's Table 1 pair
@@ -148,11 +153,6 @@ def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **ov
     fig3 = emn.binary_error_table(runs)
     fig4, nets = inspect(s, seed)
     return figures.Tables({"fig3": fig3, "fig4": fig4}, extras=dict(s, nets=nets, conditions=conditions))
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    return figures.make("emn_sparsity", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
-                        **overrides)
 
 
 if __name__ == "__main__":

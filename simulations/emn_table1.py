@@ -41,6 +41,11 @@ SIZES = {"tiny": dict(_COMMON, ns=(5,), epochs=(1,), meta_epochs=(1, 2), dtypes=
          "quick": dict(_COMMON, ns=(5, 10)), "full": dict(_COMMON, ns=(5, 10, 20, 40, 100))}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("emn_table1", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
+                        **overrides)
+
+
 def settings(full, **overrides):
     """Sizes, sweep axes, dtypes and seeds of quick or full mode, or of a size by name (``overrides`` replace any
     of them)."""
@@ -131,11 +136,6 @@ def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **ov
     tidy = run_sweeps(s, figures.output_dir(store) / "emn_table1_runs.csv", seed, n_jobs)
     return figures.Tables({"table1": summarise(tidy, s["dtypes"]), "sweep": tidy.drop(columns=["run_key"])},
                           extras=s)
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    return figures.make("emn_table1", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
-                        **overrides)
 
 
 if __name__ == "__main__":

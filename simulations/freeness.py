@@ -24,6 +24,10 @@ SIZES = {"tiny": dict(widths=(16, 32), n_samples=4), "quick": dict(widths=(64, 1
          "full": dict(widths=(128, 256, 512, 1024, 2048), n_samples=48)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("freeness", compute, draw, full, outdir, seed, backend)
+
+
 def compute(size="quick", seed=0, backend=None):
     """Mean deviation per (case, word) against N, with its fitted slope: one table "case word" per curve."""
     s = figures.settings(SIZES, size)
@@ -62,10 +66,6 @@ def draw(tables):
     fig.suptitle("a = D₂², b = W₂D₁²W₂ᵀ (tanh, depth 2): deviation from freeness, "
                  f"{tables.extras['n_samples']} networks per point")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("freeness", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

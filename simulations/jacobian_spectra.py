@@ -45,6 +45,10 @@ SIZES = {"tiny": dict(n=100, draws=1, atomic_depths=(1,), smooth_depths=(), smoo
                       sweep_n=1000, sweep_draws=8, sweep_mc=(1, 2, 4, 8, 16, 32, 64, 100), sweep_depths=100)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("jacobian_spectra", compute, draw, full, outdir, seed, backend)
+
+
 @lru_cache(maxsize=None)
 def _sigma_w(act):
     return critical_sigma_w(act, SIGMA_B[act])
@@ -156,10 +160,6 @@ def draw(tables):
     fig.suptitle(f"JJᵀ spectra at criticality: jacobian_law (lines) vs Monte Carlo (N = {s['n']}, "
                  f"{s['draws']} draw(s))")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("jacobian_spectra", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

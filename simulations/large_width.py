@@ -59,6 +59,10 @@ SIZES = {"tiny": dict(sides=(6, 10)), "quick": dict(sides=(32, 100, 316)), "full
 CLASSICAL, FREE, MP = mixer.kronecker_gram_law(MarchenkoPastur(1.0)), FussCatalan(2), MarchenkoPastur(1.0)
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("large_width", compute, draw, full, outdir, seed, backend)
+
+
 def _probes(m):
     return int(max(1, min(16, round(2e5 / m))))
 
@@ -184,10 +188,6 @@ def draw(tables):
     fig.suptitle("One linear Mixer layer x ↦ W X Vᵀ at effective width m = S·C: Kronecker (classical product) vs "
                  "RP and SW-MLP (free product) vs MP (Hayase & Karakida 2024), matrix-free SLQ")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("large_width", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

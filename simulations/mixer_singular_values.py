@@ -36,6 +36,10 @@ SIZES = {"tiny": dict(sizes=(4, 6), seeds=2), "quick": dict(sizes=(8, 16, 32, 48
          "full": dict(sizes=(8, 16, 32, 64, 96), seeds=5)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("mixer_singular_values", compute, draw, full, outdir, seed, backend)
+
+
 def singular_values(kind, S, seed):
     """Descending singular values (m of them) of the token-like expansion layer of ``kind`` at S = C, from ``seed``."""
     C, m = S, S * S
@@ -113,10 +117,6 @@ def draw(tables):
     fig.suptitle("Effective weights at initialisation: sparse mask vs Kronecker vs random permutation "
                  "(after Hayase & Karakida 2024, width figure, right)")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("mixer_singular_values", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

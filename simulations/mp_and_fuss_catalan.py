@@ -18,6 +18,10 @@ SIZES = {"tiny": dict(n=200, draws=1, orders=(1, 2)), "quick": dict(n=1000, draw
          "full": dict(n=4000, draws=4, orders=ORDERS)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("mp_and_fuss_catalan", compute, draw, full, outdir, seed, backend)
+
+
 def compute(size="quick", seed=0, backend=None):
     """The Monte Carlo histograms under their laws: one panel per ratio λ, then one per order s."""
     s = figures.settings(SIZES, size)
@@ -59,10 +63,6 @@ def draw(tables):
         ax.axis("off")
     fig.suptitle(f"Theory (lines) vs Monte Carlo (N = {s['n']}, {s['draws']} draw(s))")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("mp_and_fuss_catalan", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ SIZES = {"tiny": dict(width=64, n_nets=8, sampler="marginal"),
          "full": dict(width=4096, n_nets=4, sampler="weights")}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("nngp", compute, draw, full, outdir, seed, backend)
+
+
 def _circle(theta):
     return np.sqrt(2.0) * np.column_stack([np.cos(theta), np.sin(theta)])      # ‖x‖²/n₀ = 1
 
@@ -120,10 +124,6 @@ def draw(tables):
                         f"truth within ±2 std {100 * gp.attrs['coverage']:.0f}%")
     fig.suptitle("NNGP kernel propagation (Lee et al. 2018): theory (lines) vs wide random networks (dots)")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("nngp", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,12 @@ SIZES = {"tiny": dict(widths=(16, 32), n_nets=2, steps=5), "quick": dict(widths=
          "full": dict(widths=(512, 2048), n_nets=20, steps=2000)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets=None, steps=None):
+    """``widths``, ``n_nets``, ``steps`` override the mode's sizes (the tests use small ones)."""
+    return figures.make("ntk_dynamics", compute, draw, full, outdir, seed, backend, store=outdir, widths=widths,
+                        n_nets=n_nets, steps=steps)
+
+
 def _task(seed=1234):
     rng = np.random.default_rng(seed)
 
@@ -195,12 +201,6 @@ def draw(tables):
                   title=f"Networks against the NTK predictor, by width ({n_nets} networks per width)")
     fig.suptitle("Wide networks trained by gradient descent against the NTK ensemble predictor (Lee et al. 2019)")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets=None, steps=None):
-    """``widths``, ``n_nets``, ``steps`` override the mode's sizes (the tests use small ones)."""
-    return figures.make("ntk_dynamics", compute, draw, full, outdir, seed, backend, store=outdir, widths=widths,
-                        n_nets=n_nets, steps=steps)
 
 
 if __name__ == "__main__":

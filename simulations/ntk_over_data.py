@@ -41,6 +41,11 @@ SIZES = {"tiny": dict(n=40, n_nets=1, digits_n=20, depths=(1,), data=()),
          "full": dict(n=1500, n_nets=4, digits_n=60, depths=(1, 2, 3), data=DATA)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None):
+    """``n``, ``n_nets`` override the mode's sizes (the tests use small ones)."""
+    return figures.make("ntk_over_data", compute, draw, full, outdir, seed, backend, n=n, n_nets=n_nets)
+
+
 def _net(act, depth, n, d0):
     return mlp(depth, widths=[d0] + [n] * depth, activation=act)
 
@@ -150,11 +155,6 @@ def draw(tables):
     fig.suptitle(f"Conjugate kernel and NTK spectra over data (Fan & Wang 2020): limit laws (lines) over "
                  f"{x['n_nets']} random networks each (histograms), n = {x['n']}")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None):
-    """``n``, ``n_nets`` override the mode's sizes (the tests use small ones)."""
-    return figures.make("ntk_over_data", compute, draw, full, outdir, seed, backend, n=n, n_nets=n_nets)
 
 
 if __name__ == "__main__":

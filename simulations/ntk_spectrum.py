@@ -34,6 +34,10 @@ SIZES = {"tiny": dict(n=200, draws=1, overlay_depths=(2, 3), lmax_depths=(1, 2, 
          "full": dict(n=2000, draws=4, overlay_depths=(2, 4, 8, 12), lmax_depths=tuple(range(1, 13)))}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("ntk_spectrum", compute, draw, full, outdir, seed, backend)
+
+
 def _net(depth, width):
     return arch.mlp(depth, width, weights=WEIGHTS, sigma_w=critical_sigma_w(ACT, SIGMA_B), sigma_b=SIGMA_B,
                     activation=ACT, last_activation=False)
@@ -104,10 +108,6 @@ def draw(tables):
     fig.suptitle(f"One-sample Fisher/NTK spectrum, {ACT}, {WEIGHTS} weights, σ_w = {_net(1, s['n']).sigma_w:.4f}, "
                  f"σ_b = {SIGMA_B}, linear read-out: fisher_law vs Monte Carlo (N = {s['n']}, {s['draws']} draw(s))")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("ntk_spectrum", compute, draw, full, outdir, seed, backend)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,11 @@ SIZES = {"tiny": dict(sigmas=(0.1,), sparsities=(0.0, 0.5), n_draws=2, resolutio
                       sparsities=(0.0, 0.2, 0.4, 0.6, 0.8, 0.9), n_draws=32, resolution=200)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=1, **overrides):
+    return figures.make("spiral_decision_boundaries", compute, draw, full, outdir, seed, backend, store=outdir,
+                        n_jobs=n_jobs, **overrides)
+
+
 def settings(full, **overrides):
     """σ grid, sparsities, children per cell and the drawn grid's resolution of quick or full mode, or of a size by
     name (``overrides`` replace any of them)."""
@@ -125,11 +130,6 @@ def draw(tables):
     fig.suptitle("Noisy subnetwork children of a spiral MLP: decision boundaries over σ × mutation sparsity "
                  "(Whitaker 2023, Fig. 4.2)", fontsize=10)
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=1, **overrides):
-    return figures.make("spiral_decision_boundaries", compute, draw, full, outdir, seed, backend, store=outdir,
-                        n_jobs=n_jobs, **overrides)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,11 @@ SIZES = {"tiny": dict(datasets=("digits",), seeds=2, draws=2, batch_sizes=(32,),
          "full": dict(datasets=("mnist5k", "digits"), seeds=10, draws=6, batch_sizes=(32, 128), width=256)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("subnetwork_ensembles", compute, draw, full, outdir, seed, backend, store=outdir,
+                        n_jobs=n_jobs, **overrides)
+
+
 def settings(full, **overrides):
     """Data sets, seeds, mask draws, batch sizes and width of quick or full mode, or of a size by name
     (``overrides`` replace any of them)."""
@@ -198,11 +203,6 @@ def draw(tables):
     fig.suptitle("Equal 16-epoch budget: independent, dropout, bagging and Sparse Subnetwork Ensembles "
                  "(Whitaker 2023, Table 5.1 analogue, MLPs)", fontsize=11)
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    return figures.make("subnetwork_ensembles", compute, draw, full, outdir, seed, backend, store=outdir,
-                        n_jobs=n_jobs, **overrides)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,11 @@ SIZES = {"tiny": dict(widths=(8, 32), epochs=1, seeds=1),
          "full": dict(widths=(8, 32, 128, 216, 328, 512, 635), epochs=300, seeds=5)}
 
 
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    name = "wider_at_fixed_weights_full" if full else "wider_at_fixed_weights"
+    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
+
+
 def settings(full, **overrides):
     """Widths, epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them)."""
     return figures.settings(SIZES, full, **overrides)
@@ -92,11 +97,6 @@ def draw(tables):
                  f"Fig. 1)\nsparse test error {a['base_test_error']:.3f} at w = 8 → "
                  f"{a['best_test_error']:.3f} at w = {a['best_width']}")
     return fig
-
-
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    name = "wider_at_fixed_weights_full" if full else "wider_at_fixed_weights"
-    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
 
 
 if __name__ == "__main__":
