@@ -170,9 +170,12 @@ def histogram(law, samples, bins=80, label=None, x_max=None, atom_rtol=1e-9):
     heights = heights / (s.size * np.diff(edges))          # density of the continuous part, mass-weighted
     centres = 0.5 * (edges[1:] + edges[:-1])
     x = np.linspace(lo, hi_plot, 600)
+    # the drawn curve before the centres, in overlay's order: a law that keeps what it solved (its density over an
+    # empirical input law, say) gives the numbers it gave there
+    curve = (x, law.pdf(x))
     table = pd.DataFrame({"x": centres, "mc_density": heights, "theory_density": law.pdf(centres)})
     table.attrs["ks"] = ks
-    return Histogram(table, f"{name}{atom_note}", edges, (x, law.pdf(x)))
+    return Histogram(table, f"{name}{atom_note}", edges, curve)
 
 
 def draw_histogram(ax, hist, color=None):
