@@ -3,8 +3,12 @@
 Every figure shows the limit law (line) and the Monte Carlo sample (histogram) on the same axes, with the
 Kolmogorov–Smirnov distance between them in the legend, and the plotted numbers can be written to a CSV beside it.
 
-Importing this module chooses no matplotlib backend: the user's choice (``matplotlib.use``, ``MPLBACKEND``,
-matplotlibrc) stands. Where none is made, matplotlib picks one when pyplot first needs it, and without a display
+The numbers of a figure and its drawing are apart: :func:`histogram` computes what an overlay shows (without
+matplotlib, which this module imports only when it draws), :func:`draw_histogram` draws it, and :func:`overlay` does
+both.
+
+Importing this module imports no matplotlib and so chooses no matplotlib backend: the user's choice
+(``matplotlib.use``, ``MPLBACKEND``, matplotlibrc) stands. Where none is made, matplotlib picks one when pyplot first needs it, and without a display
 (no DISPLAY or WAYLAND_DISPLAY on Linux, e.g. a batch job or CI) that is the non-interactive Agg, so scripts that
 build figures with pyplot and write them with :func:`save` run headless as they are. :func:`save` writes through the
 figure's own canvas (``Figure.savefig``), which needs no interactive backend, so figures built without pyplot
@@ -12,7 +16,8 @@ figure's own canvas (``Figure.savefig``), which needs no interactive backend, so
 """
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
@@ -20,7 +25,7 @@ from .backend import to_numpy
 from rmtnet._validation import finite_array, real_scalar
 from .spectra.measures import Measure
 
-__all__ = ["ks_distance", "overlay", "density_curve", "save"]
+__all__ = ["ks_distance", "Histogram", "histogram", "draw_histogram", "overlay", "density_curve", "save"]
 
 
 def ks_distance(law, samples, atom_rtol=1e-9, floor=0.0):
@@ -140,6 +145,113 @@ def density_curve(law, n=600, pad=0.02):
     return x, law.pdf(x)
 
 
+@dataclass(frozen=True)
+class Histogram:
+    """What an overlay of a Monte Carlo sample on its limit law shows, computed apart from its drawing.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        The plotted numbers, with the KS distance in ``table.attrs["ks"]``: bin centres ``x``, the Monte Carlo
+        density of the continuous part ``mc_density`` and the law's density ``theory_density`` at the centres; or,
+        for a purely atomic law, the atoms ``x`` with their Monte Carlo and theory masses.
+    label : str
+        The law's legend entry (its name, then its atoms as mass@location).
+    edges : numpy.ndarray or None
+        The histogram's bin edges (None for a purely atomic law).
+    curve : tuple of numpy.ndarray or None
+        (x, ρ(x)) of the law's density on 600 points of the plotted range (None for a purely atomic law).
+    """
+    table: pd.DataFrame
+    label: str
+    edges: np.ndarray | None = None
+    curve: tuple | None = field(default=None, repr=False)
+
+    @property
+    def ks(self):
+        """The Kolmogorov–Smirnov distance between the sample and the law (:func:`ks_distance`)."""
+        return self.table.attrs["ks"]
+
+
+def histogram(law, samples, bins=80, label=None, x_max=None, atom_rtol=1e-9):
+    """The numbers of :func:`overlay`, without drawing: a :class:`Histogram` of ``samples`` under ``law``.
+
+    Parameters
+    ----------
+    law : Measure
+        The limit law.
+    samples : array_like
+        The Monte Carlo sample (e.g. eigenvalues), any shape (flattened).
+    bins : int
+        Number of equal bins over the continuous support [lo, hi] (or [lo, x_max]).
+    label : str, optional
+        The law's name in the legend (default ``repr(law)``).
+    x_max : float, optional
+        Right end of the plotted range (default: the end of the continuous support).
+    atom_rtol : float
+        Samples this close to an atom count on it, as in :func:`ks_distance`.
+
+    Returns
+    -------
+    Histogram
+        The table of plotted numbers (KS distance in its ``attrs["ks"]``) and what the drawing needs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rmtnet.spectra.laws import MarchenkoPastur
+    >>> X = np.random.default_rng(0).standard_normal((200, 400)) / np.sqrt(400)
+    >>> h = histogram(MarchenkoPastur(0.5), np.linalg.eigvalsh(X @ X.T), bins=20)
+    >>> list(h.table.columns), len(h.table), h.ks < 0.05
+    (['x', 'mc_density', 'theory_density'], 20, True)
+    """
+    s = np.sort(to_numpy(samples).ravel())
+    locs, masses = law.atoms()
+    snapped = _snap_to_atoms(law, s, atom_rtol)            # the same atom rule as the KS distance
+    ks = ks_distance(law, s, atom_rtol)
+    name = label or repr(law)
+    atom_note = "" if not locs.size else "; atoms " + ", ".join(f"{m:.3g}@{a:.3g}" for a, m in zip(locs, masses))
+    if law.continuous_support() is None:
+        mc_mass = (snapped[:, None] == locs[None, :]).mean(axis=0)
+        table = pd.DataFrame({"x": locs, "mc_mass": mc_mass, "theory_mass": masses})
+        table.attrs["ks"] = ks
+        return Histogram(table, f"{name}{atom_note}")
+    cont = snapped[~np.isin(snapped, locs)]
+    lo, hi = law.continuous_support()
+    hi_plot = hi if x_max is None else x_max
+    edges = np.linspace(lo, hi_plot, bins + 1)
+    heights, _ = np.histogram(cont, bins=edges)
+    heights = heights / (s.size * np.diff(edges))          # density of the continuous part, mass-weighted
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    x = np.linspace(lo, hi_plot, 600)
+    # the drawn curve before the centres, in overlay's order: a law that keeps what it solved (its density over an
+    # empirical input law, say) gives the numbers it gave there
+    curve = (x, law.pdf(x))
+    table = pd.DataFrame({"x": centres, "mc_density": heights, "theory_density": law.pdf(centres)})
+    table.attrs["ks"] = ks
+    return Histogram(table, f"{name}{atom_note}", edges, curve)
+
+
+def draw_histogram(ax, hist, color=None):
+    """Draw a :class:`Histogram` on ``ax`` in the house style: the sample's histogram (continuous part) filled
+    under the law's density line, the KS distance and the atoms in the legend; a purely atomic law as stems at its
+    atoms (theory mass) beside bars of the Monte Carlo mass on each. Returns ``ax``."""
+    t, mc_label = hist.table, f"Monte Carlo (KS {hist.ks:.3f})"
+    if hist.edges is None:
+        locs = t["x"].to_numpy()
+        pad = 0.1 * max(float(locs.max() - locs.min()), 0.1 * float(np.abs(locs).max()), 1e-3)
+        ax.bar(locs, t["mc_mass"], width=0.3 * pad, alpha=0.35, color=color or "C0", label=mc_label)
+        ax.vlines(locs, 0, t["theory_mass"], color=color or "k", lw=1.5)
+        ax.plot(locs, t["theory_mass"], "o", color=color or "k", ms=4, label=hist.label)
+        ax.set(ylim=(0, 1.1), xlim=(locs.min() - pad, locs.max() + pad), ylabel="mass")
+    else:
+        ax.stairs(t["mc_density"].to_numpy(), hist.edges, fill=True, alpha=0.35, color=color or "C0",
+                  label=mc_label)
+        ax.plot(*hist.curve, color=color or "k", lw=1.5, label=hist.label)
+    ax.legend(fontsize=7)
+    return ax
+
+
 def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, atom_rtol=1e-9):
     """Histogram of ``samples`` (continuous part) under the density of ``law``; atoms noted in the legend.
 
@@ -148,7 +260,7 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, 
 
     Returns (ax, table) where ``table`` is a DataFrame of the plotted numbers (bin centres, histogram heights,
     theory density at the centres; or atoms, Monte Carlo and theory masses) — write it with :func:`save`.
-    ``atom_rtol`` as in :func:`ks_distance`.
+    ``atom_rtol`` as in :func:`ks_distance`. The same as :func:`histogram` then :func:`draw_histogram`.
 
     Parameters
     ----------
@@ -183,39 +295,11 @@ def overlay(law, samples, ax=None, bins=80, label=None, color=None, x_max=None, 
     >>> print(table.shape, list(table.columns), f"{table.attrs['ks']:.6f}")
     (10, 3) ['x', 'mc_density', 'theory_density'] 0.005000
     """
-    s = np.sort(to_numpy(samples).ravel())
-    ax = ax if ax is not None else plt.gca()
-    locs, masses = law.atoms()
-    snapped = _snap_to_atoms(law, s, atom_rtol)            # the same atom rule as the KS distance
-    ks = ks_distance(law, s, atom_rtol)
-    name = label or repr(law)
-    mc_label = f"Monte Carlo (KS {ks:.3f})"
-    atom_note = "" if not locs.size else "; atoms " + ", ".join(f"{m:.3g}@{a:.3g}" for a, m in zip(locs, masses))
-    if law.continuous_support() is None:
-        mc_mass = (snapped[:, None] == locs[None, :]).mean(axis=0)
-        pad = 0.1 * max(float(locs.max() - locs.min()), 0.1 * float(np.abs(locs).max()), 1e-3)
-        ax.bar(locs, mc_mass, width=0.3 * pad, alpha=0.35, color=color or "C0", label=mc_label)
-        ax.vlines(locs, 0, masses, color=color or "k", lw=1.5)
-        ax.plot(locs, masses, "o", color=color or "k", ms=4, label=f"{name}{atom_note}")
-        ax.set(ylim=(0, 1.1), xlim=(locs.min() - pad, locs.max() + pad), ylabel="mass")
-        ax.legend(fontsize=7)
-        table = pd.DataFrame({"x": locs, "mc_mass": mc_mass, "theory_mass": masses})
-        table.attrs["ks"] = ks
-        return ax, table
-    cont = snapped[~np.isin(snapped, locs)]
-    lo, hi = law.continuous_support()
-    hi_plot = hi if x_max is None else x_max
-    edges = np.linspace(lo, hi_plot, bins + 1)
-    heights, _ = np.histogram(cont, bins=edges)
-    heights = heights / (s.size * np.diff(edges))          # density of the continuous part, mass-weighted
-    centres = 0.5 * (edges[1:] + edges[:-1])
-    ax.stairs(heights, edges, fill=True, alpha=0.35, color=color or "C0", label=mc_label)
-    x = np.linspace(lo, hi_plot, 600)
-    ax.plot(x, law.pdf(x), color=color or "k", lw=1.5, label=f"{name}{atom_note}")
-    ax.legend(fontsize=7)
-    table = pd.DataFrame({"x": centres, "mc_density": heights, "theory_density": law.pdf(centres)})
-    table.attrs["ks"] = ks
-    return ax, table
+    if ax is None:
+        import matplotlib.pyplot as plt
+        ax = plt.gca()
+    hist = histogram(law, samples, bins=bins, label=label, x_max=x_max, atom_rtol=atom_rtol)
+    return draw_histogram(ax, hist, color=color), hist.table
 
 
 def save(fig, path, tables=None):
@@ -252,6 +336,8 @@ def save(fig, path, tables=None):
     mp.png ['mp.csv', 'mp.png']
     """
     from pathlib import Path
+
+    import matplotlib.pyplot as plt
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130, bbox_inches="tight")

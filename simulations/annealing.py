@@ -33,26 +33,32 @@ Writes figures/annealing.png and figures/annealing.csv (panels "summary", "gains
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.studies.subnetwork_ensembles import ANNEAL_METHODS, anneal_run
 
 LABELS = {"one_shot": "one-shot", "iterative": "iterative", "random_anneal": "random annealing",
           "temperature_anneal": "temperature annealing"}
 SCHEDULES = ("constant", "onecycle")
+SIZES = {"tiny": dict(dataset="digits", masks=("random",), sparsities=(0.5, 0.9), tune_epochs=1, anneal_epochs=1,
+                      tau0=0.5, width=16, seeds=2),
+         "quick": dict(dataset="mnist5k", masks=("random",), sparsities=(0.5, 0.9, 0.98), tune_epochs=10,
+                       anneal_epochs=3, tau0=0.5, width=128, seeds=3),
+         "full": dict(dataset="mnist5k", masks=("random", "magnitude"), sparsities=(0.5, 0.7, 0.9, 0.95, 0.98),
+                      tune_epochs=20, anneal_epochs=5, tau0=0.5, width=256, seeds=5)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("annealing", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
+                        **overrides)
 
 
 def settings(full, **overrides):
-    s = (dict(dataset="mnist5k", masks=("random", "magnitude"), sparsities=(0.5, 0.7, 0.9, 0.95, 0.98),
-              tune_epochs=20, anneal_epochs=5, tau0=0.5, width=256, seeds=5) if full else
-         dict(dataset="mnist5k", masks=("random",), sparsities=(0.5, 0.9, 0.98),
-              tune_epochs=10, anneal_epochs=3, tau0=0.5, width=128, seeds=3))
-    return {**s, **overrides}
+    """The settings of ``full`` (a bool, or a size of SIZES by name), with ``overrides`` in place of any."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 def grid(s):
@@ -103,51 +109,57 @@ def gains(runs):
     return pd.DataFrame(rows)
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    s = settings(full, **overrides)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    runs = experiments.sweep(anneal_run, grid(s), seeds=range(seed, seed + s["seeds"]),
-                             store=outdir / "annealing_runs.csv", n_jobs=n_jobs)
-    summary, gain = summarise(runs), gains(runs)
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "summary" (per mask, schedule, method and sparsity), "gains" (paired by seed, over one-shot) and
+    "runs" (kept in STORE/annealing_runs.csv)."""
+    s = settings(size, **overrides)
+    runs = experiments.sweep(anneal_run, grid(s), seeds=figures.seeds(seed, s["seeds"]),
+                             store=figures.output_dir(store) / "annealing_runs.csv", n_jobs=n_jobs)
+    return figures.Tables({"summary": summarise(runs), "gains": gains(runs), "runs": runs.copy()}, extras=s)
 
-    fig, axes = plt.subplots(len(s["masks"]), 3, figsize=(16, 4.2 * len(s["masks"])), layout="constrained",
-                             squeeze=False)
+
+def _sparsity_axis(ax, s, title, **properties):
+    ax.set_xticks(range(len(s["sparsities"])), [f"{100 * v:g} %" for v in s["sparsities"]])
+    figures.style(ax, legend=None, title_size=9, xlabel="sparsity", title=title, **properties)
+
+
+def _draw_accuracy(ax, t, mask, schedule, s):
+    for i, method in enumerate(ANNEAL_METHODS):
+        m = t[t.method == method].sort_values("sparsity")
+        if len(m):
+            ax.errorbar(np.arange(len(m)) + (i - 1.5) * 0.06, m.best_mean, yerr=m.best_se, fmt="o-", capsize=3,
+                        color=f"C{i}", label=LABELS[method])
+    ax.axhline(t.parent_accuracy.mean(), color="k", ls="--", lw=1, label="dense parent")
+    _sparsity_axis(ax, s, f"{mask} masks, {'constant lr 0.01' if schedule == 'constant' else 'one-cycle, max 0.1'}"
+                          f" ({s['tune_epochs']} epochs, ε = {s['anneal_epochs']}; mean ± SE, {s['seeds']} seeds)",
+                   ylabel="best test accuracy at the target sparsity")
+    ax.legend(fontsize=7)
+
+
+def _draw_gains(ax, g, mask, s):
+    for i, method in enumerate(ANNEAL_METHODS):
+        for schedule, ls in zip(SCHEDULES, ("-", ":")):
+            m = g[(g.method == method) & (g.schedule == schedule)].sort_values("sparsity")
+            if len(m):
+                ax.errorbar(np.arange(len(m)) + (i - 1.5) * 0.06, 100 * m.best_gain, yerr=100 * m.best_gain_se,
+                            fmt="o", ls=ls, capsize=3, color=f"C{i}", label=f"{LABELS[method]}, {schedule}")
+    ax.axhline(0, color="k", lw=0.8)
+    _sparsity_axis(ax, s, f"{mask} masks: best accuracy minus one-shot's (solid constant, dotted one-cycle)",
+                   ylabel="gain over one-shot, points (paired by seed)")
+    ax.legend(fontsize=6)
+
+
+def draw(tables):
+    s, summary, gain = tables.extras, tables["summary"], tables["gains"]
+    fig, axes = figures.subplots(len(s["masks"]), 3, 16 / 3, 4.2)
     for row, mask in zip(axes, s["masks"]):
         for ax, schedule in zip(row[:2], SCHEDULES):
             t = summary[(summary["mask"] == mask) & (summary.schedule == schedule)]
-            for i, method in enumerate(ANNEAL_METHODS):
-                m = t[t.method == method].sort_values("sparsity")
-                if len(m):
-                    x = np.arange(len(m)) + (i - 1.5) * 0.06
-                    ax.errorbar(x, m.best_mean, yerr=m.best_se, fmt="o-", capsize=3, color=f"C{i}",
-                                label=LABELS[method])
-            ax.axhline(t.parent_accuracy.mean(), color="k", ls="--", lw=1, label="dense parent")
-            ax.set_xticks(range(len(s["sparsities"])), [f"{100 * v:g} %" for v in s["sparsities"]])
-            ax.set(xlabel="sparsity", ylabel="best test accuracy at the target sparsity",
-                   title=f"{mask} masks, {'constant lr 0.01' if schedule == 'constant' else 'one-cycle, max 0.1'}"
-                         f" ({s['tune_epochs']} epochs, ε = {s['anneal_epochs']}; mean ± SE, {s['seeds']} seeds)")
-            ax.title.set_fontsize(9)
-            ax.legend(fontsize=7)
-        ax = row[2]
-        g = gain[gain["mask"] == mask]
-        for i, method in enumerate(ANNEAL_METHODS):
-            for schedule, ls in zip(SCHEDULES, ("-", ":")):
-                m = g[(g.method == method) & (g.schedule == schedule)].sort_values("sparsity")
-                if len(m):
-                    ax.errorbar(np.arange(len(m)) + (i - 1.5) * 0.06, 100 * m.best_gain, yerr=100 * m.best_gain_se,
-                                fmt="o", ls=ls, capsize=3, color=f"C{i}", label=f"{LABELS[method]}, {schedule}")
-        ax.axhline(0, color="k", lw=0.8)
-        ax.set_xticks(range(len(s["sparsities"])), [f"{100 * v:g} %" for v in s["sparsities"]])
-        ax.set(xlabel="sparsity", ylabel="gain over one-shot, points (paired by seed)",
-               title=f"{mask} masks: best accuracy minus one-shot's (solid constant, dotted one-cycle)")
-        ax.title.set_fontsize(9)
-        ax.legend(fontsize=6)
+            _draw_accuracy(ax, t, mask, schedule, s)
+        _draw_gains(row[2], gain[gain["mask"] == mask], mask, s)
     fig.suptitle(f"Pruning a {s['dataset']} MLP ({s['width']}-{s['width']}): one-shot, iterative, random and "
                  f"temperature annealing (Whitaker 2023, Table 6.1 analogue)", fontsize=11)
-    tables = {"summary": summary, "gains": gain, "runs": runs.copy()}
-    path = plot.save(fig, outdir / "annealing.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":

@@ -18,61 +18,84 @@ Writes figures/cka_mixer_vs_swmlp.png and figures/cka_mixer_vs_swmlp.csv.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import cli, plot
+from rmtnet import cli, figures
 from rmtnet.nets import cka_between
 from rmtnet.studies.mixer_width import fit
 
-PATCH, CHANNELS, DEPTH = 7, 16, 2
+DEPTH = 2
+SIZES = {"tiny": dict(densities=(1 / 4, 1.0), seeds=1, epochs=1, dataset="digits", patch=2, channels=4),
+         "quick": dict(densities=(1 / 16, 1 / 4, 1.0), seeds=2, epochs=8, dataset="mnist5k", patch=7, channels=16),
+         "full": dict(densities=(1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0), seeds=4, epochs=20, dataset="mnist5k", patch=7,
+                      channels=16)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("cka_mixer_vs_swmlp", compute, draw, full, outdir, seed, backend)
 
 
 def _layers(model):
     return ["stem"] + [f"blocks.{i}" for i in range(len(model.blocks))]
 
 
-def main(full=False, outdir="figures", seed=0, backend=None):
-    densities = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0) if full else (1 / 16, 1 / 4, 1.0)
-    seeds, epochs = (range(seed, seed + 4), 20) if full else (range(seed, seed + 2), 8)
+def _train(s, seed):
+    """For one seed: the Mixer and an SW-MLP per density, their CKA matrices and test errors."""
+    common = dict(depth=DEPTH, epochs=s["epochs"], seed=seed, dataset=s["dataset"])
+    mixer, table, data = fit("mixer", s["patch"], s["channels"], **common)
+    errors = [dict(model="mixer", density=np.nan, seed=seed, test_error=table.test_error.iloc[-1])]
+    batches = [data.x_test[i:i + 200] for i in range(0, data.n_test, 200)]
+    matrices = {}
+    for p in s["densities"]:
+        sw, table, _ = fit("swmlp", s["patch"], s["channels"], density=p, **common)
+        errors.append(dict(model="swmlp", density=p, seed=seed, test_error=table.test_error.iloc[-1]))
+        matrices[p] = cka_between(mixer, sw, batches, _layers(mixer), _layers(sw))
+    return matrices, errors, _layers(mixer)
+
+
+def compute(size="quick", seed=0, backend=None):
+    """Tables "diagonal" (per density and seed), "diagonal summary", "test errors" and the mean CKA matrices
+    against the sparsest SW-MLP and the dense MLP."""
+    s = figures.settings(SIZES, size)
     rows, matrices, errors = [], {}, []
-    for s in seeds:
-        mixer, table, data = fit("mixer", PATCH, CHANNELS, depth=DEPTH, epochs=epochs, seed=s)
-        errors.append(dict(model="mixer", density=np.nan, seed=s, test_error=table.test_error.iloc[-1]))
-        batches = [data.x_test[i:i + 200] for i in range(0, data.n_test, 200)]
-        for p in densities:
-            sw, table, _ = fit("swmlp", PATCH, CHANNELS, depth=DEPTH, epochs=epochs, seed=s, density=p)
-            errors.append(dict(model="swmlp", density=p, seed=s, test_error=table.test_error.iloc[-1]))
-            m = cka_between(mixer, sw, batches, _layers(mixer), _layers(sw))
+    for sd in figures.seeds(seed, s["seeds"]):
+        found, err, layers = _train(s, sd)
+        errors += err
+        for p, m in found.items():
             matrices.setdefault(p, []).append(m)
-            rows.append(dict(density=p, seed=s, mean_diagonal=float(np.mean(np.diag(m)))))
+            rows.append(dict(density=p, seed=sd, mean_diagonal=float(np.mean(np.diag(m)))))
     diag = pd.DataFrame(rows)
     summary = diag.groupby("density").mean_diagonal.agg(["mean", "std", "size"]).reset_index()
-    layers = _layers(mixer)
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3), layout="constrained")
-    ax = axes[0]
-    ax.errorbar(summary.density, summary["mean"], yerr=summary["std"], fmt="o-", capsize=3)
-    ax.axvline(1 / CHANNELS, color="0.5", ls=":", label="p = 1/C (the Mixer's density)")
-    ax.set(xscale="log", xlabel="density p of the SW-MLP", ylabel="mean diagonal CKA with the Mixer",
-           title=f"(a) Mixer vs SW-MLP, S = C = {CHANNELS}, {len(seeds)} seeds")
-    ax.legend(fontsize=7)
-    tables = {"diagonal": diag, "diagonal summary": summary, "test errors": pd.DataFrame(errors)}
-    for ax, p, tag in [(axes[1], densities[0], "(b) SW-MLP p = 1/C"), (axes[2], 1.0, "(c) dense MLP (p = 1)")]:
+    tables = figures.Tables({"diagonal": diag, "diagonal summary": summary, "test errors": pd.DataFrame(errors)},
+                            extras=s)
+    for p in (s["densities"][0], 1.0):
         m = np.mean(matrices[p], axis=0)
+        tables[f"cka matrix p={p:.4g}"] = pd.DataFrame(m, index=layers, columns=layers).reset_index(names="mixer_layer")
+    return tables
+
+
+def draw(tables):
+    s = tables.extras
+    fig, axes = figures.subplots(1, 3, 5, 4.3)
+    axes = axes[0]
+    summary = tables["diagonal summary"]
+    axes[0].errorbar(summary.density, summary["mean"], yerr=summary["std"], fmt="o-", capsize=3)
+    axes[0].axvline(1 / s["channels"], color="0.5", ls=":", label="p = 1/C (the Mixer's density)")
+    figures.style(axes[0], xscale="log", xlabel="density p of the SW-MLP", ylabel="mean diagonal CKA with the Mixer",
+                  title=f"(a) Mixer vs SW-MLP, S = C = {s['channels']}, {s['seeds']} seeds")
+    for ax, p, tag in [(axes[1], s["densities"][0], "(b) SW-MLP p = 1/C"), (axes[2], 1.0, "(c) dense MLP (p = 1)")]:
+        t = tables[f"cka matrix p={p:.4g}"]
+        layers, m = list(t.mixer_layer), t.drop(columns="mixer_layer").to_numpy()
         im = ax.imshow(m, vmin=0, vmax=1, cmap="magma", origin="lower")
         ax.set(xticks=range(len(layers)), yticks=range(len(layers)), xlabel=f"{tag} layer", ylabel="Mixer layer",
                title=f"{tag}: mean diagonal {np.mean(np.diag(m)):.3f}")
         ax.set_xticklabels(layers, rotation=45, fontsize=7)
         ax.set_yticklabels(layers, fontsize=7)
-        tables[f"cka matrix p={p:.4g}"] = pd.DataFrame(m, index=layers, columns=layers).reset_index(names="mixer_layer")
     fig.colorbar(im, ax=axes[1:], shrink=0.8, label="minibatch linear CKA")
-    fig.suptitle("Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on MNIST-5k (after Hayase & Karakida 2024, CKA figure)")
-    path = plot.save(fig, Path(outdir) / "cka_mixer_vs_swmlp.png", tables)
-    return path, tables
+    fig.suptitle("Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on MNIST-5k "
+                 "(after Hayase & Karakida 2024, CKA figure)")
+    return fig
 
 
 if __name__ == "__main__":

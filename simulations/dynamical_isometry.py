@@ -19,52 +19,41 @@ Writes figures/dynamical_isometry.png and figures/dynamical_isometry.csv (panels
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import cli, plot
+from rmtnet import cli, figures
 from rmtnet.spectra import network
 from rmtnet.backend import to_numpy
 from rmtnet.spectra import chi, critical_sigma_w, jacobian_law, q_star, sample_jacobian_eigs
 
 ACT = "tanh"
 DEPTH = 16
+SIZES = {"tiny": dict(n_w=6, n_b=4, n_line=4, n=100, draws=2, mc_sb=(0.3,)),
+         "quick": dict(n_w=30, n_b=20, n_line=26, n=1000, draws=6, mc_sb=(0.05, 0.3)),
+         "full": dict(n_w=80, n_b=50, n_line=51, n=2000, draws=8, mc_sb=(0.01, 0.05, 0.1, 0.2, 0.3, 0.5))}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("dynamical_isometry", compute, draw, full, outdir, seed, backend)
 
 
 def _net(weights, sigma_w, sigma_b, width=1000):
     return network.mlp(DEPTH, width, weights=weights, sigma_w=sigma_w, sigma_b=sigma_b, activation=ACT)
 
 
-def main(full=False, outdir="figures", seed=0, backend=None):
-    n_w, n_b, n_line = (80, 50, 51) if full else (30, 20, 26)
-    n, draws = (2000, 8) if full else (1000, 6)
-    mc_sb = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5) if full else (0.05, 0.3)
-    fig, axes = plt.subplots(1, 3, figsize=(18.5, 4.8), layout="constrained")
-    tables = {}
-
-    # phase diagram
+def _phase_grid(n_w, n_b):
+    """log χ over an n_w × n_b grid of (σ_w, σ_b)."""
     sw_grid, sb_grid = np.linspace(0.5, 2.5, n_w), np.linspace(0.0, 0.5, n_b)
     log_chi = np.array([[np.log(chi(ACT, sw, sb)) for sw in sw_grid] for sb in sb_grid])
     SW, SB = np.meshgrid(sw_grid, sb_grid)
-    tables["log chi grid"] = pd.DataFrame({"sigma_w": SW.ravel(), "sigma_b": SB.ravel(), "log_chi": log_chi.ravel()})
+    return pd.DataFrame({"sigma_w": SW.ravel(), "sigma_b": SB.ravel(), "log_chi": log_chi.ravel()})
+
+
+def _critical_line(n_line):
+    """q*, χ and Var(JJᵀ) (Gaussian and orthogonal weights) along the critical line σ_w = critical_sigma_w(σ_b)."""
     sb_line = np.linspace(0.0, 0.5, n_line)
     sw_line = np.array([critical_sigma_w(ACT, sb) for sb in sb_line])
-    ax = axes[0]
-    lim = float(np.abs(log_chi).max())
-    im = ax.pcolormesh(SW, SB, log_chi, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
-    fig.colorbar(im, ax=ax, label="log χ")
-    ax.plot(sw_line, sb_line, "w-", lw=3, label="critical_sigma_w: χ = 1")
-    ax.contour(SW, SB, log_chi, levels=[0.0], colors="k", linestyles="--", linewidths=1)
-    ax.plot([], [], "k--", lw=1, label="χ = 1 contour of the grid")
-    ax.text(0.6, 0.45, "ordered\nχ < 1", fontsize=9)
-    ax.text(2.0, 0.05, "chaotic\nχ > 1", fontsize=9)
-    ax.set(xlabel="σ_w", ylabel="σ_b", title=f"{ACT}: log χ over (σ_w, σ_b), {n_w} × {n_b} grid")
-    ax.legend(fontsize=7, loc="lower right")
-
-    # Var(JJᵀ) along the critical line
     q_line = np.array([q_star(ACT, sw, sb) for sw, sb in zip(sw_line, sb_line)])
     var = {w: np.array([jacobian_law(_net(w, sw, sb)).var() for sw, sb in zip(sw_line, sb_line)])
            for w in ("gaussian", "orthogonal")}
@@ -72,9 +61,13 @@ def main(full=False, outdir="figures", seed=0, backend=None):
                          "chi": [chi(ACT, sw, sb) for sw, sb in zip(sw_line, sb_line)],
                          "var_gaussian": var["gaussian"], "var_orthogonal": var["orthogonal"]})
     line.attrs.update(depth=DEPTH, max_abs_chi_minus_1=float(np.abs(line.chi - 1.0).max()))
-    tables["critical line"] = line
-    rows = []
-    for i, sb in enumerate(mc_sb):
+    return line
+
+
+def _mc_check(s, seed, backend):
+    """Monte Carlo sample variance of JJᵀ (mean ± standard error over draws) at a few points of the line."""
+    n, draws, rows = s["n"], s["draws"], []
+    for i, sb in enumerate(s["mc_sb"]):
         sw = critical_sigma_w(ACT, sb)
         for j, w in enumerate(("gaussian", "orthogonal")):
             net = _net(w, sw, sb, n)
@@ -85,25 +78,53 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     mc = pd.DataFrame(rows)
     mc["rel_err"] = (mc.var_mc - mc.var_theory) / mc.var_theory
     mc.attrs.update(width=n, draws=draws, max_abs_rel_err=float(mc.rel_err.abs().max()))
-    tables["MC check"] = mc
+    return mc
+
+
+def compute(size="quick", seed=0, backend=None):
+    """Tables "log chi grid", "critical line" and "MC check"."""
+    s = figures.settings(SIZES, size)
+    return figures.Tables({"log chi grid": _phase_grid(s["n_w"], s["n_b"]),
+                           "critical line": _critical_line(s["n_line"]), "MC check": _mc_check(s, seed, backend)},
+                          extras=s)
+
+
+def _draw_phases(fig, ax, grid, line):
+    n_w, n_b = grid.sigma_w.nunique(), grid.sigma_b.nunique()
+    SW, SB, log_chi = (grid[c].to_numpy().reshape(n_b, n_w) for c in ("sigma_w", "sigma_b", "log_chi"))
+    lim = float(np.abs(log_chi).max())
+    im = ax.pcolormesh(SW, SB, log_chi, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
+    fig.colorbar(im, ax=ax, label="log χ")
+    ax.plot(line.sigma_w, line.sigma_b, "w-", lw=3, label="critical_sigma_w: χ = 1")
+    ax.contour(SW, SB, log_chi, levels=[0.0], colors="k", linestyles="--", linewidths=1)
+    ax.plot([], [], "k--", lw=1, label="χ = 1 contour of the grid")
+    ax.text(0.6, 0.45, "ordered\nχ < 1", fontsize=9)
+    ax.text(2.0, 0.05, "chaotic\nχ > 1", fontsize=9)
+    figures.style(ax, legend=None, xlabel="σ_w", ylabel="σ_b",
+                  title=f"{ACT}: log χ over (σ_w, σ_b), {n_w} × {n_b} grid")
+    ax.legend(fontsize=7, loc="lower right")
+
+
+def draw(tables):
+    fig, axes = figures.subplots(1, 3, 18.5 / 3, 4.8)
+    axes = axes[0]
+    line, mc = tables["critical line"], tables["MC check"]
+    _draw_phases(fig, axes[0], tables["log chi grid"], line)
     ax = axes[1]
     for w, c in (("gaussian", "C1"), ("orthogonal", "C0")):
-        ax.plot(sb_line, var[w], color=c, lw=1.5, label=f"{w}: law.var()")
+        ax.plot(line.sigma_b, line[f"var_{w}"], color=c, lw=1.5, label=f"{w}: law.var()")
         m = mc[mc.weights == w]
         ax.errorbar(m.sigma_b, m.var_mc, yerr=m.var_mc_se, fmt="o", ms=4, color=c, capsize=2,
-                    label=f"{w}: MC N = {n}, {draws} draws")
+                    label=f"{w}: MC N = {mc.attrs['width']}, {mc.attrs['draws']} draws")
     ax.axhline(DEPTH, color="k", ls=":", lw=0.8)
     ax.annotate(f"L = {DEPTH}", (0.0, DEPTH), fontsize=8, va="bottom")
-    ax.set(xlabel="σ_b (σ_w = critical_sigma_w(σ_b))", ylabel="Var of the JJᵀ spectrum",
-           title=f"{ACT}, L = {DEPTH}, on the critical line: spread of JJᵀ\n"
-                 f"orthogonal → 0 as σ_b → 0 (dynamical isometry); Gaussian ≥ L")
-    ax.legend(fontsize=7)
-    ax = axes[2]
-    ax.plot(sb_line, q_line, "k-", lw=1.5)
-    ax.set(xlabel="σ_b", ylabel="q*", title="fixed point q* on the critical line")
+    figures.style(ax, xlabel="σ_b (σ_w = critical_sigma_w(σ_b))", ylabel="Var of the JJᵀ spectrum",
+                  title=f"{ACT}, L = {DEPTH}, on the critical line: spread of JJᵀ\n"
+                        f"orthogonal → 0 as σ_b → 0 (dynamical isometry); Gaussian ≥ L")
+    axes[2].plot(line.sigma_b, line.q_star, "k-", lw=1.5)
+    figures.style(axes[2], legend=None, xlabel="σ_b", ylabel="q*", title="fixed point q* on the critical line")
     fig.suptitle(f"Dynamical isometry of deep {ACT} networks (Pennington, Schoenholz & Ganguli 2017)")
-    path = plot.save(fig, Path(outdir) / "dynamical_isometry.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":

@@ -28,25 +28,28 @@ Writes figures/effective_width[_full].png and .csv (per-configuration mean ± st
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import matplotlib.pyplot as plt
-
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.backend import torch_device
 from rmtnet.studies.mixer_width import width_run
 from rmtnet.spectra import mixer
 
 GAMMA = 2.0
 MODELS = {"mixer": "MLP-Mixer", "rp": "RP-Mixer", "swmlp": "SW-MLP (static mask)"}
+SIZES = {"tiny": dict(side=8, canvas=None, tokens=(4,), epochs=1, seeds=1),
+         "quick": dict(side=16, canvas=None, tokens=(4, 9, 16, 25, 36), epochs=10, seeds=3),
+         "full": dict(side=64, canvas=32, tokens=(4, 16, 36, 64, 121, 256), epochs=10, seeds=5)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    name = "effective_width_full" if full else "effective_width"
+    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
 
 
 def settings(full, **overrides):
     """side = S* = C* (so Ω = γ·side³), the image canvas (None: the 28 × 28 digits as they are), the token counts,
-    epochs and seeds of quick or full mode (``overrides`` replace any of them)."""
-    s = (dict(side=64, canvas=32, tokens=(4, 16, 36, 64, 121, 256), epochs=10, seeds=5) if full else
-         dict(side=16, canvas=None, tokens=(4, 9, 16, 25, 36), epochs=10, seeds=3))
-    return {**s, **overrides}
+    epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them)."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 def patch_for_tokens(S, image_side):
@@ -101,21 +104,23 @@ def caption(summary):
     return verdict + " " + "; ".join(claims) + "."
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    s = settings(full, **overrides)
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "summary" (per model, S and C; Ω and each model's best S in its attrs) and "runs" (kept in
+    STORE/NAME_runs.csv, NAME with _full at the full size). ``backend="cupy"`` trains on CUDA."""
+    s = settings(size, **overrides)
     omega, configs = grid(s, torch_device(backend))
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    name = "effective_width_full" if full else "effective_width"
-    runs = experiments.sweep(width_run, configs, seeds=range(seed, seed + s["seeds"]),
-                             store=outdir / f"{name}_runs.csv", n_jobs=n_jobs)
+    name = "effective_width_full" if size in (True, "full") else "effective_width"
+    runs = experiments.sweep(width_run, configs, seeds=figures.seeds(seed, s["seeds"]),
+                             store=figures.output_dir(store) / f"{name}_runs.csv", n_jobs=n_jobs)
     summary = summarise(runs)
     best = summary.loc[summary.groupby("model").test_error_mean.idxmin()].set_index("model")
     summary.attrs.update(omega=omega, s_star=s["side"],
                          **{f"argmin_tokens_{m}": int(best.loc[m, "tokens"]) for m in best.index},
                          **{f"argmin_s_over_c_{m}": float(best.loc[m, "s_over_c"]) for m in best.index})
+    return figures.Tables({"summary": summary, "runs": runs.copy()}, extras=s)
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+
+def _draw_models(axes, summary):
     for i, (model, label) in enumerate(MODELS.items()):
         t = summary[summary.model == model].sort_values("expanded_width")     # lines follow the x-axis
         off = (i - 1) * 0.012 * t.expanded_width                      # small offsets so error bars don't overlap
@@ -128,21 +133,28 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
                          capsize=3, label=label, color=f"C{i}")
     for S, C, m in summary[summary.model == "mixer"][["tokens", "channels", "expanded_width"]].itertuples(index=False):
         axes[0].annotate(f"S={S}\nC={C}", (m, axes[0].get_ylim()[1]), fontsize=7, ha="center", va="top")
+
+
+def draw(tables):
+    summary, s = tables["summary"], tables.extras
+    omega = summary.attrs["omega"]
+    fig, axes = figures.subplots(1, 2, 5.5, 4.2)
+    axes = axes[0]
+    _draw_models(axes, summary)
     axes[0].axvline(GAMMA * mixer.max_effective_width(omega, GAMMA), color="0.5", ls=":", lw=1,
                     label=f"max γm = γ(Ω/γ)^(2/3) = {GAMMA * mixer.max_effective_width(omega, GAMMA):.0f}")
     axes[0].set(xlabel="effective width γm = γ·S·C", ylabel="test error (mean ± std over seeds)",
                 title=f"MNIST-5k{' on 32×32' if s['canvas'] else ''}, Ω = {omega:.0f} connections per layer, "
-                                 f"{s['epochs']} epochs, {s['seeds']} seeds")
+                      f"{s['epochs']} epochs, {s['seeds']} seeds")
     axes[1].axvline(1.0, color="0.5", ls=":", lw=1, label="S = C (largest m)")
     axes[1].set(xscale="log", xlabel="S / C", ylabel="test error", title="the same points against S/C")
     axes[0].plot([], [], "o", color="0.4", mfc="white", label="S > C (open markers)")
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.suptitle("Test error vs effective width at a fixed connection budget (after Hayase & Karakida 2024, width figure, left)")
+    fig.suptitle("Test error vs effective width at a fixed connection budget "
+                 "(after Hayase & Karakida 2024, width figure, left)")
     fig.text(0.5, -0.02, caption(summary), ha="center", va="top", fontsize=8, wrap=True)
-    runs = runs.copy()
-    path = plot.save(fig, outdir / f"{name}.png", {"summary": summary, "runs": runs})
-    return path, {"summary": summary, "runs": runs}
+    return fig
 
 
 if __name__ == "__main__":

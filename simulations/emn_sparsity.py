@@ -23,27 +23,32 @@ density; panel "fig4": the learned row constants, readouts and their products pe
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.nets import EMN
 from rmtnet.studies import emn
 
 ARCHITECTURES = {"(1)": (1,), "(2, 2)": (2, 2)}
 ZERO_DIAGONAL_PAIR = (1, 8)
+_COMMON = dict(dtypes=("float64", "float32"), pairs=None, seeds=1, n_test=1000, inspect_n=5, inspect_meta_epochs=16)
+SIZES = {"tiny": dict(_COMMON, ns=(5,), dtypes=("float64",), pairs={c: (1, 1) for c in emn.CONDITIONS}, n_test=50,
+                      inspect_n=3, inspect_meta_epochs=1),
+         "quick": dict(_COMMON, ns=(5, 10)), "full": dict(_COMMON, ns=(5, 10, 20, 40, 100))}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("emn_sparsity", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
+                        **overrides)
 
 
 def settings(full, **overrides):
-    """Sizes, dtypes, (epochs, meta-epochs) pairs and the inspected network of quick or full mode. ``pairs`` maps a
-    condition to one (epochs, meta-epochs) for every n; None takes the paper's Table 1 pair per (n, condition)."""
-    s = dict(ns=(5, 10, 20, 40, 100) if full else (5, 10), dtypes=("float64", "float32"), pairs=None, seeds=1,
-             n_test=1000, inspect_n=5, inspect_meta_epochs=16)
-    return {**s, **overrides}
+    """Sizes, dtypes, (epochs, meta-epochs) pairs and the inspected network of quick or full mode, or of a size by
+    name. ``pairs`` maps a condition to one (epochs, meta-epochs) for every n; None takes the paper's Table 1 pair
+    per (n, condition)."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 def pair(s, n, condition):
@@ -90,7 +95,10 @@ def _weights_panel(ax, op, title):
     return im
 
 
-def draw(fig3, nets, conditions, s):
+def draw(tables):
+    """Fig. 3 (error against density per condition and dtype) above Fig. 4 (the learned weights)."""
+    import matplotlib.pyplot as plt
+    fig3, nets, conditions, s = tables["fig3"], tables.extras["nets"], tables.extras["conditions"], tables.extras
     dtypes, ns = list(s["dtypes"]), list(s["ns"])
     fig = plt.figure(figsize=(4.0 * max(len(conditions), 3), 3.0 * (len(dtypes) + 1.2)), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[len(dtypes), 1.2])
@@ -135,18 +143,16 @@ def draw(fig3, nets, conditions, s):
     return fig
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    s = settings(full, **overrides)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "fig3" (error per run and density; the runs kept in STORE/emn_sparsity_runs.csv) and "fig4" (the
+    learned constants and read-outs of the inspected networks)."""
+    s = settings(size, **overrides)
     conditions, configs = grid(s)
-    runs = experiments.sweep(emn.emn_run, configs, seeds=range(seed, seed + s["seeds"]),
-                             store=outdir / "emn_sparsity_runs.csv", n_jobs=n_jobs)
+    runs = experiments.sweep(emn.emn_run, configs, seeds=figures.seeds(seed, s["seeds"]),
+                             store=figures.output_dir(store) / "emn_sparsity_runs.csv", n_jobs=n_jobs)
     fig3 = emn.binary_error_table(runs)
     fig4, nets = inspect(s, seed)
-    fig = draw(fig3, nets, conditions, s)
-    path = plot.save(fig, outdir / "emn_sparsity.png", {"fig3": fig3, "fig4": fig4})
-    return path, {"fig3": fig3, "fig4": fig4}
+    return figures.Tables({"fig3": fig3, "fig4": fig4}, extras=dict(s, nets=nets, conditions=conditions))
 
 
 if __name__ == "__main__":

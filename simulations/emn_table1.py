@@ -26,31 +26,35 @@ panel "sweep": every (condition, n, epochs, meta-epochs, dtype) error).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import cli, plot
+from rmtnet import cli, figures
 from rmtnet.studies import emn
 
 ZERO_DIAGONAL = "subsampled, zero diagonal"
 COLORS = {"control": "C0", "shuffled": "C1", "subsampled": "C2", ZERO_DIAGONAL: "C3"}
 STYLES = {"float64": "-", "float32": "--"}
 MARKERS = {1: "o", 2: "s", 3: "^"}
+_COMMON = dict(epochs=emn.EPOCHS, meta_epochs=emn.META_EPOCHS, dtypes=("float64", "float32"), seeds=1, n_test=1000)
+SIZES = {"tiny": dict(_COMMON, ns=(5,), epochs=(1,), meta_epochs=(1, 2), dtypes=("float64",), n_test=50),
+         "quick": dict(_COMMON, ns=(5, 10)), "full": dict(_COMMON, ns=(5, 10, 20, 40, 100))}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("emn_table1", compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs,
+                        **overrides)
 
 
 def settings(full, **overrides):
-    """Sizes, sweep axes, dtypes and seeds of quick or full mode (``overrides`` replace any of them)."""
-    s = dict(ns=(5, 10, 20, 40, 100) if full else (5, 10), epochs=emn.EPOCHS, meta_epochs=emn.META_EPOCHS,
-             dtypes=("float64", "float32"), seeds=1, n_test=1000)
-    return {**s, **overrides}
+    """Sizes, sweep axes, dtypes and seeds of quick or full mode, or of a size by name (``overrides`` replace any
+    of them)."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 def run_sweeps(s, store, seed, n_jobs):
     """The tidy sweep of all conditions per dtype, and the zero-diagonal subsampled variant in the first dtype."""
-    seeds = range(seed, seed + s["seeds"])
+    seeds = figures.seeds(seed, s["seeds"])
     common = dict(ns=s["ns"], epochs=s["epochs"], meta_epochs=s["meta_epochs"], seeds=seeds, store=store,
                   n_test=s["n_test"], n_jobs=n_jobs)
     parts = [emn.sweep_emn(emn.CONDITIONS, dtype=dtype, **common) for dtype in s["dtypes"]]
@@ -83,7 +87,10 @@ def _fmt(err, e, m):
     return "—" if pd.isna(err) else f"{err:.3g} ({int(e)},{int(m)})"
 
 
-def draw(tidy, table, s):
+def draw(tables):
+    """Error against meta-epochs per n (the paper's minima as stars) above Table 1, ours beside the paper's."""
+    import matplotlib.pyplot as plt
+    tidy, table, s = tables["sweep"], tables["table1"], tables.extras
     ns = list(s["ns"])
     fig = plt.figure(figsize=(max(4.2 * len(ns), 9), 4.0 + 0.2 * len(table) + 0.4), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[4.0, 0.2 * len(table) + 0.4])
@@ -123,16 +130,12 @@ def draw(tidy, table, s):
     return fig
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    s = settings(full, **overrides)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    tidy = run_sweeps(s, outdir / "emn_table1_runs.csv", seed, n_jobs)
-    table = summarise(tidy, s["dtypes"])
-    fig = draw(tidy, table, s)
-    sweep = tidy.drop(columns=["run_key"])
-    path = plot.save(fig, outdir / "emn_table1.png", {"table1": table, "sweep": sweep})
-    return path, {"table1": table, "sweep": sweep}
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "table1" (ours beside the paper's) and "sweep" (every run; kept in STORE/emn_table1_runs.csv)."""
+    s = settings(size, **overrides)
+    tidy = run_sweeps(s, figures.output_dir(store) / "emn_table1_runs.csv", seed, n_jobs)
+    return figures.Tables({"table1": summarise(tidy, s["dtypes"]), "sweep": tidy.drop(columns=["run_key"])},
+                          extras=s)
 
 
 if __name__ == "__main__":

@@ -44,13 +44,11 @@ Writes figures/large_width.png and figures/large_width.csv; prints each point's 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import cli, plot
+from rmtnet import cli, figures, plot
 from rmtnet.spectra import network
 from rmtnet.spectra import FussCatalan, MarchenkoPastur, mixer
 from rmtnet.spectra.sampling import lanczos, operators
@@ -59,6 +57,12 @@ STEPS = 60
 ROW_NNZ = 64
 COLORS = {"kronecker": "C0", "permuted": "C2", "sparse": "C1"}
 LABELS = {"kronecker": "Mixer: kron(W, V)", "permuted": "RP-Mixer: P(I⊗W)Q(I⊗V)", "sparse": "SW-MLP: (M⊙A)(M′⊙A′)"}
+SIZES = {"tiny": dict(sides=(6, 10)), "quick": dict(sides=(32, 100, 316)), "full": dict(sides=(32, 100, 316, 1000))}
+CLASSICAL, FREE, MP = mixer.kronecker_gram_law(MarchenkoPastur(1.0)), FussCatalan(2), MarchenkoPastur(1.0)
+
+
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("large_width", compute, draw, full, outdir, seed, backend)
 
 
 def _probes(m):
@@ -79,89 +83,88 @@ def _point(operator, m, seed, laws):
     return row, q
 
 
-def main(full=False, outdir="figures", seed=0, backend=None):
-    sides = (32, 100, 316, 1000) if full else (32, 100, 316)
-    net = network.mlp(1, 10, weights="gaussian", activation="linear", q0=1.0)
-    classical, free, mp = mixer.kronecker_gram_law(MarchenkoPastur(1.0)), FussCatalan(2), MarchenkoPastur(1.0)
-    rows, factor_rows, last = [], [], {}
-    for S in sides:
-        m = S * S
-        density = min(1.0 / S, ROW_NNZ / m) if m > 10 ** 5 else 1.0 / S
-        for structure in ("kronecker", "permuted", "sparse"):
+def _network(net, structure, S, density, seed, backend):
+    if structure == "sparse":
+        return operators.sparse_network(net, S, S, density=density, seed=seed, backend=backend)
+    return operators.mixer_network(net, S, S, structure=structure, seed=seed, backend=backend)
+
+
+def _side(net, S, seed, backend, last):
+    """The layer's Gram against the classical and free laws, and its first factor against MP, for every
+    structure at S = C; the Lanczos quadratures of the last side go to ``last``."""
+    m = S * S
+    density = min(1.0 / S, ROW_NNZ / m) if m > 10 ** 5 else 1.0 / S
+    rows, factor_rows = [], []
+    for structure in ("kronecker", "permuted", "sparse"):
+        t0 = time.perf_counter()
+        structured = _network(net, structure, S, density, seed, backend)
+        row, q = _point(structured.jacobian_gram(), m, seed + 1, {"classical": CLASSICAL, "free": FREE})
+        row.update(structure=structure, tokens=S, channels=S, m=m,
+                   row_nnz=density * m if structure == "sparse" else S,
+                   mp_regime=mixer.mp_regime(density, m) if structure == "sparse" else np.nan,
+                   seconds=time.perf_counter() - t0)
+        rows.append(row)
+        print(f"m = {m:>9,d}  {structure:9s}  {row['seconds']:6.1f} s   m2 = {row['m2']:.3f} ± {row['m2_se']:.3f}"
+              f"   top = {row['top']:.3f}   KS classical {row['ks_classical']:.3f}, free {row['ks_free']:.3f}")
+        last[structure] = q
+        # the single factor: the first one of the layer (SW: M ⊙ A, density 1/C; Mixer: kron(W, I_C))
+        if structure != "permuted":
             t0 = time.perf_counter()
-            if structure == "sparse":
-                structured = operators.sparse_network(net, S, S, density=density, seed=seed, backend=backend)
-            else:
-                structured = operators.mixer_network(net, S, S, structure=structure, seed=seed, backend=backend)
-            row, q = _point(structured.jacobian_gram(), m, seed + 1, {"classical": classical, "free": free})
-            row.update(structure=structure, tokens=S, channels=S, m=m,
-                       row_nnz=density * m if structure == "sparse" else S,
-                       mp_regime=mixer.mp_regime(density, m) if structure == "sparse" else np.nan,
-                       seconds=time.perf_counter() - t0)
-            rows.append(row)
-            print(f"m = {m:>9,d}  {structure:9s}  {row['seconds']:6.1f} s   m2 = {row['m2']:.3f} ± {row['m2_se']:.3f}"
-                  f"   top = {row['top']:.3f}   KS classical {row['ks_classical']:.3f}, free {row['ks_free']:.3f}")
-            if S == sides[-1]:
-                last[structure] = q
-            # the single factor: the first one of the layer (SW: M ⊙ A, density 1/C; Mixer: kron(W, I_C))
-            if structure != "permuted":
-                t0 = time.perf_counter()
-                frow, _ = _point(structured.factor_gram(1, 0), m, seed + 2, {"mp": mp})
-                frow.update(structure=structure, m=m, seconds=time.perf_counter() - t0)
-                factor_rows.append(frow)
-                print(f"m = {m:>9,d}  {structure:9s}  one factor {frow['seconds']:5.1f} s   top = {frow['top']:.3f}"
-                      f"   KS to MP(1) {frow['ks_mp']:.3f}")
-            del structured
-    points, factors = pd.DataFrame(rows), pd.DataFrame(factor_rows)
+            frow, _ = _point(structured.factor_gram(1, 0), m, seed + 2, {"mp": MP})
+            frow.update(structure=structure, m=m, seconds=time.perf_counter() - t0)
+            factor_rows.append(frow)
+            print(f"m = {m:>9,d}  {structure:9s}  one factor {frow['seconds']:5.1f} s   top = {frow['top']:.3f}"
+                  f"   KS to MP(1) {frow['ks_mp']:.3f}")
+        del structured
+    return rows, factor_rows
 
-    fig, axes = plt.subplots(1, 5, figsize=(26, 4.6), layout="constrained")
-    ax = axes[0]
-    for s in COLORS:
-        t = points[points.structure == s]
-        ax.plot(t.m, t.top, "o-", color=COLORS[s], label=LABELS[s])
-    ax.axhline(classical.continuous_support()[1], color="C0", ls="--", lw=1, label="classical MP·MP edge 16")
-    ax.axhline(free.continuous_support()[1], color="C2", ls="--", lw=1, label="free MP⊠MP edge 27/4")
-    ax.set(xscale="log", xlabel="effective width m = S·C", ylabel="top Ritz value", title="top of the spectrum")
-    ax.legend(fontsize=7)
 
-    ax = axes[1]
+def compute(size="quick", seed=0, backend=None):
+    """Tables "points" (the layer per structure and width), "factors" (its first factor) and "log density" (the
+    laws and the smoothed spectra at the largest width, as densities of log₁₀ λ)."""
+    s = figures.settings(SIZES, size)
+    net = network.mlp(1, 10, weights="gaussian", activation="linear", q0=1.0)
+    rows, factor_rows, last = [], [], {}
+    for S in s["sides"]:
+        r, f = _side(net, S, seed, backend, last)
+        rows += r
+        factor_rows += f
+    x = np.geomspace(1e-5, 20, 600)
+    curves = {"x": x, "classical_log10_density": np.log(10) * x * CLASSICAL.pdf(x),
+              "free_log10_density": np.log(10) * x * FREE.pdf(x)}
+    for structure, q in last.items():
+        curves[f"{structure}_log10_density"] = np.log(10) * x * q.smoothed(log=True, grid=x).pdf(x)
+    return figures.Tables({"points": pd.DataFrame(rows), "factors": pd.DataFrame(factor_rows),
+                           "log density": pd.DataFrame(curves)}, extras=s)
+
+
+def _draw_points(axes, points):
     for i, s in enumerate(COLORS):
         t = points[points.structure == s]
-        ax.errorbar(t.m * (1 + 0.04 * (i - 1)), t.m2, yerr=t.m2_se, fmt="o-", capsize=3, color=COLORS[s],
-                    label=LABELS[s])
-    ax.axhline(classical.moment(2), color="C0", ls="--", lw=1, label="classical: m₂ = 4")
-    ax.axhline(free.moment(2), color="C2", ls="--", lw=1, label="free: m₂ = 3")
-    ax.set(xscale="log", xlabel="m", ylabel="m₂ = tr((KKᵀ)²)/m (± s.e. over probes)", title="second moment")
-    ax.legend(fontsize=7)
+        axes[0].plot(t.m, t.top, "o-", color=COLORS[s], label=LABELS[s])
+        axes[1].errorbar(t.m * (1 + 0.04 * (i - 1)), t.m2, yerr=t.m2_se, fmt="o-", capsize=3, color=COLORS[s],
+                         label=LABELS[s])
+        axes[2].plot(t.m, t.ks_classical, "o-", color=COLORS[s], label=f"{LABELS[s]} → classical")
+        axes[2].plot(t.m, t.ks_free, "s:", color=COLORS[s], label=f"{LABELS[s]} → free")
+    axes[0].axhline(CLASSICAL.continuous_support()[1], color="C0", ls="--", lw=1, label="classical MP·MP edge 16")
+    axes[0].axhline(FREE.continuous_support()[1], color="C2", ls="--", lw=1, label="free MP⊠MP edge 27/4")
+    figures.style(axes[0], xscale="log", xlabel="effective width m = S·C", ylabel="top Ritz value",
+                  title="top of the spectrum")
+    axes[1].axhline(CLASSICAL.moment(2), color="C0", ls="--", lw=1, label="classical: m₂ = 4")
+    axes[1].axhline(FREE.moment(2), color="C2", ls="--", lw=1, label="free: m₂ = 3")
+    figures.style(axes[1], xscale="log", xlabel="m", ylabel="m₂ = tr((KKᵀ)²)/m (± s.e. over probes)",
+                  title="second moment")
+    figures.style(axes[2], legend=6, xscale="log", yscale="log", xlabel="m", ylabel="KS distance",
+                  title=f"KS to each law ({STEPS} Lanczos steps: floor ≈ 0.02)")
 
-    ax = axes[2]
-    for s in COLORS:
-        t = points[points.structure == s]
-        ax.plot(t.m, t.ks_classical, "o-", color=COLORS[s], label=f"{LABELS[s]} → classical")
-        ax.plot(t.m, t.ks_free, "s:", color=COLORS[s], label=f"{LABELS[s]} → free")
-    ax.set(xscale="log", yscale="log", xlabel="m", ylabel="KS distance",
-           title=f"KS to each law ({STEPS} Lanczos steps: floor ≈ 0.02)")
-    ax.legend(fontsize=6)
 
-    ax = axes[3]
-    x = np.geomspace(1e-5, 20, 600)
-    curves = {"x": x, "classical_log10_density": np.log(10) * x * classical.pdf(x),
-              "free_log10_density": np.log(10) * x * free.pdf(x)}
-    ax.plot(np.log10(x), curves["classical_log10_density"], "k--", lw=1.2, label="classical MP·MP")
-    ax.plot(np.log10(x), curves["free_log10_density"], "k:", lw=1.5, label="free MP⊠MP = FussCatalan(2)")
-    for s, q in last.items():
-        g = q.smoothed(log=True, grid=x)
-        curves[f"{s}_log10_density"] = np.log(10) * x * g.pdf(x)
-        ax.plot(np.log10(x), curves[f"{s}_log10_density"], color=COLORS[s], lw=1.2, label=LABELS[s])
-    ax.set(xlabel="log₁₀ λ", ylabel="density of log₁₀ λ", title=f"m = {sides[-1] ** 2:,}: SLQ smoothed in log x")
-    ax.legend(fontsize=7)
-
-    ax = axes[4]
+def _draw_factors(ax, factors):
     for s in ("kronecker", "sparse"):
         t = factors[factors.structure == s]
         name = "kron(W, I_C) (= RP factor)" if s == "kronecker" else "M ⊙ A"
         ax.plot(t.m, t.ks_mp, "o-", color=COLORS[s], label=f"{name}: KS to MP(1)")
-    ax.set(xscale="log", yscale="log", xlabel="m", ylabel="KS to MP(1)", title="one factor: the MP law (Hayase & Karakida 2024)")
+    ax.set(xscale="log", yscale="log", xlabel="m", ylabel="KS to MP(1)",
+           title="one factor: the MP law (Hayase & Karakida 2024)")
     ax2 = ax.twinx()
     for s in ("kronecker", "sparse"):
         t = factors[factors.structure == s]
@@ -170,11 +173,23 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     ax2.set_ylabel("top Ritz value")
     ax.legend(fontsize=7, loc="upper left")
     ax2.legend(fontsize=7, loc="upper right")
+
+
+def draw(tables):
+    fig, axes = figures.subplots(1, 5, 26 / 5, 4.6)
+    axes = axes[0]
+    _draw_points(axes[:3], tables["points"])
+    curves, ax, side = tables["log density"], axes[3], tables.extras["sides"][-1]
+    log_x = np.log10(curves.x)
+    ax.plot(log_x, curves.classical_log10_density, "k--", lw=1.2, label="classical MP·MP")
+    ax.plot(log_x, curves.free_log10_density, "k:", lw=1.5, label="free MP⊠MP = FussCatalan(2)")
+    for s in COLORS:
+        ax.plot(log_x, curves[f"{s}_log10_density"], color=COLORS[s], lw=1.2, label=LABELS[s])
+    figures.style(ax, xlabel="log₁₀ λ", ylabel="density of log₁₀ λ", title=f"m = {side ** 2:,}: SLQ smoothed in log x")
+    _draw_factors(axes[4], tables["factors"])
     fig.suptitle("One linear Mixer layer x ↦ W X Vᵀ at effective width m = S·C: Kronecker (classical product) vs "
                  "RP and SW-MLP (free product) vs MP (Hayase & Karakida 2024), matrix-free SLQ")
-    tables = {"points": points, "factors": factors, "log density": pd.DataFrame(curves)}
-    path = plot.save(fig, Path(outdir) / "large_width.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":

@@ -21,18 +21,23 @@ Writes figures/mixer_singular_values.png and figures/mixer_singular_values.csv.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-from rmtnet import cli, plot
+from rmtnet import cli, figures, plot
 from rmtnet.nets import MaskedLinear, PermutedMixing, TokenMixing, effective_singular_values
 from rmtnet.spectra import MarchenkoPastur, mixer
 
 GAMMA = 2
+KINDS = {"swmlp": "SW-MLP M ⊙ W", "mixer": "Mixer kron(W, I_C)", "rp": "RP-Mixer P₁(I ⊗ W)P₂"}
+LAW = MarchenkoPastur(1.0 / GAMMA, scale=float(GAMMA))        # nonzero squared singular values
+SIZES = {"tiny": dict(sizes=(4, 6), seeds=2), "quick": dict(sizes=(8, 16, 32, 48), seeds=5),
+         "full": dict(sizes=(8, 16, 32, 64, 96), seeds=5)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("mixer_singular_values", compute, draw, full, outdir, seed, backend)
 
 
 def singular_values(kind, S, seed):
@@ -49,73 +54,71 @@ def singular_values(kind, S, seed):
     return effective_singular_values(holder, tokens=S, channels=C)["layer"]
 
 
-def main(full=False, outdir="figures", seed=0, backend=None):
-    sizes = (8, 16, 32, 64, 96) if full else (8, 16, 32, 48)
-    seeds = range(seed, seed + 5)
-    law = MarchenkoPastur(1.0 / GAMMA, scale=float(GAMMA))        # nonzero squared singular values
+def compute(size="quick", seed=0, backend=None):
+    """Tables "runs" (per model, size and seed), "summary" (per model and width) and the pooled SW-MLP histogram
+    at the largest size; the mean singular values per (model, S) go to the drawing."""
+    s = figures.settings(SIZES, size)
+    seeds = figures.seeds(seed, s["seeds"])
     c_g = mixer.c_gamma(GAMMA)
-    kinds = {"swmlp": "SW-MLP M ⊙ W", "mixer": "Mixer kron(W, I_C)", "rp": "RP-Mixer P₁(I ⊗ W)P₂"}
-    sv = {(k, S): np.array([singular_values(k, S, s) for s in seeds]) for k in kinds for S in sizes}
+    sv = {(k, S): np.array([singular_values(k, S, sd) for sd in seeds]) for k in KINDS for S in s["sizes"]}
     rows = []
     for (k, S), a in sv.items():
-        for s, v in zip(seeds, a):
-            rows.append(dict(model=k, tokens=S, channels=S, width=S * S, density=1.0 / S, seed=s, sv_max=v[0],
+        for sd, v in zip(seeds, a):
+            rows.append(dict(model=k, tokens=S, channels=S, width=S * S, density=1.0 / S, seed=sd, sv_max=v[0],
                              c_gamma=c_g, mp_regime=mixer.mp_regime(1.0 / S, S * S),
-                             ks=plot.ks_distance(law, v ** 2)))
+                             ks=plot.ks_distance(LAW, v ** 2)))
     runs = pd.DataFrame(rows)
-
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.4), layout="constrained")
-    ax = axes[0]
-    colours = plt.cm.viridis(np.linspace(0.0, 0.85, len(sizes)))         # red is kept for c_γ
-    for i, S in enumerate(sizes):
-        mean = sv[("swmlp", S)].mean(0)
-        ax.plot(np.arange(1, mean.size + 1) / mean.size, mean, color=colours[i], lw=1.2,
-                label=f"m = {S * S} (p·m/log m = {mixer.mp_regime(1 / S, S * S):.1f})")
-    u = np.linspace(0.0005, 0.9995, 400)
-    ax.plot(u, np.sqrt(law.quantile(1 - u)), "k--", lw=1, label="MP quantiles")
-    ax.axhline(c_g, color="red", lw=1.2, label=f"c_γ = 1 + √γ = {c_g:.4f}")
-    ax.set(xlabel="rank / m", ylabel="singular value (mean over 5 seeds)", title="SW-MLP, p = 1/C, S = C")
-    ax.legend(fontsize=7)
-
-    ax = axes[1]
-    S = sizes[-1]
-    for i, (k, name) in enumerate(kinds.items()):
-        mean = sv[(k, S)].mean(0)
-        ax.plot(np.arange(1, mean.size + 1) / mean.size, mean, color=f"C{i}", lw=1.2 if k != "rp" else 2.5,
-                alpha=1 if k != "rp" else 0.45, label=name)
-    ax.plot(u, np.sqrt(law.quantile(1 - u)), "k--", lw=1, label="MP quantiles")
-    ax.axhline(c_g, color="red", lw=1.2)
-    ax.set(xlabel="rank / m", title=f"the three models at m = {S * S} (S = C = {S})")
-    ax.legend(fontsize=7)
-
-    ax = axes[2]
     summary = runs.groupby(["model", "width"]).agg(sv_max_mean=("sv_max", "mean"), sv_max_std=("sv_max", "std"),
                                                    ks_mean=("ks", "mean"), mp_regime=("mp_regime", "first"))
-    summary = summary.reset_index()
-    for i, (k, name) in enumerate(kinds.items()):
+    last = s["sizes"][-1]
+    hist = plot.histogram(LAW, sv[("swmlp", last)].ravel() ** 2, label="MarchenkoPastur(1/γ, scale γ)")
+    mean_sv = {key: a.mean(0) for key, a in sv.items()}
+    return figures.Tables({"runs": runs, "summary": summary.reset_index(),
+                           f"swmlp histogram m={last * last}": hist.table},
+                          extras=dict(s, c_gamma=c_g, mean_sv=mean_sv, hist=hist))
+
+
+def _draw_ranks(ax, curves, c_g, legend_edge):
+    u = np.linspace(0.0005, 0.9995, 400)
+    for label, mean, kw in curves:
+        ax.plot(np.arange(1, mean.size + 1) / mean.size, mean, label=label, **kw)
+    ax.plot(u, np.sqrt(LAW.quantile(1 - u)), "k--", lw=1, label="MP quantiles")
+    ax.axhline(c_g, color="red", lw=1.2, **({"label": f"c_γ = 1 + √γ = {c_g:.4f}"} if legend_edge else {}))
+
+
+def draw(tables):
+    x = tables.extras
+    sizes, c_g, sv, S = x["sizes"], x["c_gamma"], x["mean_sv"], x["sizes"][-1]
+    import matplotlib.pyplot as plt
+    fig, axes = figures.subplots(1, 4, 5, 4.4)
+    axes = axes[0]
+    colours = plt.cm.viridis(np.linspace(0.0, 0.85, len(sizes)))         # red is kept for c_γ
+    _draw_ranks(axes[0], [(f"m = {n * n} (p·m/log m = {mixer.mp_regime(1 / n, n * n):.1f})", sv[("swmlp", n)],
+                           dict(color=colours[i], lw=1.2)) for i, n in enumerate(sizes)], c_g, True)
+    figures.style(axes[0], xlabel="rank / m", ylabel=f"singular value (mean over {x['seeds']} seeds)",
+                  title="SW-MLP, p = 1/C, S = C")
+    _draw_ranks(axes[1], [(name, sv[(k, S)], dict(color=f"C{i}", lw=1.2 if k != "rp" else 2.5,
+                                                  alpha=1 if k != "rp" else 0.45))
+                          for i, (k, name) in enumerate(KINDS.items())], c_g, False)
+    figures.style(axes[1], xlabel="rank / m", title=f"the three models at m = {S * S} (S = C = {S})")
+    ax, summary = axes[2], tables["summary"]
+    for i, (k, name) in enumerate(KINDS.items()):
         t = summary[summary.model == k]
         ax.errorbar(t.width * (1 + 0.03 * (i - 1)), t.sv_max_mean, yerr=t.sv_max_std, fmt="o-", capsize=3,
                     color=f"C{i}", label=name)
     ax.axhline(c_g, color="red", lw=1.2, label="c_γ")
-    ax.set(xscale="log", xlabel="effective width m = S·C", ylabel="largest singular value",
-           title="edge against width (mean ± std over seeds)")
     top = ax.secondary_xaxis("top", functions=(lambda m: np.sqrt(np.maximum(m, 1)) / np.log(np.maximum(m, 2)),
                                                lambda r: r))
     top.set_xlabel("p·m / log m = √m / log m", fontsize=8)
-    ax.legend(fontsize=7)
-
-    ax = axes[3]
-    ax, hist = plot.overlay(law, sv[("swmlp", S)].ravel() ** 2, ax=ax, label="MarchenkoPastur(1/γ, scale γ)")
-    ax.set(xlabel="squared singular value", title=f"SW-MLP at m = {S * S}, 5 seeds pooled")
+    figures.style(ax, xscale="log", xlabel="effective width m = S·C", ylabel="largest singular value",
+                  title="edge against width (mean ± std over seeds)")
+    plot.draw_histogram(axes[3], x["hist"])
+    axes[3].set(xlabel="squared singular value", title=f"SW-MLP at m = {S * S}, {x['seeds']} seeds pooled")
     fig.suptitle("Effective weights at initialisation: sparse mask vs Kronecker vs random permutation "
                  "(after Hayase & Karakida 2024, width figure, right)")
-    tables = {"runs": runs, "summary": summary, f"swmlp histogram m={S * S}": hist}
-    path = plot.save(fig, Path(outdir) / "mixer_singular_values.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":
     a = cli.script_args(__doc__, "S = C up to 96 (m = 9216; a few minutes)")
-    p, t = main(a.full, a.outdir, a.seed, a.backend)
-    print(t["summary"].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print("wrote", p)
+    figures.report(main(a.full, a.outdir, a.seed, a.backend), tables=("summary",))

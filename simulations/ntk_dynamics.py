@@ -28,14 +28,11 @@ Quick mode (default): widths 128 and 512, 12 networks each, 300 steps (~10 s). `
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.spectra.network import mlp
 from rmtnet.nets import MLP
 from rmtnet.spectra import kernels, predict
@@ -43,6 +40,14 @@ from rmtnet.spectra import kernels, predict
 N0, N_TRAIN, N_TEST = 8, 48, 64
 SIGMA_W, SIGMA_B = np.sqrt(2.0), 0.1
 N_CHECKPOINTS = 12
+SIZES = {"tiny": dict(widths=(16, 32), n_nets=2, steps=5), "quick": dict(widths=(128, 512), n_nets=12, steps=300),
+         "full": dict(widths=(512, 2048), n_nets=20, steps=2000)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets=None, steps=None):
+    """``widths``, ``n_nets``, ``steps`` override the mode's sizes (the tests use small ones)."""
+    return figures.make("ntk_dynamics", compute, draw, full, outdir, seed, backend, store=outdir, widths=widths,
+                        n_nets=n_nets, steps=steps)
 
 
 def _task(seed=1234):
@@ -84,7 +89,7 @@ def train_run(width, steps, seed):
     opt = torch.optim.SGD(model.parameters(), lr=eta)
     xs, ys, xts = (torch.from_numpy(a) for a in (X, y[:, None], Xt))
     marks = set(_checkpoints(steps).tolist())
-    with torch.no_grad():                       # the initial function, for the control variate of main()
+    with torch.no_grad():                       # the initial function, for the control variate of compute()
         out = {f"f0_train_{i}": float(v) for i, v in enumerate(model(xs)[:, 0])}
         out.update({f"f0_test_{i}": float(v) for i, v in enumerate(model(xts)[:, 0])})
     for k in range(1, steps + 1):
@@ -113,83 +118,91 @@ def _theory(width, steps):
     return pd.DataFrame(rows), final, eta
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, widths=None, n_nets=None, steps=None):
-    """``widths``, ``n_nets``, ``steps`` override the mode's sizes (the tests use small ones)."""
-    w, nn, st = ((512, 2048), 20, 2000) if full else ((128, 512), 12, 300)
-    widths, n_nets, steps = tuple(widths or w), n_nets or nn, steps or st
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    runs = experiments.sweep(train_run, {"width": list(widths), "steps": [steps]}, seeds=range(seed, seed + n_nets),
-                             store=outdir / "ntk_dynamics_runs.csv", progress=False, on_error="raise")
+def _against_theory(r, width, steps):
+    """The networks of one width (their runs ``r``) against the NTK predictor: the test-MSE curve, the gaps of the
+    ensemble mean (plain and with each network's f₀ carried by the linear model subtracted) and the predictions."""
     X, y, Xt, yt = _task()
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), layout="constrained")
-    curves, gaps, preds = [], [], []
     ks = _checkpoints(steps)
-    for j, width in enumerate(widths):
-        r = runs[(runs.width == width) & (runs.steps == steps)]
-        theory, mean_final, eta = _theory(width, steps)
-        mse = r[[f"mse_{k}" for k in ks]].to_numpy()
-        theory["mse_nets"] = mse.mean(axis=0)
-        theory["mse_nets_se"] = mse.std(axis=0, ddof=1) / np.sqrt(len(r))
-        theory["learning_rate"] = eta
+    theory, mean_final, eta = _theory(width, steps)
+    mse = r[[f"mse_{k}" for k in ks]].to_numpy()
+    theory["mse_nets"] = mse.mean(axis=0)
+    theory["mse_nets_se"] = mse.std(axis=0, ddof=1) / np.sqrt(len(r))
+    theory["learning_rate"] = eta
+    P = r[[f"pred_{i}" for i in range(N_TEST)]].to_numpy()             # networks × test points
+    m, se = P.mean(axis=0), P.std(axis=0, ddof=1) / np.sqrt(len(P))
+    # control variate: each network's own initial function f₀ carried by the linear model,
+    # f₀(X*) − Θ*Θ⁻¹(I − (I − ηΘ/N)^k) f₀(X), has mean 0 over the ensemble; subtracted, the mean residual
+    # measures the networks' departure from the linear model without the spread of f₀ (≈ √K(x*, x*)/√nets)
+    F0 = r[[f"f0_train_{i}" for i in range(N_TRAIN)]].to_numpy().T          # train points × networks
+    carried, _ = predict.ntk_predict(_net(width), X, F0, Xt, learning_rate=eta, steps=steps,
+                                     parameterization="standard")
+    resid = P - mean_final - (r[[f"f0_test_{i}" for i in range(N_TEST)]].to_numpy() - carried.T)
+    cv, cv_se = resid.mean(axis=0), resid.std(axis=0, ddof=1) / np.sqrt(len(resid))
+    gap = {"width": width, "rms_gap": float(np.sqrt(np.mean((m - mean_final) ** 2))),
+           "rms_se_of_mean": float(np.sqrt(np.mean(se ** 2))),
+           "rms_gap_cv": float(np.sqrt(np.mean(cv ** 2))), "rms_se_cv": float(np.sqrt(np.mean(cv_se ** 2))),
+           "rms_network_vs_linear": float(np.sqrt(np.mean(resid ** 2))), "n_nets": len(P), "steps": steps}
+    pred = pd.DataFrame({"width": width, "test_point": np.arange(N_TEST), "y": yt, "nets_mean": m, "nets_se": se,
+                         "ntk_mean": mean_final})
+    return theory, gap, pred
+
+
+def compute(size="quick", seed=0, backend=None, store="figures", widths=None, n_nets=None, steps=None):
+    """Tables "test MSE against step", "gap against width" and "predictions"; the trained networks' runs are kept
+    in STORE/ntk_dynamics_runs.csv. ``widths``, ``n_nets``, ``steps`` override the size's (the tests use small
+    ones)."""
+    s = figures.settings(SIZES, size, **{k: v for k, v in dict(widths=widths, n_nets=n_nets, steps=steps).items()
+                                         if v})
+    widths, n_nets, steps = tuple(s["widths"]), s["n_nets"], s["steps"]
+    runs = experiments.sweep(train_run, {"width": list(widths), "steps": [steps]}, seeds=figures.seeds(seed, n_nets),
+                             store=figures.output_dir(store) / "ntk_dynamics_runs.csv", progress=False,
+                             on_error="raise")
+    curves, gaps, preds = [], [], []
+    for width in widths:
+        theory, gap, pred = _against_theory(runs[(runs.width == width) & (runs.steps == steps)], width, steps)
         curves.append(theory)
-        c = f"C{j}"
-        axes[0].errorbar(ks, theory.mse_nets, yerr=theory.mse_nets_se, fmt="o", ms=3.5, color=c, capsize=2,
-                         label=f"W = {width}: {len(r)} trained networks")
-        axes[0].plot(ks, theory.mse_theory, color=c, lw=1.4, label=f"W = {width}: NTK ensemble prediction")
-        P = r[[f"pred_{i}" for i in range(N_TEST)]].to_numpy()             # networks × test points
-        m, se = P.mean(axis=0), P.std(axis=0, ddof=1) / np.sqrt(len(P))
-        gap = float(np.sqrt(np.mean((m - mean_final) ** 2)))
-        gap_se = float(np.sqrt(np.mean(se ** 2)))
-        # control variate: each network's own initial function f₀ carried by the linear model,
-        # f₀(X*) − Θ*Θ⁻¹(I − (I − ηΘ/N)^k) f₀(X), has mean 0 over the ensemble; subtracted, the mean residual
-        # measures the networks' departure from the linear model without the spread of f₀ (≈ √K(x*, x*)/√nets)
-        F0 = r[[f"f0_train_{i}" for i in range(N_TRAIN)]].to_numpy().T          # train points × networks
-        carried, _ = predict.ntk_predict(_net(width), X, F0, Xt, learning_rate=eta, steps=steps,
-                                         parameterization="standard")
-        resid = P - mean_final - (r[[f"f0_test_{i}" for i in range(N_TEST)]].to_numpy() - carried.T)
-        cv, cv_se = resid.mean(axis=0), resid.std(axis=0, ddof=1) / np.sqrt(len(resid))
-        gaps.append({"width": width, "rms_gap": gap, "rms_se_of_mean": gap_se,
-                     "rms_gap_cv": float(np.sqrt(np.mean(cv ** 2))), "rms_se_cv": float(np.sqrt(np.mean(cv_se ** 2))),
-                     "rms_network_vs_linear": float(np.sqrt(np.mean(resid ** 2))),
-                     "n_nets": len(P), "steps": steps})
-        preds.append(pd.DataFrame({"width": width, "test_point": np.arange(N_TEST), "y": yt, "nets_mean": m,
-                                   "nets_se": se, "ntk_mean": mean_final}))
-        axes[1].errorbar(mean_final, m, yerr=se, fmt="o", ms=3, color=c, capsize=1.5,
-                         label=f"W = {width}: rms gap {gap:.3f} (SE of the mean {gap_se:.3f})")
+        gaps.append(gap)
+        preds.append(pred)
+    X, y, Xt, yt = _task()
     nngp_mean, nngp_var = predict.nngp_regression(_net(widths[-1]), X, y, Xt, noise=1e-4)
-    nngp_mse = float(np.mean((nngp_mean - yt) ** 2) + np.mean(nngp_var))
+    curves = pd.concat(curves, ignore_index=True)
+    curves.attrs.update(nngp_mse=float(np.mean((nngp_mean - yt) ** 2) + np.mean(nngp_var)))
+    return figures.Tables({"test MSE against step": curves, "gap against width": pd.DataFrame(gaps),
+                           "predictions": pd.concat(preds, ignore_index=True)}, extras=s)
+
+
+def draw(tables):
+    curves, g, preds = tables["test MSE against step"], tables["gap against width"], tables["predictions"]
+    steps, n_nets = tables.extras["steps"], tables.extras["n_nets"]
+    fig, axes = figures.subplots(1, 3, 17 / 3, 4.8)
+    axes = axes[0]
+    for j, gap in enumerate(g.itertuples()):
+        c, t, p = f"C{j}", curves[curves.width == gap.width], preds[preds.width == gap.width]
+        axes[0].errorbar(t.step, t.mse_nets, yerr=t.mse_nets_se, fmt="o", ms=3.5, color=c, capsize=2,
+                         label=f"W = {gap.width}: {gap.n_nets} trained networks")
+        axes[0].plot(t.step, t.mse_theory, color=c, lw=1.4, label=f"W = {gap.width}: NTK ensemble prediction")
+        axes[1].errorbar(p.ntk_mean, p.nets_mean, yerr=p.nets_se, fmt="o", ms=3, color=c, capsize=1.5,
+                         label=f"W = {gap.width}: rms gap {gap.rms_gap:.3f} (SE of the mean {gap.rms_se_of_mean:.3f})")
+    nngp_mse = curves.attrs["nngp_mse"]
     axes[0].axhline(nngp_mse, color="k", ls="--", lw=1, label=f"NNGP posterior (expected MSE {nngp_mse:.3f})")
-    axes[0].set(xscale="log", yscale="log", xlabel="gradient-descent step k", ylabel="test MSE",
-                title=f"Full-batch GD, ReLU depth 3, η = N/λ_max(Θ)\ntest MSE: networks (dots) and the NTK "
-                      "predictor (lines)")
-    axes[0].legend(fontsize=7)
-    lim = [float(min(p.ntk_mean.min() for p in preds)), float(max(p.ntk_mean.max() for p in preds))]
+    figures.style(axes[0], xscale="log", yscale="log", xlabel="gradient-descent step k", ylabel="test MSE",
+                  title="Full-batch GD, ReLU depth 3, η = N/λ_max(Θ)\ntest MSE: networks (dots) and the NTK "
+                        "predictor (lines)")
+    lim = [float(preds.ntk_mean.min()), float(preds.ntk_mean.max())]
     axes[1].plot(lim, lim, "k--", lw=1)
-    axes[1].set(xlabel=f"NTK predicted mean at step {steps}", ylabel="mean over trained networks",
-                title="Ensemble mean: networks against the infinite-width prediction")
-    axes[1].legend(fontsize=7)
-    g = pd.DataFrame(gaps)
+    figures.style(axes[1], xlabel=f"NTK predicted mean at step {steps}", ylabel="mean over trained networks",
+                  title="Ensemble mean: networks against the infinite-width prediction")
     axes[2].errorbar(g.width, g.rms_gap, yerr=g.rms_se_of_mean, fmt="o-", capsize=3,
                      label="networks' mean − NTK mean (± SE of the mean)")
     axes[2].errorbar(g.width, g.rms_gap_cv, yerr=g.rms_se_cv, fmt="s-", capsize=3,
                      label="the same with each network's f₀ carried by the linear model subtracted")
     axes[2].plot(g.width, g.rms_network_vs_linear, "^-", label="one network against its own linear model (rms)")
-    axes[2].set(xscale="log", yscale="log", xlabel="width W", ylabel="rms (networks' mean − NTK mean)",
-                title=f"Networks against the NTK predictor, by width ({n_nets} networks per width)")
-    axes[2].legend(fontsize=7)
+    figures.style(axes[2], xscale="log", yscale="log", xlabel="width W", ylabel="rms (networks' mean − NTK mean)",
+                  title=f"Networks against the NTK predictor, by width ({n_nets} networks per width)")
     fig.suptitle("Wide networks trained by gradient descent against the NTK ensemble predictor (Lee et al. 2019)")
-    curves = pd.concat(curves, ignore_index=True)
-    curves.attrs.update(nngp_mse=nngp_mse)
-    tables = {"test MSE against step": curves, "gap against width": g, "predictions": pd.concat(preds,
-                                                                                               ignore_index=True)}
-    path = plot.save(fig, outdir / "ntk_dynamics.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":
     a = cli.script_args(__doc__, "widths 512 and 2048, 2000 steps")
-    p, t = main(a.full, a.outdir, a.seed, a.backend)
-    print(t["gap against width"].to_string(index=False))
-    print(t["test MSE against step"].to_string(index=False))
-    print("wrote", p)
+    figures.report(main(a.full, a.outdir, a.seed, a.backend), tables=("gap against width", "test MSE against step"))

@@ -26,21 +26,26 @@ Writes figures/ntk_over_data.png and figures/ntk_over_data.csv.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from rmtnet import backend as B
-from rmtnet import cli, plot
+from rmtnet import cli, figures, plot
 from rmtnet.spectra.network import mlp
 from rmtnet.nets import data
 from rmtnet.spectra import ck_law, ntk_law
 from rmtnet.spectra.sampling import montecarlo
 from rmtnet.spectra.measures import Empirical
 
-DIGITS_N = 60
+DATA = ("digits", "MNIST-5k")
+SIZES = {"tiny": dict(n=40, n_nets=1, digits_n=20, depths=(1,), data=()),
+         "quick": dict(n=400, n_nets=2, digits_n=60, depths=(1, 2, 3), data=DATA),
+         "full": dict(n=1500, n_nets=4, digits_n=60, depths=(1, 2, 3), data=DATA)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None):
+    """``n``, ``n_nets`` override the mode's sizes (the tests use small ones)."""
+    return figures.make("ntk_over_data", compute, draw, full, outdir, seed, backend, n=n, n_nets=n_nets)
 
 
 def _net(act, depth, n, d0):
@@ -57,76 +62,105 @@ def _images(name, n, seed):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).T
 
 
-def _panel(ax, law, eig, title, rows, finite=None):
-    """Histogram of ``eig`` under ``law``; with ``finite`` (ntk_law's finite-width law) also that law, dashed, and
-    its KS distance."""
-    _, table = plot.overlay(law, eig, ax=ax, bins=60, label="limit law")
-    ks = table.attrs["ks"]
-    row = {"kernel and setting": title.replace("\n", " "), "ks": ks, "n_eigenvalues": eig.size}
+def _panel(law, eig, title, rows, extras, finite=None):
+    """The histogram of ``eig`` under ``law`` (its table, and what the drawing needs in ``extras[title]``); with
+    ``finite`` (ntk_law's finite-width law) also that law's density at the bin centres and its KS distance. The
+    panel's summary row goes to ``rows``."""
+    h = plot.histogram(law, eig, bins=60, label="limit law")
+    table = h.table
+    row = {"kernel and setting": title.replace("\n", " "), "ks": h.ks, "n_eigenvalues": eig.size}
     if finite is not None:
-        row["ks_finite_width"] = ks_f = plot.ks_distance(finite, eig)
-        lo, hi = min(finite.hull()[0], ax.get_xlim()[0]), ax.get_xlim()[1]
-        x = np.linspace(lo, hi, 400)                    # the smeared lower edge lies below the limit's support
-        ax.set_xlim(lo, hi)
+        row["ks_finite_width"] = plot.ks_distance(finite, eig)
         table["finite_width_density"] = finite.pdf(table["x"].to_numpy())
-        ax.plot(x, finite.pdf(x), "--", color="C3", lw=1.2, label=f"finite-width law (KS {ks_f:.3f})")
-        ax.legend(fontsize=7)
-        title = f"{title}\nKS {ks:.3f}, finite width {ks_f:.3f}"
-    else:
-        title = f"{title}\nKS {ks:.3f}"
-    ax.set(title=title, xlabel="eigenvalue", ylabel="density")
+    extras[title] = (h, finite, row.get("ks_finite_width"))
     rows.append(row)
     return table
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None):
-    """``n``, ``n_nets`` override the mode's sizes (the tests use small ones)."""
-    n0, nn = (1500, 4) if full else (400, 2)
-    n, n_nets = n or n0, n_nets or nn
-    fig, axes = plt.subplots(3, 6, figsize=(26, 12), layout="constrained")
-    tables, summary = {}, []
-    for i, act in enumerate(("relu", "tanh")):
-        for depth in (1, 2, 3):
+def _gaussian_panels(s, seed, backend, tables, summary):
+    n, n_nets = s["n"], s["n_nets"]
+    for act in ("relu", "tanh"):
+        for depth in s["depths"]:
             net = _net(act, depth, n, 2 * n)
             ck = montecarlo.sample_ck_eigs(net, n, n_samples=n_nets, seed=seed + depth, backend=backend)
             ntk = montecarlo.sample_ntk_eigs(net, n, n_samples=n_nets, seed=seed + depth, backend=backend,
                                              readout="sphere")
             finite = ntk_law(net, n, finite_width=True) if act == "relu" and depth > 1 else None
-            for k, (name, law, eig) in enumerate((("CK", ck_law(net, n), ck), ("NTK", ntk_law(net, n), ntk))):
+            for name, law, eig in (("CK", ck_law(net, n), ck), ("NTK", ntk_law(net, n), ntk)):
                 title = f"{name}, {act}, depth {depth}, Gaussian data"
-                tables[title] = _panel(axes[i, 2 * (depth - 1) + k], law, B.to_numpy(eig), title, summary,
+                tables[title] = _panel(law, B.to_numpy(eig), title, summary, tables.extras,
                                        finite if name == "NTK" else None)
-    for j, name in enumerate(("digits", "MNIST-5k")):
+
+
+def _data_panels(s, seed, backend, tables, summary):
+    for name in s["data"]:
         # digits have d₀ = 64 pixels: with n ≫ d₀ the inputs are far from orthonormal (X₀ᵀX₀ is 84 % zeros at
         # n = 400) and the law's bands splinter; they are taken at n = 60 (γ₀ ≈ 0.94), over more networks
-        m, nets = (DIGITS_N, max(n_nets, 1) * n // DIGITS_N) if name == "digits" else (n, n_nets)
+        m, nets = ((s["digits_n"], max(s["n_nets"], 1) * s["n"] // s["digits_n"]) if name == "digits" else
+                   (s["n"], s["n_nets"]))
         X0 = _images("digits" if name == "digits" else "mnist5k", m, seed)
         d0 = X0.shape[0]
         net = mlp(3, widths=[d0, 2 * m, 2 * m, 1], activation="tanh",     # γ_ℓ = 0.5: no hard edge at 0
                   last_activation=False)
         gram = np.linalg.eigvalsh(X0.T @ X0)
+        tables.extras[f"{name} input"] = (gram, m, d0)
         input_law = Empirical(np.maximum(gram, 0.0))
-        ax = axes[2, 3 * j]
-        ax.hist(gram, bins=80, density=True, color="C2", alpha=0.5)
-        ax.set(yscale="log", xlabel="eigenvalue", ylabel="density",
-               title=f"{name}: spectrum of X₀ᵀX₀ (n = {m}, d₀ = {d0})\nthe input law of the theory")
         K, grams = montecarlo.sample_ntk(net, m, X=X0, n_samples=nets, seed=seed, backend=backend,
                                          readout="sphere", return_parts=True)
         ck = np.linalg.eigvalsh(B.to_numpy(grams[-1])).ravel()
         ntk = np.linalg.eigvalsh(B.to_numpy(K)).ravel()
-        for k, (kind, law, eig) in enumerate((("CK", ck_law(net, m, input_law=input_law), ck),
-                                             ("NTK", ntk_law(net, m, input_law=input_law), ntk))):
+        for kind, law, eig in (("CK", ck_law(net, m, input_law=input_law), ck),
+                               ("NTK", ntk_law(net, m, input_law=input_law), ntk)):
             title = f"{kind}, tanh, depth 2, {name} (n = {m}, {nets} networks)"
-            tables[title] = _panel(axes[2, 3 * j + 1 + k], law, eig, title, summary)
-    fig.suptitle(f"Conjugate kernel and NTK spectra over data (Fan & Wang 2020): limit laws (lines) over {n_nets} "
-                 f"random networks each (histograms), n = {n}")
-    tables = {"summary": pd.DataFrame(summary), **tables}
-    path = plot.save(fig, Path(outdir) / "ntk_over_data.png", tables)
-    return path, tables
+            tables[title] = _panel(law, eig, title, summary, tables.extras)
+
+
+def compute(size="quick", seed=0, backend=None, n=None, n_nets=None):
+    """Table "summary" (KS per panel), then one histogram table per panel. ``n``, ``n_nets`` override the size's
+    (the tests use small ones)."""
+    s = figures.settings(SIZES, size, **{k: v for k, v in dict(n=n, n_nets=n_nets).items() if v})
+    panels, summary = figures.Tables(extras=s), []
+    _gaussian_panels(s, seed, backend, panels, summary)
+    _data_panels(s, seed, backend, panels, summary)
+    return figures.Tables({"summary": pd.DataFrame(summary), **panels}, extras=panels.extras)
+
+
+def _draw_panel(ax, title, extra):
+    h, finite, ks_f = extra
+    plot.draw_histogram(ax, h)
+    if finite is not None:
+        lo, hi = min(finite.hull()[0], ax.get_xlim()[0]), ax.get_xlim()[1]
+        x = np.linspace(lo, hi, 400)                    # the smeared lower edge lies below the limit's support
+        ax.set_xlim(lo, hi)
+        ax.plot(x, finite.pdf(x), "--", color="C3", lw=1.2, label=f"finite-width law (KS {ks_f:.3f})")
+        ax.legend(fontsize=7)
+        title = f"{title}\nKS {h.ks:.3f}, finite width {ks_f:.3f}"
+    else:
+        title = f"{title}\nKS {h.ks:.3f}"
+    ax.set(title=title, xlabel="eigenvalue", ylabel="density")
+
+
+def draw(tables):
+    x = tables.extras
+    per_row = 2 * len(x["depths"])                       # (CK, NTK) per depth, a row per activation
+    fig, axes = figures.subplots(2 + bool(x["data"]), max(per_row, 3 * len(x["data"])), 26 / 6, 4)
+    titles = [t for t in tables if t != "summary"]
+    gaussian, over_data = titles[:2 * per_row], titles[2 * per_row:]
+    for k, title in enumerate(gaussian):
+        _draw_panel(axes[divmod(k, per_row)], title, x[title])
+    for j, name in enumerate(x["data"]):
+        gram, m, d0 = x[f"{name} input"]
+        ax = axes[2, 3 * j]
+        ax.hist(gram, bins=80, density=True, color="C2", alpha=0.5)
+        ax.set(yscale="log", xlabel="eigenvalue", ylabel="density",
+               title=f"{name}: spectrum of X₀ᵀX₀ (n = {m}, d₀ = {d0})\nthe input law of the theory")
+        for k in range(2):
+            _draw_panel(axes[2, 3 * j + 1 + k], over_data[2 * j + k], x[over_data[2 * j + k]])
+    fig.suptitle(f"Conjugate kernel and NTK spectra over data (Fan & Wang 2020): limit laws (lines) over "
+                 f"{x['n_nets']} random networks each (histograms), n = {x['n']}")
+    return fig
 
 
 if __name__ == "__main__":
     a = cli.script_args(__doc__, "n = 1500, 4 networks per panel")
-    p, t = main(a.full, a.outdir, a.seed, a.backend)
-    print(t["summary"].to_string(index=False))
-    print("wrote", p)
+    figures.report(main(a.full, a.outdir, a.seed, a.backend), tables=("summary",))

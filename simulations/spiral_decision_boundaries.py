@@ -20,26 +20,33 @@ resumes). Writes figures/spiral_decision_boundaries.png and .csv (panels "cells"
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.nets import ensembles as E
 from rmtnet.nets.data import spirals
 from rmtnet.studies.subnetwork_ensembles import spiral_parent, spiral_run
 
 TARGET_KL = 0.02
+LIM = 1.3                 # the drawn square [-LIM, LIM]²
+SIZES = {"tiny": dict(sigmas=(0.1,), sparsities=(0.0, 0.5), n_draws=2, resolution=20),
+         "quick": dict(sigmas=(0.05, 0.1, 0.15, 0.2, 0.25), sparsities=(0.0, 0.3, 0.6, 0.9), n_draws=8,
+                       resolution=150),
+         "full": dict(sigmas=(0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25),
+                      sparsities=(0.0, 0.2, 0.4, 0.6, 0.8, 0.9), n_draws=32, resolution=200)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=1, **overrides):
+    return figures.make("spiral_decision_boundaries", compute, draw, full, outdir, seed, backend, store=outdir,
+                        n_jobs=n_jobs, **overrides)
 
 
 def settings(full, **overrides):
-    s = (dict(sigmas=(0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25),
-              sparsities=(0.0, 0.2, 0.4, 0.6, 0.8, 0.9), n_draws=32, resolution=200) if full else
-         dict(sigmas=(0.05, 0.1, 0.15, 0.2, 0.25), sparsities=(0.0, 0.3, 0.6, 0.9), n_draws=8, resolution=150))
-    return {**s, **overrides}
+    """σ grid, sparsities, children per cell and the drawn grid's resolution of quick or full mode, or of a size by
+    name (``overrides`` replace any of them)."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 @torch.no_grad()
@@ -48,62 +55,81 @@ def _boundary(model, xx, yy):
     return E.ensemble_predict([model], grid)[:, 1].numpy().reshape(xx.shape)
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=1, **overrides):
-    s = settings(full, **overrides)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    grid = [dict(sigma=float(a), sparsity=float(b), n_draws=int(s["n_draws"])) for b in s["sparsities"]
-            for a in s["sigmas"]]
-    cells = experiments.sweep(spiral_run, grid, seeds=[seed], store=outdir / "spiral_decision_boundaries_runs.csv",
-                              n_jobs=n_jobs)
-    data = spirals(seed=0)
-    parent = spiral_parent(seed)
+def _trust_region(parent, data, s, seed):
+    """Per sparsity, the σ at which the children reach the target KL (rmtnet.nets.ensembles.trust_region_search)."""
     region = []
     for sp in s["sparsities"]:
         tr = E.trust_region_search(parent, data.x_test, target_kl=TARGET_KL, y=data.y_test, sparsities=(sp,),
                                    sigmas=np.geomspace(1e-3, 1.0, 16), n_draws=s["n_draws"], seed=seed)
         region.append(dict(sparsity=sp, sigma=tr.sigma, kl=tr.kl, child_accuracy=tr.accuracy, reached=tr.reached,
                            target_kl=TARGET_KL))
-    region = pd.DataFrame(region)
+    return pd.DataFrame(region)
 
-    lim = 1.3
-    xx, yy = np.meshgrid(np.linspace(-lim, lim, s["resolution"]), np.linspace(-lim, lim, s["resolution"]))
-    x_test, y_test = data.x_test.numpy(), data.y_test.numpy()
-    n_rows, n_cols = len(s["sparsities"]), len(s["sigmas"])
+
+def _boundaries(parent, s, seed):
+    """The class-1 probability over the drawn grid of the parent and of the first child of every (σ, sparsity)."""
+    xx, yy = np.meshgrid(np.linspace(-LIM, LIM, s["resolution"]), np.linspace(-LIM, LIM, s["resolution"]))
+    out = {"parent": _boundary(parent, xx, yy)}
+    for sp in s["sparsities"]:
+        for sig in s["sigmas"]:
+            child = E.noisy_children(parent, int(s["n_draws"]), float(sig), float(sp), seed=seed)[0]
+            out[(sig, sp)] = _boundary(child, xx, yy)
+    return xx, yy, out
+
+
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=1, **overrides):
+    """Tables "cells" (KL and accuracy of the children per σ and sparsity; kept in
+    STORE/spiral_decision_boundaries_runs.csv) and "trust_region"; the decision boundaries go to the drawing."""
+    s = settings(size, **overrides)
+    grid = [dict(sigma=float(a), sparsity=float(b), n_draws=int(s["n_draws"])) for b in s["sparsities"]
+            for a in s["sigmas"]]
+    cells = experiments.sweep(spiral_run, grid, seeds=[seed],
+                              store=figures.output_dir(store) / "spiral_decision_boundaries_runs.csv", n_jobs=n_jobs)
+    data = spirals(seed=0)
+    parent = spiral_parent(seed)
+    region = _trust_region(parent, data, s, seed)
+    xx, yy, maps = _boundaries(parent, s, seed)
+    return figures.Tables({"cells": cells.copy(), "trust_region": region},
+                          extras=dict(s, xx=xx, yy=yy, maps=maps, x_test=data.x_test.numpy(),
+                                      y_test=data.y_test.numpy()))
+
+
+def _draw_kl(ax, cells, region, sparsities):
+    for k, sp in enumerate(sparsities):
+        t = cells[cells.sparsity == float(sp)].sort_values("sigma")
+        ax.errorbar(t.sigma, t.kl, yerr=t.kl_std, fmt="o-", ms=3, capsize=2, color=f"C{k}", label=f"sparsity {sp:g}")
+        r = region[region.sparsity == sp].iloc[0]
+        ax.plot([r.sigma], [r.kl], "*", ms=9, color=f"C{k}", mec="k")
+    ax.axhline(TARGET_KL, color="0.4", ls=":", lw=1, label=f"Δ = {TARGET_KL} (★ trust-region σ)")
+    ax.axhspan(0.02, 0.05, color="0.85", zorder=0, label="KL 0.02–0.05 (thesis: degradation starts)")
+    figures.style(ax, legend=6, yscale="log", xlabel="σ", ylabel="KL(parent ‖ child), mean ± std over children")
+
+
+def draw(tables):
+    import matplotlib.pyplot as plt
+    x, cells = tables.extras, tables["cells"]
+    n_rows, n_cols = len(x["sparsities"]), len(x["sigmas"])
     fig = plt.figure(figsize=(2.3 * (n_cols + 1.6), 2.3 * n_rows + 0.6), layout="constrained")
     gs = fig.add_gridspec(n_rows, n_cols + 1, width_ratios=[1.6] + [1] * n_cols)
 
-    def draw(ax, model, title):
-        ax.contourf(xx, yy, _boundary(model, xx, yy), levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.75)
-        ax.scatter(x_test[:, 0], x_test[:, 1], c=y_test, cmap="RdBu_r", s=4, edgecolors="k", linewidths=0.2)
-        ax.set(xticks=[], yticks=[], xlim=(-lim, lim), ylim=(-lim, lim))
+    def panel(ax, key, title):
+        ax.contourf(x["xx"], x["yy"], x["maps"][key], levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.75)
+        ax.scatter(x["x_test"][:, 0], x["x_test"][:, 1], c=x["y_test"], cmap="RdBu_r", s=4, edgecolors="k",
+                   linewidths=0.2)
+        ax.set(xticks=[], yticks=[], xlim=(-LIM, LIM), ylim=(-LIM, LIM))
         ax.set_title(title, fontsize=7)
 
-    parent_acc = float(cells.parent_accuracy.iloc[0])
-    draw(fig.add_subplot(gs[0, 0]), parent, f"parent (test acc {parent_acc:.3f})")
-    ax_kl = fig.add_subplot(gs[1:, 0]) if n_rows > 1 else None
-    for i, sp in enumerate(s["sparsities"]):
-        for j, sig in enumerate(s["sigmas"]):
+    panel(fig.add_subplot(gs[0, 0]), "parent", f"parent (test acc {float(cells.parent_accuracy.iloc[0]):.3f})")
+    for i, sp in enumerate(x["sparsities"]):
+        for j, sig in enumerate(x["sigmas"]):
             row = cells[(cells.sigma == float(sig)) & (cells.sparsity == float(sp))].iloc[0]
-            child = E.noisy_children(parent, int(s["n_draws"]), float(sig), float(sp), seed=seed)[0]
-            ax = fig.add_subplot(gs[i, j + 1])
-            draw(ax, child, f"σ={sig:g}, sparsity={sp:g}\nKL={row.kl:.3f}, acc={row.child_accuracy:.3f}")
-    if ax_kl is not None:
-        for k, sp in enumerate(s["sparsities"]):
-            t = cells[cells.sparsity == float(sp)].sort_values("sigma")
-            ax_kl.errorbar(t.sigma, t.kl, yerr=t.kl_std, fmt="o-", ms=3, capsize=2, color=f"C{k}",
-                           label=f"sparsity {sp:g}")
-            r = region[region.sparsity == sp].iloc[0]
-            ax_kl.plot([r.sigma], [r.kl], "*", ms=9, color=f"C{k}", mec="k")
-        ax_kl.axhline(TARGET_KL, color="0.4", ls=":", lw=1, label=f"Δ = {TARGET_KL} (★ trust-region σ)")
-        ax_kl.axhspan(0.02, 0.05, color="0.85", zorder=0, label="KL 0.02–0.05 (thesis: degradation starts)")
-        ax_kl.set(yscale="log", xlabel="σ", ylabel="KL(parent ‖ child), mean ± std over children")
-        ax_kl.legend(fontsize=6)
+            panel(fig.add_subplot(gs[i, j + 1]), (sig, sp),
+                  f"σ={sig:g}, sparsity={sp:g}\nKL={row.kl:.3f}, acc={row.child_accuracy:.3f}")
+    if n_rows > 1:
+        _draw_kl(fig.add_subplot(gs[1:, 0]), cells, tables["trust_region"], x["sparsities"])
     fig.suptitle("Noisy subnetwork children of a spiral MLP: decision boundaries over σ × mutation sparsity "
                  "(Whitaker 2023, Fig. 4.2)", fontsize=10)
-    tables = {"cells": cells.copy(), "trust_region": region}
-    path = plot.save(fig, outdir / "spiral_decision_boundaries.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":

@@ -33,24 +33,31 @@ pruned at 50 % to recover — the children's ensemble does not even beat its own
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.studies.subnetwork_ensembles import budget_run
 
 LABELS = {"independent": "Independent", "dropout": "Dropout", "bagging": "Bagging", "sse_r": "SSE (R)",
           "sse_np": "SSE (NP)"}
 METRICS = ("accuracy", "nll", "ece", "disagreement", "correlation", "kl", "member_accuracy")
+ORDER = ["independent", "dropout", "bagging", "sse_r", "sse_np"]
+SIZES = {"tiny": dict(datasets=("digits",), seeds=2, draws=2, batch_sizes=(32,), width=16),
+         "quick": dict(datasets=("mnist5k", "digits"), seeds=4, draws=2, batch_sizes=(32,), width=256),
+         "full": dict(datasets=("mnist5k", "digits"), seeds=10, draws=6, batch_sizes=(32, 128), width=256)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    return figures.make("subnetwork_ensembles", compute, draw, full, outdir, seed, backend, store=outdir,
+                        n_jobs=n_jobs, **overrides)
 
 
 def settings(full, **overrides):
-    s = (dict(datasets=("mnist5k", "digits"), seeds=10, draws=6, batch_sizes=(32, 128), width=256) if full else
-         dict(datasets=("mnist5k", "digits"), seeds=4, draws=2, batch_sizes=(32,), width=256))
-    return {**s, **overrides}
+    """Data sets, seeds, mask draws, batch sizes and width of quick or full mode, or of a size by name
+    (``overrides`` replace any of them)."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 def grid(s):
@@ -139,57 +146,63 @@ def variance(runs):
     return out
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    s = settings(full, **overrides)
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    runs = experiments.sweep(budget_run, grid(s), seeds=range(seed, seed + s["seeds"]),
-                             store=outdir / "subnetwork_ensembles_runs.csv", n_jobs=n_jobs)
-    summary, eff, var = summarise(runs), effects(runs), variance(runs)
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "summary" (per data set, batch size and method), "effects" (paired differences), "variance" (spread
+    of the SSE ensembles) and "runs" (kept in STORE/subnetwork_ensembles_runs.csv)."""
+    s = settings(size, **overrides)
+    runs = experiments.sweep(budget_run, grid(s), seeds=figures.seeds(seed, s["seeds"]),
+                             store=figures.output_dir(store) / "subnetwork_ensembles_runs.csv", n_jobs=n_jobs)
+    return figures.Tables({"summary": summarise(runs), "effects": effects(runs), "variance": variance(runs),
+                           "runs": runs.copy()}, extras=s)
 
+
+def _draw_metric(ax, t, st, metric, name, title):
+    """Mean ± SE of one metric per method (bars), each seed (dots), the SSE parent after 8 epochs (dashed)."""
+    pos = np.arange(len(ORDER))
+    ax.bar(pos, t.loc[ORDER, f"{metric}_mean"], yerr=t.loc[ORDER, f"{metric}_se"], capsize=4,
+           color=[f"C{i}" for i in range(len(ORDER))], alpha=0.75)
+    for i, m in enumerate(ORDER):
+        v = st[st.method == m][metric]
+        ax.plot(np.full(len(v), i) + np.linspace(-0.2, 0.2, len(v)), v, "k.", ms=3)
+    p = t.loc["parent_8ep"]
+    ax.axhline(p[f"{metric}_mean"], color="k", ls="--", lw=1, label="SSE parent after 8 epochs")
+    lo = min(t.loc[ORDER, f"{metric}_mean"].min(), p[f"{metric}_mean"])
+    hi = max(t.loc[ORDER, f"{metric}_mean"].max(), p[f"{metric}_mean"])
+    pad = 0.6 * (hi - lo) + 1e-3
+    figures.style(ax, legend=None, title_size=9, xticks=pos, ylim=(max(0.0, lo - pad), hi + pad),
+                  ylabel=f"{name} (mean ± SE, {int(t.n_seeds.max())} seeds)", title=f"{title}: {name}")
+    ax.set_xticklabels([LABELS[m] for m in ORDER], rotation=20, fontsize=8)
+    ax.legend(fontsize=7)
+
+
+def _draw_diversity(ax, t, v):
+    ens = ["bagging", "sse_r", "sse_np"]
+    pos = np.arange(len(ens))
+    ax.bar(pos - 0.2, t.loc[ens, "disagreement_mean"], 0.4, yerr=t.loc[ens, "disagreement_se"], capsize=3,
+           label="disagreement (PDR)")
+    ax.bar(pos + 0.2, 1 - t.loc[ens, "correlation_mean"], 0.4, yerr=t.loc[ens, "correlation_se"], capsize=3,
+           label="1 − correlation")
+    figures.style(ax, legend=None, title_size=8, xticks=pos, ylabel="pairwise diversity of members",
+                  title=f"diversity; within-parent sd of ens. acc: R {v.loc['sse_r', 'within_parent_sd']:.4f}, "
+                        f"NP {v.loc['sse_np', 'within_parent_sd']:.4f}")
+    ax.set_xticklabels([LABELS[m] for m in ens], fontsize=8)
+    ax.legend(fontsize=7)
+
+
+def draw(tables):
+    summary, var = tables["summary"], tables["variance"]
+    seeds = per_seed(tables["runs"])
     panels = list(summary.groupby(["dataset", "batch_size"], sort=False).groups)
-    fig, axes = plt.subplots(len(panels), 4, figsize=(17, 3.8 * len(panels)), layout="constrained", squeeze=False)
-    order = ["independent", "dropout", "bagging", "sse_r", "sse_np"]
-    seeds = per_seed(runs)
+    fig, axes = figures.subplots(len(panels), 4, 17 / 4, 3.8)
     for row, (dataset, bs) in zip(axes, panels):
         t = summary[(summary.dataset == dataset) & (summary.batch_size == bs)].set_index("method")
         st = seeds[(seeds.dataset == dataset) & (seeds.batch_size == bs)]
         for ax, metric, name in zip(row[:3], ("accuracy", "nll", "ece"), ("test accuracy", "test NLL", "test ECE")):
-            pos = np.arange(len(order))
-            ax.bar(pos, t.loc[order, f"{metric}_mean"], yerr=t.loc[order, f"{metric}_se"], capsize=4,
-                   color=[f"C{i}" for i in range(len(order))], alpha=0.75)
-            for i, m in enumerate(order):
-                v = st[st.method == m][metric]
-                ax.plot(np.full(len(v), i) + np.linspace(-0.2, 0.2, len(v)), v, "k.", ms=3)
-            p = t.loc["parent_8ep"]
-            ax.axhline(p[f"{metric}_mean"], color="k", ls="--", lw=1, label="SSE parent after 8 epochs")
-            lo = min(t.loc[order, f"{metric}_mean"].min(), p[f"{metric}_mean"])
-            hi = max(t.loc[order, f"{metric}_mean"].max(), p[f"{metric}_mean"])
-            pad = 0.6 * (hi - lo) + 1e-3
-            ax.set(xticks=pos, ylim=(max(0.0, lo - pad), hi + pad),
-                   ylabel=f"{name} (mean ± SE, {int(t.n_seeds.max())} seeds)", title=f"{dataset}, batch {bs}: {name}")
-            ax.title.set_fontsize(9)
-            ax.set_xticklabels([LABELS[m] for m in order], rotation=20, fontsize=8)
-            ax.legend(fontsize=7)
-        ax = row[3]
-        ens = ["bagging", "sse_r", "sse_np"]
-        pos = np.arange(len(ens))
-        ax.bar(pos - 0.2, t.loc[ens, "disagreement_mean"], 0.4, yerr=t.loc[ens, "disagreement_se"], capsize=3,
-               label="disagreement (PDR)")
-        ax.bar(pos + 0.2, 1 - t.loc[ens, "correlation_mean"], 0.4, yerr=t.loc[ens, "correlation_se"], capsize=3,
-               label="1 − correlation")
-        v = var[(var.dataset == dataset) & (var.batch_size == bs)].set_index("method")
-        ax.set(xticks=pos, ylabel="pairwise diversity of members",
-               title=f"diversity; within-parent sd of ens. acc: R {v.loc['sse_r', 'within_parent_sd']:.4f}, "
-                     f"NP {v.loc['sse_np', 'within_parent_sd']:.4f}")
-        ax.title.set_fontsize(8)
-        ax.set_xticklabels([LABELS[m] for m in ens], fontsize=8)
-        ax.legend(fontsize=7)
+            _draw_metric(ax, t, st, metric, name, f"{dataset}, batch {bs}")
+        _draw_diversity(row[3], t, var[(var.dataset == dataset) & (var.batch_size == bs)].set_index("method"))
     fig.suptitle("Equal 16-epoch budget: independent, dropout, bagging and Sparse Subnetwork Ensembles "
                  "(Whitaker 2023, Table 5.1 analogue, MLPs)", fontsize=11)
-    tables = {"summary": summary, "effects": eff, "variance": var, "runs": runs.copy()}
-    path = plot.save(fig, outdir / "subnetwork_ensembles.png", tables)
-    return path, tables
+    return fig
 
 
 if __name__ == "__main__":

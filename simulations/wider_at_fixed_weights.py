@@ -19,21 +19,23 @@ Writes figures/wider_at_fixed_weights[_full].png and .csv (per-configuration mea
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib.pyplot as plt
-
-from rmtnet import cli, experiments, plot
+from rmtnet import cli, experiments, figures
 from rmtnet.studies.wider_nets import budget, width_at_fixed_weights_run
 
 KINDS = {"sparse": "sparse, 6352 weights (static mask)", "dense": "dense (794·w weights)"}
+SIZES = {"tiny": dict(widths=(8, 32), epochs=1, seeds=1),
+         "quick": dict(widths=(8, 32, 128, 328, 635), epochs=100, seeds=2),
+         "full": dict(widths=(8, 32, 128, 216, 328, 512, 635), epochs=300, seeds=5)}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    name = "wider_at_fixed_weights_full" if full else "wider_at_fixed_weights"
+    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
 
 
 def settings(full, **overrides):
-    """Widths, epochs and seeds of quick or full mode (``overrides`` replace any of them)."""
-    s = (dict(widths=(8, 32, 128, 216, 328, 512, 635), epochs=300, seeds=5) if full else
-         dict(widths=(8, 32, 128, 328, 635), epochs=100, seeds=2))
-    return {**s, **overrides}
+    """Widths, epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them)."""
+    return figures.settings(SIZES, full, **overrides)
 
 
 def summarise(runs):
@@ -46,47 +48,55 @@ def summarise(runs):
     return out
 
 
-def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
-    s = settings(full, **overrides)
-    name = "wider_at_fixed_weights_full" if full else "wider_at_fixed_weights"
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "summary" (per kind and width; the best trainable sparse width in its attrs) and "runs" (kept in
+    STORE/NAME_runs.csv, NAME with _full at the full size)."""
+    s = settings(size, **overrides)
+    name = "wider_at_fixed_weights_full" if size in (True, "full") else "wider_at_fixed_weights"
     configs = [dict(width=w, kind=kind, epochs=s["epochs"]) for kind in KINDS for w in s["widths"]]
-    runs = experiments.sweep(width_at_fixed_weights_run, configs, seeds=range(seed, seed + s["seeds"]),
-                             store=outdir / f"{name}_runs.csv", n_jobs=n_jobs)
+    runs = experiments.sweep(width_at_fixed_weights_run, configs, seeds=figures.seeds(seed, s["seeds"]),
+                             store=figures.output_dir(store) / f"{name}_runs.csv", n_jobs=n_jobs)
     summary = summarise(runs)
     sparse = summary[summary.kind == "sparse"].sort_values("width")
     trainable = sparse[sparse.train_error_mean < 0.05]
     best = trainable.loc[trainable.test_error_mean.idxmin()] if len(trainable) else sparse.iloc[0]
     summary.attrs.update(best_width=int(best.width), best_test_error=float(best.test_error_mean),
                          base_test_error=float(sparse.iloc[0].test_error_mean))
+    return figures.Tables({"summary": summary, "runs": runs}, extras=s)
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
-    for i, (kind, label) in enumerate(KINDS.items()):
-        t = summary[summary.kind == kind].sort_values("width")
-        for ax, col in zip(axes, ("test_error", "train_error")):
-            ax.errorbar(t.width * (1 + 0.03 * i), t[f"{col}_mean"], yerr=t[f"{col}_std"], fmt="o-", capsize=3,
-                        color=f"C{i}", label=label)
-    failed = summary[summary.train_error_mean > 0.5]            # untrainable (w = 635 keeps 2 hidden weights)
-    for ax, col in zip(axes, ("test_error", "train_error")):   # keep the scale of the trainable points
-        ok = summary[summary.train_error_mean <= 0.5]
+
+def _mark_untrainable(axes, summary):
+    """Keep the scale of the trainable points; an untrainable width (w = 635 keeps 2 hidden weights) is an arrow."""
+    failed, ok = summary[summary.train_error_mean > 0.5], summary[summary.train_error_mean <= 0.5]
+    for ax, col in zip(axes, ("test_error", "train_error")):
         top = 1.25 * float((ok[f"{col}_mean"] + ok[f"{col}_std"].fillna(0)).max()) + 1e-3
         ax.set_ylim(0, top)
         for w, e in failed[["width", f"{col}_mean"]].itertuples(index=False):
             ax.annotate(f"w = {w}: {e:.2f}\n(not trainable)", (w, 0.97 * top), ha="right", va="top", fontsize=7,
                         arrowprops=dict(arrowstyle="->", lw=0.8), xytext=(w * 0.6, 0.8 * top))
-    axes[0].axvline(best.width, color="0.5", ls=":", lw=1,
-                    label=f"lowest sparse test error among trainable widths: w = {best.width}")
-    axes[0].set(xscale="log", xlabel="width w", ylabel="test error (mean ± std over seeds)",
-                title=f"MNIST, 2048 digits, SGD, {s['epochs']} epochs, {s['seeds']} seeds")
-    axes[1].set(xscale="log", xlabel="width w", ylabel="train error", title="trainability (the claim needs ≈ 0)")
-    for ax in axes:
-        ax.legend(fontsize=7)
+
+
+def draw(tables):
+    summary, s = tables["summary"], tables.extras
+    fig, axes = figures.subplots(1, 2, 5.5, 4.2)
+    axes = axes[0]
+    for i, (kind, label) in enumerate(KINDS.items()):
+        t = summary[summary.kind == kind].sort_values("width")
+        for ax, col in zip(axes, ("test_error", "train_error")):
+            ax.errorbar(t.width * (1 + 0.03 * i), t[f"{col}_mean"], yerr=t[f"{col}_std"], fmt="o-", capsize=3,
+                        color=f"C{i}", label=label)
+    _mark_untrainable(axes, summary)
+    a = summary.attrs
+    axes[0].axvline(a["best_width"], color="0.5", ls=":", lw=1,
+                    label=f"lowest sparse test error among trainable widths: w = {a['best_width']}")
+    figures.style(axes[0], xscale="log", xlabel="width w", ylabel="test error (mean ± std over seeds)",
+                  title=f"MNIST, 2048 digits, SGD, {s['epochs']} epochs, {s['seeds']} seeds")
+    figures.style(axes[1], xscale="log", xlabel="width w", ylabel="train error",
+                  title="trainability (the claim needs ≈ 0)")
     fig.suptitle(f"Wider at {budget()} weights: static sparsity (after Golubeva, Neyshabur & Gur-Ari, ICLR 2021, "
-                 f"Fig. 1)\nsparse test error {summary.attrs['base_test_error']:.3f} at w = 8 → "
-                 f"{summary.attrs['best_test_error']:.3f} at w = {summary.attrs['best_width']}")
-    path = plot.save(fig, outdir / f"{name}.png", {"summary": summary, "runs": runs.copy()})
-    return path, {"summary": summary, "runs": runs}
+                 f"Fig. 1)\nsparse test error {a['base_test_error']:.3f} at w = 8 → "
+                 f"{a['best_test_error']:.3f} at w = {a['best_width']}")
+    return fig
 
 
 if __name__ == "__main__":

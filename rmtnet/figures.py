@@ -1,0 +1,209 @@
+"""The common plumbing of the figure scripts in ``simulations/``: sizes, seeds, outputs and panel grids.
+
+Every figure script has the same three functions:
+
+- ``compute(size="quick", seed=0, backend=None, ...)`` computes the numbers the figure shows and returns them as
+  :class:`Tables` (panel name → :class:`pandas.DataFrame`, the CSV written beside the figure), without importing
+  matplotlib;
+- ``draw(tables)`` draws them and returns the :class:`matplotlib.figure.Figure`;
+- ``main(full=False, outdir="figures", seed=0, backend=None, ...)``, what ``rmtnet run NAME`` calls, runs both
+  through :func:`make` and writes ``OUTDIR/NAME.png`` and ``OUTDIR/NAME.csv``.
+
+A size is one of :data:`SIZES`: ``"tiny"`` (seconds; for tests of ``compute``), ``"quick"`` (the default of
+``rmtnet run``) and ``"full"`` (``--full``). A script states its sizes as a mapping size → settings and reads them
+with :func:`settings`. This module imports neither matplotlib (its drawing helpers import it when called) nor the
+network packages.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["SIZES", "Tables", "size_name", "settings", "seeds", "output_dir", "make", "write", "subplots",
+           "style", "report"]
+
+SIZES = ("tiny", "quick", "full")
+
+
+class Tables(dict):
+    """The numbers of a figure: panel name → :class:`pandas.DataFrame`, in the order they are written to the CSV.
+
+    ``extras`` holds what the drawing needs beside the tables and is not written (histogram edges and density
+    curves, arrays of spectra, learned weights, the settings of the run).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As for :class:`dict`.
+    extras : dict, optional
+        The drawing's other inputs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = Tables({"a": pd.DataFrame({"x": [1.0]})}, extras={"n": 3})
+    >>> list(t), t.extras["n"]
+    (['a'], 3)
+    """
+
+    def __init__(self, *args, extras=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extras = dict(extras or {})
+
+
+def size_name(size):
+    """The size of a run: ``full`` as a bool (``--full`` or not), or one of :data:`SIZES` by name.
+
+    Parameters
+    ----------
+    size : bool or str
+        True → ``"full"``, False → ``"quick"``; a name is checked against :data:`SIZES`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> size_name(False), size_name(True), size_name("tiny")
+    ('quick', 'full', 'tiny')
+    """
+    if isinstance(size, bool):
+        return "full" if size else "quick"
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {SIZES} or a bool (full), got {size!r}")
+    return size
+
+
+def settings(profiles, size, **overrides):
+    """The settings of one size: ``profiles[size]`` with ``overrides`` replacing any of them.
+
+    Parameters
+    ----------
+    profiles : dict
+        Size name (of :data:`SIZES`) → dict of settings.
+    size : bool or str
+        As for :func:`size_name`.
+    **overrides
+        Settings that replace the profile's.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> profiles = {"tiny": dict(n=10, seeds=1), "quick": dict(n=100, seeds=2), "full": dict(n=1000, seeds=5)}
+    >>> settings(profiles, False), settings(profiles, "tiny", seeds=3)
+    ({'n': 100, 'seeds': 2}, {'n': 10, 'seeds': 3})
+    """
+    return {**profiles[size_name(size)], **overrides}
+
+
+def seeds(seed, count):
+    """The seeds of ``count`` independent runs starting at ``seed`` (``--seed``): ``range(seed, seed + count)``.
+
+    Examples
+    --------
+    >>> list(seeds(3, 2))
+    [3, 4]
+    """
+    return range(seed, seed + int(count))
+
+
+def output_dir(outdir):
+    """``outdir`` as a :class:`~pathlib.Path`, created if missing (where a sweep keeps its runs).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> output_dir(os.path.join(tempfile.mkdtemp(), "figs")).is_dir()
+    True
+    """
+    path = Path(outdir)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write(fig, outdir, name, tables):
+    """Write ``fig`` to ``OUTDIR/NAME.png`` and the concatenated ``tables`` (a ``panel`` column first, the KS
+    distance of a table that has one) to ``OUTDIR/NAME.csv``, through :func:`rmtnet.plot.save`; returns the PNG's
+    path."""
+    from . import plot
+    return plot.save(fig, output_dir(outdir) / f"{name}.png", tables)
+
+
+def make(name, compute, draw, full=False, outdir="figures", seed=0, backend=None, **kwargs):
+    """What a script's ``main`` does: ``tables = compute(size, seed=, backend=, **kwargs)``, then draws them and
+    writes the figure and its CSV as ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The file name of the outputs (without suffix).
+    compute, draw : callable
+        The script's two halves: ``compute(size, seed=, backend=, **kwargs) -> Tables`` and
+        ``draw(tables) -> Figure``.
+    full : bool
+        ``--full``: the full size, else quick.
+    outdir, seed, backend
+        As the command line passes them.
+    **kwargs
+        Passed on to ``compute`` (overrides of the size's settings, ``outdir`` for scripts that keep runs, ...).
+
+    Returns
+    -------
+    (pathlib.Path, Tables)
+        The PNG's path and the tables, as ``rmtnet run`` expects of ``main``.
+    """
+    tables = compute(size_name(full), seed=seed, backend=backend, **kwargs)
+    return write(draw(tables), outdir, name, tables), tables
+
+
+def subplots(nrows, ncols, width, height, **kwargs):
+    """A figure of ``nrows`` × ``ncols`` panels of ``width`` × ``height`` inches each, in the house layout
+    (constrained); returns ``(fig, axes)`` with ``axes`` always a 2-D array (``squeeze=False``)."""
+    import matplotlib.pyplot as plt
+    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), layout="constrained",
+                        squeeze=False, **kwargs)
+
+
+def style(ax, legend=7, title_size=None, **properties):
+    """The house style of a panel: ``ax.set(**properties)``, the title at ``title_size`` points if given, and a
+    legend at ``legend`` points (None: no legend). Returns ``ax``."""
+    ax.set(**properties)
+    if title_size is not None:
+        ax.title.set_fontsize(title_size)
+    if legend is not None:
+        ax.legend(fontsize=legend)
+    return ax
+
+
+def report(result, attrs=(), tables=(), width=28):
+    """Print what a script run directly made: for every table with a KS distance (or with any of ``attrs``), one
+    line of those numbers; then the tables named in ``tables`` in full; then where the figure went.
+
+    Parameters
+    ----------
+    result : (path, Tables)
+        What the script's ``main`` returned.
+    attrs : sequence of str
+        Attribute names (of ``table.attrs``) to print beside ``ks``.
+    tables : sequence of str
+        Panels printed whole.
+    width : int
+        Width of the panel-name column.
+    """
+    path, found = result
+    for key, t in found.items():
+        shown = [a for a in ("ks", *attrs) if a in getattr(t, "attrs", {})]
+        if shown:
+            print(f"{key:{width}s} " + "   ".join(f"{a} = {_number(t.attrs[a])}" for a in shown))
+    for key in tables:
+        print(pd.DataFrame(found[key]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print("wrote", path)
+
+
+def _number(v):
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
