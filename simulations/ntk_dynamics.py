@@ -8,8 +8,9 @@ for fixed random u, v. Networks: depth 3 (two hidden ReLU layers of width W and 
 σ_b = 0.1, rmtnet.nets.MLP.from_arch, i.e. torch nn.Linear layers trained directly (the *standard*
 parameterisation; the matching kernel is ntk_kernel(..., parameterization="standard"), which grows with W).
 Loss ½·mean (f − y)² over the N = 48 outputs, full-batch gradient descent at learning rate η = N/λ_max(Θ) (half the
-largest stable one), k steps: the predictor is ntk_predict(..., steps=k, learning_rate=η). The prediction is for the
-ensemble over initialisations: its expected test MSE is mean((μ − y)²) + mean(diag Σ), against the networks' mean
+largest stable one), k steps: the predictor is gradient_descent_mse(Θ, y, learning_rate=η, steps=True), its
+ensemble's mean and covariance rmtnet.spectra.predict.ensemble_moments, from one kernel computation for every
+checkpoint. The prediction is for the ensemble over initialisations: its expected test MSE is mean((μ − y)²) + mean(diag Σ), against the networks' mean
 per-network test MSE.
 
 Panel 1: test MSE against k (networks: mean ± 1 standard error over seeds; theory: line), NNGP posterior's test MSE
@@ -106,24 +107,27 @@ def train_run(width, steps, seed):
 
 
 def _theory(width, steps):
+    """The infinite ensemble at every checkpoint, from one NTK/NNGP kernel computation on the train and test points
+    and one eigendecomposition: the test-MSE curve, the final mean, the learning rate and the kernel blocks."""
     X, y, Xt, yt = _task()
-    net = _net(width)
-    eta = _learning_rate(net, X)
-    rows, final = [], None
-    for k in _checkpoints(steps):
-        mean, cov = predict.ntk_predict(net, X, y, Xt, learning_rate=eta, steps=int(k), parameterization="standard")
-        rows.append({"width": width, "step": int(k), "mse_theory": float(np.mean((mean - yt) ** 2)
-                                                                        + np.mean(np.diag(cov)))})
-        final = mean
-    return pd.DataFrame(rows), final, eta
+    n = len(X)
+    nngp, theta = kernels.ntk_kernel(_net(width), np.concatenate([X, Xt]), parameterization="standard",
+                                     return_all=True)[-1]
+    eta = N_TRAIN / float(np.linalg.eigvalsh(theta[:n, :n])[-1])
+    ks = _checkpoints(steps)
+    fit = predict.gradient_descent_mse(theta[:n, :n], y, learning_rate=eta, steps=True)
+    means, covs = predict.ensemble_moments(fit, theta[n:, :n], nngp[:n, :n], nngp[n:, :n], nngp[n:, n:], t=ks)
+    mse = np.mean((means - yt) ** 2, axis=-1) + np.mean(np.diagonal(covs, axis1=-2, axis2=-1), axis=-1)
+    curve = pd.DataFrame({"width": width, "step": ks.astype(int), "mse_theory": mse})
+    return curve, means[-1], eta, theta
 
 
 def _against_theory(r, width, steps):
     """The networks of one width (their runs ``r``) against the NTK predictor: the test-MSE curve, the gaps of the
     ensemble mean (plain and with each network's f₀ carried by the linear model subtracted) and the predictions."""
     X, y, Xt, yt = _task()
-    ks = _checkpoints(steps)
-    theory, mean_final, eta = _theory(width, steps)
+    n, ks = len(X), _checkpoints(steps)
+    theory, mean_final, eta, theta = _theory(width, steps)
     mse = r[[f"mse_{k}" for k in ks]].to_numpy()
     theory["mse_nets"] = mse.mean(axis=0)
     theory["mse_nets_se"] = mse.std(axis=0, ddof=1) / np.sqrt(len(r))
@@ -132,10 +136,11 @@ def _against_theory(r, width, steps):
     m, se = P.mean(axis=0), P.std(axis=0, ddof=1) / np.sqrt(len(P))
     # control variate: each network's own initial function f₀ carried by the linear model,
     # f₀(X*) − Θ*Θ⁻¹(I − (I − ηΘ/N)^k) f₀(X), has mean 0 over the ensemble; subtracted, the mean residual
-    # measures the networks' departure from the linear model without the spread of f₀ (≈ √K(x*, x*)/√nets)
+    # measures the networks' departure from the linear model without the spread of f₀ (≈ √K(x*, x*)/√nets).
+    # The same kernel; its predictor takes the networks' f₀ as one multi-output target, so N = y_train.size there.
     F0 = r[[f"f0_train_{i}" for i in range(N_TRAIN)]].to_numpy().T          # train points × networks
-    carried, _ = predict.ntk_predict(_net(width), X, F0, Xt, learning_rate=eta, steps=steps,
-                                     parameterization="standard")
+    _, carried = predict.gradient_descent_mse(theta[:n, :n], F0, learning_rate=eta, steps=True)(
+        steps, 0.0, None, theta[n:, :n])
     resid = P - mean_final - (r[[f"f0_test_{i}" for i in range(N_TEST)]].to_numpy() - carried.T)
     cv, cv_se = resid.mean(axis=0), resid.std(axis=0, ddof=1) / np.sqrt(len(resid))
     gap = {"width": width, "rms_gap": float(np.sqrt(np.mean((m - mean_final) ** 2))),

@@ -23,7 +23,7 @@ from rmtnet._validation import finite_array, input_rows, integer_at_least, real_
 from .network import check_network
 from .kernels import METHODS, PARAMETERIZATIONS, nngp_blocks, ntk_kernel
 
-__all__ = ["gp_posterior", "nngp_regression", "gradient_descent_mse", "ntk_predict"]
+__all__ = ["gp_posterior", "nngp_regression", "gradient_descent_mse", "ensemble_moments", "ntk_predict"]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -286,6 +286,52 @@ def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0
     return _MSEPredictor(_Eigenbasis(A, eta / Y.size), Y, steps)
 
 
+def ensemble_moments(predict, k_test_train, nngp_train_train, nngp_test_train, nngp_test_test, t=None):
+    """Mean and covariance at the test points of the infinite ensemble of wide networks trained by gradient descent on
+    the squared loss, from kernel matrices (Lee et al., NeurIPS 2019, eq. (16)): with P = Θ*Θ⁻¹(I − e^{−τΘ}),
+
+        mean = P Y,      cov = K** + P K Pᵀ − P K*ᵀ − K* Pᵀ,
+
+    Θ the NTK and K the NNGP kernel; the ensemble is over initialisations, its mean starting at 0. ``predict`` is the
+    :func:`gradient_descent_mse` of Θ(X, X) and Y (its learning rate, ridge and time convention apply), so one
+    kernel computation and one eigendecomposition serve every time in ``t`` (a scalar, or an array that leads the
+    outputs' shapes). :func:`ntk_predict` is this function on a network's kernels.
+
+    Parameters
+    ----------
+    predict : callable
+        :func:`gradient_descent_mse` ``(k_train_train = Θ(X, X), y_train = Y, …)``.
+    k_test_train : array_like
+        Θ(X*, X), N_test × N_train.
+    nngp_train_train, nngp_test_train, nngp_test_test : array_like
+        K(X, X), K(X*, X), K(X*, X*).
+    t : float, int, array_like or None
+        Time(s) in ``predict``'s units; None is t = ∞.
+
+    Returns
+    -------
+    mean, cov : ndarray
+        (…, N_test[, k]) and (…, N_test, N_test), with t's shape leading.
+
+    Examples
+    --------
+    At t = 0 the ensemble is the prior: mean 0, covariance K(X*, X*).
+
+    >>> import numpy as np
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> fit = gradient_descent_mse(K, np.array([1.0, -1.0]))
+    >>> mean, cov = ensemble_moments(fit, K[:1], K, K[:1], K[:1, :1], t=[0.0, 1e9])
+    >>> print(np.round(mean, 6).tolist(), np.round(cov[:, 0, 0], 6).tolist())
+    [[0.0], [1.0]] [2.0, 0.0]
+    """
+    _, mean = predict(t, 0.0, None, k_test_train)
+    P = np.asarray(k_test_train) @ predict.transfer(t)        # Θ*Θ⁻¹(I − e^{−τΘ}) or its discrete analogue
+    PT = np.swapaxes(P, -1, -2)
+    K_tr, K_x, K_te = (np.asarray(k) for k in (nngp_train_train, nngp_test_train, nngp_test_test))
+    cov = K_te + P @ K_tr @ PT - P @ K_x.T - K_x @ PT
+    return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))
+
+
 def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_reg=0.0, *, steps=None,
                 diag_reg_absolute_scale=False, parameterization="ntk", method="auto"):
     """Mean and covariance, at the rows of X_test, of the infinite ensemble of infinitely wide networks ``net``
@@ -338,8 +384,4 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
     predict = gradient_descent_mse(Th_tr, Y, eta, reg, diag_reg_absolute_scale=diag_reg_absolute_scale,
                                    steps=steps is not None)
-    time = t if steps is None else steps
-    _, mean = predict(time, 0.0, None, Th_x)
-    P = Th_x @ predict.transfer(time)                                # Θ*Θ⁻¹(I − e^{−τΘ}) or its discrete analogue
-    cov = K_te + P @ K_tr @ P.T - P @ K_x.T - K_x @ P.T
-    return mean, 0.5 * (cov + cov.T)
+    return ensemble_moments(predict, Th_x, K_tr, K_x, K_te, t if steps is None else steps)
