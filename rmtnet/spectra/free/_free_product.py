@@ -131,10 +131,6 @@ class FreeProduct(Convolution):
         locs = np.array(sorted(out))
         return locs, np.array([out[a] for a in locs])
 
-    def atoms(self):
-        locs, masses = self._atoms
-        return locs.copy(), masses.copy()
-
     def _bracket_hull(self):
         """[lo, hi] containing the continuous part: hi from λ_max ≤ min over moment ratios is not a bound, so use
         the operator-norm bound Π hi_i^{t_i} capped by a moment estimate, and lo = Π lo_i^{t_i}."""

@@ -79,10 +79,6 @@ class FreeSum(Convolution):
         locs = np.array(sorted(out))
         return locs, np.array([out[a] for a in locs])
 
-    def atoms(self):
-        locs, masses = self._atoms
-        return locs.copy(), masses.copy()
-
     def _bracket_hull(self):
         lo = hi = 0.0
         for mu, t in self.factors:

@@ -480,3 +480,9 @@ class Subordination(Measure):
                     out[loc] = out.get(loc, 0.0) + mass
         return out
 
+    def atoms(self):
+        """(locations, masses) of the atoms: each kind's ``_atoms`` (⊠: products, ⊞: sums of the factors' atoms),
+        computed once."""
+        locs, masses = self._atoms
+        return locs.copy(), masses.copy()
+
