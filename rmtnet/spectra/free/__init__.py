@@ -71,6 +71,7 @@ from ._subordination import DEFAULT_TOL as _DEFAULT_TOL
 from ..measures import Affine, Measure, PointMasses
 
 __all__ = ["free_mult", "free_mult_scaled", "free_mult_power", "free_add", "free_add_power", "FreeProduct", "FreeSum"]
+FreeProduct.__module__ = FreeSum.__module__ = __name__      # documented, pickled and shown under rmtnet.spectra.free
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -44,3 +44,8 @@ from ._pushforward import Mixture, OtherGram, GaussianPushforward, gaussian_push
 __all__ = ["Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine", "OtherGram", "GaussianPushforward",
            "gaussian_pushforward", "Tabulated", "tabulate", "adaptive_tanh_sinh",
            "resolved_tanh_sinh"]
+
+# The public classes are documented, pickled and shown under this package, where users import them from.
+for _cls in (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, OtherGram, GaussianPushforward, Tabulated):
+    _cls.__module__ = __name__
+del _cls

@@ -22,7 +22,7 @@ permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations aro
 sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, the first of         2 CSR products, k·nnz
                density 1/C, then 1/S (the Mixer's densities: the SW-MLP) or any
                ``density``; CSR
-dense          one m×m matrix (for checks against :mod:`rmtnet.spectra.sampling.montecarlo`)   1 GEMM, k·m²
+dense          one m×m matrix (for checks against :mod:`.montecarlo`)                     1 GEMM, k·m²
 =============  =====================================================================  ==============================
 
 Weights: each factor has gain √σ_w, so every K_ℓ has gain σ_w and entries of variance σ_w²/m and the mean-field
