@@ -20,6 +20,28 @@ class FreeProduct(Convolution):
     Convention: the law of the product of free positive elements, e.g. of A^{1/2} B A^{1/2} for free A, B;
     S_ν = Π_i S_{μ_i}^{t_i} with S(w) = (1 + w)/(w M⁻¹(w)) (:mod:`rmtnet.spectra.transforms`). Use
     :func:`free_mult` / :func:`free_mult_power` to build one.
+
+    Parameters
+    ----------
+    factors : list of (Measure, float)
+        The pairs (μ_i, t_i), μ_i on [0, ∞) with positive mean and t_i ≥ 1.
+    tol : float
+        Relative Newton tolerance.
+    max_iter : int
+        Newton iterations allowed per point.
+
+    Examples
+    --------
+    ReLU's D² law Bernoulli(½) keeps its atom: (μ ⊠ ν)({0}) = max(μ({0}), ν({0})) = max(½, 0) (Belinschi 2003):
+
+    >>> from rmtnet.spectra.free import free_mult
+    >>> from rmtnet.spectra.laws import Bernoulli, MarchenkoPastur
+    >>> nu = free_mult(Bernoulli(0.5), MarchenkoPastur(0.5))
+    >>> type(nu).__name__
+    'FreeProduct'
+    >>> locs, masses = nu.atoms()
+    >>> locs.tolist(), masses.round(6).tolist()
+    ([0.0], [0.5])
     """
 
     kind = "free_mult"

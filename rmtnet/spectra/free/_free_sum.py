@@ -14,7 +14,31 @@ __all__ = ["FreeSum"]
 
 
 class FreeSum(Convolution):
-    """ν = ⊞_i μ_i^{⊞t_i} (real t_i ≥ 1) by subordination, G_i(ω_i) = G_ν(z), z = Σ t_i ω_i - (T - 1)/G_ν(z)."""
+    """ν = ⊞_i μ_i^{⊞t_i} (real t_i ≥ 1) by subordination, G_i(ω_i) = G_ν(z), z = Σ t_i ω_i - (T - 1)/G_ν(z).
+
+    Built by :func:`free_add` / :func:`free_add_power`.
+
+    Parameters
+    ----------
+    factors : list of (Measure, float)
+        The pairs (μ_i, t_i) with t_i ≥ 1.
+    tol : float
+        Relative Newton tolerance.
+    max_iter : int
+        Newton iterations allowed per point.
+
+    Examples
+    --------
+    Free cumulants add: for semicircle ⊞ Bernoulli(½) the mean is 0 + ½ and the variance 1 + ¼:
+
+    >>> from rmtnet.spectra.free import free_add
+    >>> from rmtnet.spectra.laws import Bernoulli, Semicircle
+    >>> nu = free_add(Semicircle(1), Bernoulli(0.5))
+    >>> type(nu).__name__
+    'FreeSum'
+    >>> print(f"{float(nu.mean()):.6f} {float(nu.var()):.6f}")
+    0.500000 1.250000
+    """
 
     kind = "free_add"
     _symbol = "⊞"
