@@ -48,6 +48,26 @@ class MarchenkoPastur(Measure):
     (then :meth:`support` is [0, λ₊] and :meth:`continuous_support` [λ₋, λ₊]). Moments σ^{2k} Σ_j N(k, j) λ^{j-1}
     (Narayana numbers; Bai & Silverstein 2010, Spectral Analysis of Large Dimensional Random Matrices, 2nd ed.,
     Springer, ch. 3), so mean σ² and variance λσ⁴; S(w) = 1/(σ²(1 + λw)).
+
+    Parameters
+    ----------
+    ratio : float
+        λ = N/M > 0.
+    scale : float, optional
+        σ² > 0, the variance scale (the law of σ²·W).
+
+    Examples
+    --------
+    Mean σ² = 2, variance λσ⁴ = 0.5·4 = 2, edges σ²(1 ± √λ)² = 3 ∓ 2√2; for λ = 2 the atom at 0 has mass 1 - 1/λ:
+
+    >>> mp = MarchenkoPastur(0.5, scale=2.0)
+    >>> print(f"{mp.mean():.6f} {mp.var():.6f}")
+    2.000000 2.000000
+    >>> print(f"{mp.edges[0]:.6f} {mp.edges[1]:.6f}")
+    0.171573 5.828427
+    >>> locs, masses = MarchenkoPastur(2.0).atoms()
+    >>> locs.tolist(), masses.round(6).tolist()
+    ([0.0], [0.5])
     """
 
     def __init__(self, ratio, scale=1.0):
@@ -125,6 +145,23 @@ class Semicircle(Measure):
     :meth:`var` returns it): support loc ± 2√var (Wigner 1958, Ann. of Math. 67, 325–327).
 
     G(z) = (z - loc - √((z - loc)² - 4 var))/(2 var); even moments var^k · Catalan(k).
+
+    Parameters
+    ----------
+    var : float, optional
+        The variance, > 0.
+    loc : float, optional
+        The centre.
+
+    Examples
+    --------
+    Support 1 ± 2√2; E(X - 1)⁴ = var²·Catalan(2) = 8, so E X⁴ = 1 + 6·var + 8 = 21:
+
+    >>> sc = Semicircle(var=2.0, loc=1.0)
+    >>> print(f"{sc.mean():.6f} {sc.var():.6f} {sc.moment(4):.6f}")
+    1.000000 2.000000 21.000000
+    >>> print(f"{sc.edges[0]:.6f} {sc.edges[1]:.6f}")
+    -1.828427 3.828427
     """
 
     def __init__(self, var=1.0, loc=0.0):
@@ -179,6 +216,24 @@ class FussCatalan(Measure):
     Exact parametric density (Penson & Życzkowski 2011, Phys. Rev. E 83, 061118; Haagerup & Möller 2012,
     arXiv:1211.4457; Neuschel 2014, Random Matrices: Theory Appl. 3, 1450003), 0 < φ < π/(s+1):
     x(φ) = sin^{s+1}((s+1)φ)/(sin φ · sin^s(sφ)),  ρ(x(φ)) = sin²φ · sin^{s-1}(sφ)/(π sin^s((s+1)φ)).
+
+    Parameters
+    ----------
+    s : int
+        The order, ≥ 1 (s = 1 is MarchenkoPastur(1)).
+    scale : float, optional
+        The scale factor, > 0.
+
+    Examples
+    --------
+    The moments are the Fuss–Catalan numbers C(3k, k)/(2k + 1) = 1, 3, 12, the right edge 3³/2² = 6.75; scale 3
+    multiplies the k-th moment by 3^k:
+
+    >>> fc = FussCatalan(2)
+    >>> [round(float(fc.moment(k)), 6) for k in (1, 2, 3)]
+    [1.0, 3.0, 12.0]
+    >>> print(f"{fc.edges[1]:.6f} {FussCatalan(2, scale=3.0).moment(2):.6f}")
+    6.750000 27.000000
     """
 
     def __init__(self, s, scale=1.0):
@@ -300,7 +355,24 @@ class FussCatalan(Measure):
 
 
 class Bernoulli(PointMasses):
-    """(1 - p)δ₀ + pδ₁: the D² law of ReLU (p = ½) and hard-tanh layers. S(w) = (1 + w)/(p + w)."""
+    """(1 - p)δ₀ + pδ₁: the D² law of ReLU (p = ½) and hard-tanh layers. S(w) = (1 + w)/(p + w).
+
+    Parameters
+    ----------
+    p : float
+        The mass at 1, in [0, 1].
+
+    Examples
+    --------
+    Mean p, variance p(1 - p) = 0.1875, and S(½) = 1.5/0.75 = 2:
+
+    >>> b = Bernoulli(0.25)
+    >>> print(f"{b.mean():.6f} {b.var():.6f} {complex(b.s_transform(0.5)).real:.6f}")
+    0.250000 0.187500 2.000000
+    >>> locs, masses = b.atoms()
+    >>> locs.tolist(), masses.tolist()
+    ([0.0, 1.0], [0.75, 0.25])
+    """
 
     def __init__(self, p):
         self.p = real_scalar("p", p, lo=0.0, hi=1.0)
@@ -314,7 +386,21 @@ class Bernoulli(PointMasses):
 
 
 class Arcsine(Measure):
-    """Arcsine law on [lo, hi]: density 1/(π√((x - lo)(hi - x))); G(z) = 1/√((z - lo)(z - hi))."""
+    """Arcsine law on [lo, hi]: density 1/(π√((x - lo)(hi - x))); G(z) = 1/√((z - lo)(z - hi)).
+
+    Parameters
+    ----------
+    lo, hi : float, optional
+        The ends of the support, lo < hi.
+
+    Examples
+    --------
+    On [0, 1]: mean ½, variance (hi - lo)²/8, density 1/(π·½) = 2/π at ½, cdf (2/π)·arcsin(√x) = ½ there:
+
+    >>> a = Arcsine(0.0, 1.0)
+    >>> print(f"{a.mean():.6f} {a.var():.6f} {float(a.pdf(0.5)):.6f} {float(a.cdf(0.5)):.6f}")
+    0.500000 0.125000 0.636620 0.500000
+    """
 
     def __init__(self, lo=0.0, hi=1.0):
         self.lo = real_scalar("lo", lo)
