@@ -15,7 +15,25 @@ from ._quadrature import adaptive_tanh_sinh, apply_elementwise, tanh_sinh_pieces
 
 
 class PointMasses(Measure):
-    """Σ_j p_j δ_{a_j}. ``masses`` must be non-negative and sum to 1."""
+    """Σ_j p_j δ_{a_j}. ``masses`` must be non-negative and sum to 1.
+
+    Parameters
+    ----------
+    locations : array_like
+        The atoms a_j (finite; repeated locations are merged, their masses added).
+    masses : array_like
+        The masses p_j ≥ 0, summing to 1.
+
+    Examples
+    --------
+    ½δ₀ + ½δ₂ has mean 1, variance 1 and G(i) = ½/i + ½/(i - 2) = -0.2 - 0.6i:
+
+    >>> pm = PointMasses([2.0, 0.0, 2.0], [0.25, 0.5, 0.25])
+    >>> pm
+    PointMasses(locations=[0.0, 2.0], masses=[0.5, 0.5])
+    >>> print(f"{pm.mean():.6f} {pm.var():.6f} {complex(pm.cauchy(1j)):.6f}")
+    1.000000 1.000000 -0.200000-0.600000j
+    """
 
     def __init__(self, locations, masses):
         locs = finite_array("locations", locations).ravel()
@@ -67,7 +85,23 @@ class PointMasses(Measure):
 
 
 class Empirical(PointMasses):
-    """The empirical spectral measure of samples (e.g. eigenvalues): mass 1/n at each sample."""
+    """The empirical spectral measure of samples (e.g. eigenvalues): mass 1/n at each sample.
+
+    Parameters
+    ----------
+    samples : array_like
+        The samples (finite, at least one); kept sorted in :attr:`samples`.
+
+    Examples
+    --------
+    Samples 1, 2, 2, 3: mean 2, variance (1 + 0 + 0 + 1)/4 = 0.5, cdf(2) = 3/4:
+
+    >>> e = Empirical([3.0, 1.0, 2.0, 2.0])
+    >>> print(e, f"{e.mean():.6f} {e.var():.6f} {float(e.cdf(2.0)):.6f}")
+    Empirical(n=4) 2.000000 0.500000 0.750000
+    >>> e.atoms()[1].tolist()
+    [0.25, 0.5, 0.25]
+    """
 
     def __init__(self, samples):
         s = finite_array("samples", samples).ravel()
@@ -95,6 +129,31 @@ class GridDensity(Measure):
     sit inside the ⊠ engine even where the subordination points come close to the real axis.
     ``normalize=True`` rescales the density so that density + atoms have total mass 1; otherwise a total mass
     differing from 1 by more than 1e-6 raises ValueError.
+
+    Parameters
+    ----------
+    x : array_like
+        The grid, strictly increasing, at least 2 points.
+    density : array_like
+        ρ(x) ≥ 0 on the grid (0 outside it).
+    atoms : tuple of (array_like, array_like), optional
+        The atoms as ``(locations, masses)``.
+    normalize : bool, optional
+        Rescale the density so that the total mass is 1.
+
+    Examples
+    --------
+    ρ(x) = 2x on [0, 1] (exact, being linear): mean 2/3, second moment 1/2, cdf(½) = ¼:
+
+    >>> g = GridDensity([0.0, 0.25, 0.5, 0.75, 1.0], [0.0, 0.5, 1.0, 1.5, 2.0])
+    >>> print(f"{g.mean():.6f} {g.moment(2):.6f} {float(g.cdf(0.5)):.6f}")
+    0.666667 0.500000 0.250000
+
+    With an atom ½δ₂ and ``normalize=True`` the uniform part gets mass ½, so the mean is ¼ + 1:
+
+    >>> g2 = GridDensity([0.0, 1.0], [1.0, 1.0], atoms=([2.0], [0.5]), normalize=True)
+    >>> print(f"{g2.mean():.6f} {g2.continuous_mass:.6f}")
+    1.250000 0.500000
     """
 
     def __init__(self, x, density, atoms=None, normalize=False):
@@ -201,7 +260,26 @@ class Tabulated(GridDensity):
     at every level, at a cost exponential in depth; tabulated, each level costs one density table and the next
     level sees the closed-form Cauchy transform of :class:`GridDensity`. ``n0`` is the initial tanh-sinh step
     count per band, refined (step halved) until the band's mass changes by less than ``rtol``: a table of
-    ~2·n0 to a few thousand nodes. The interpolation error of the density is O(h²) in the node spacing."""
+    ~2·n0 to a few thousand nodes. The interpolation error of the density is O(h²) in the node spacing.
+
+    Parameters
+    ----------
+    source : Measure
+        The law to freeze (its ``_panels`` give the bands, its atoms are kept).
+    n0 : int, optional
+        Initial tanh-sinh step count per band.
+    rtol : float, optional
+        Relative change of each band's mass at which refinement stops.
+
+    Examples
+    --------
+    The semicircle's cdf at 1 is ½ + √3/(4π) + 1/6 = 0.804499; the table agrees to its O(h²):
+
+    >>> from rmtnet.spectra.laws import Semicircle
+    >>> tb = Tabulated(Semicircle(1.0))
+    >>> print(tb, f"{tb.moment(2):.6f} {float(tb.cdf(1.0)):.4f}")
+    tabulate(Semicircle(var=1, loc=0)) 1.000000 0.8045
+    """
 
     def __init__(self, source, n0=200, rtol=1e-9):
         xs, rs = [], []
@@ -223,7 +301,33 @@ class Tabulated(GridDensity):
 
 def tabulate(mu, n0=200, rtol=1e-9):
     """μ as a :class:`Tabulated` grid law (``n0``, ``rtol`` as there); purely atomic laws come back as :class:`PointMasses`, grid laws as they
-    are."""
+    are.
+
+    Parameters
+    ----------
+    mu : Measure
+        The law to tabulate.
+    n0 : int, optional
+        Initial tanh-sinh step count per band.
+    rtol : float, optional
+        Relative change of each band's mass at which refinement stops.
+
+    Returns
+    -------
+    Measure
+        A :class:`Tabulated` law, a :class:`PointMasses` (no continuous part) or ``mu`` itself (a grid law).
+
+    Examples
+    --------
+    The semicircle's density at ½ is √3.75/(2π) = 0.308202 (the table matches to 1e-5):
+
+    >>> from rmtnet.spectra.laws import Bernoulli, Semicircle
+    >>> tb = tabulate(Semicircle(1.0))
+    >>> print(type(tb).__name__, f"{float(tb.pdf(0.5)):.4f}")
+    Tabulated 0.3082
+    >>> tabulate(Bernoulli(0.5))
+    PointMasses(locations=[0.0, 1.0], masses=[0.5, 0.5])
+    """
     if not isinstance(mu, Measure):
         raise ValueError(f"mu must be a Measure, got {type(mu).__name__}")
     if isinstance(mu, GridDensity):
