@@ -103,8 +103,8 @@ class Measure(CdfTables):
     ``_panels()``, ``_expect_continuous(func, lo, hi, rtol, atol)``, ``_own_cdf()``: quadrature panels, the
     continuous part of ``expect``, and whether ``_cdf`` is the law's own (``cdf_above`` then uses it).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from rmtnet.spectra.measures import Measure
     >>> class Uniform(Measure):                   # the uniform law on [0, 1], by its hooks alone
@@ -681,7 +681,30 @@ def _identity(x):
 
 
 class Affine(Measure):
-    """Push-forward of ``base`` by x ↦ a·x + b (a ≠ 0): G(z) = G_base((z - b)/a)/a."""
+    """Push-forward of ``base`` by x ↦ a·x + b (a ≠ 0): G(z) = G_base((z - b)/a)/a.
+
+    Parameters
+    ----------
+    base : Measure
+        The law of X.
+    a : float
+        The non-zero slope.
+    b : float, optional
+        The shift.
+
+    Examples
+    --------
+    2X + 1 for X semicircular of variance 1: mean 1, variance 4, density ρ((x - 1)/2)/2, so at x = 1 it is
+    (1/π)/2 = 0.159155; 1 - X for X ~ Bernoulli(0.3) is Bernoulli(0.7), with cdf 0.3 at ½:
+
+    >>> from rmtnet.spectra.laws import Bernoulli, Semicircle
+    >>> y = Affine(Semicircle(1.0), 2.0, 1.0)
+    >>> print(f"{y.mean():.6f} {y.var():.6f} {float(y.pdf(1.0)):.6f}")
+    1.000000 4.000000 0.159155
+    >>> flip = Affine(Bernoulli(0.3), -1.0, 1.0)
+    >>> flip.atoms()[1].round(6).tolist(), round(float(flip.cdf(0.5)), 6)
+    ([0.3, 0.7], 0.3)
+    """
 
     def __init__(self, base, a, b=0.0):
         if not isinstance(base, Measure):
