@@ -306,14 +306,21 @@ def define_activation(name, phi, dphi, *, breakpoints=(), pair_kernels=None, sec
 def registered_activations() -> tuple:
     """The names of the registered activations, sorted.
 
+    Takes no parameters.
+
     Returns
     -------
     tuple of str
+        The sorted names that :func:`activation` accepts: the built-ins and those added by
+        :func:`define_activation`.
 
     Examples
     --------
+    The six built-ins (``linear``, ``relu``, ``hard_tanh``, ``erf``, ``tanh``, ``gelu``) are always there:
+
     >>> from rmtnet.spectra.activations import registered_activations
-    >>> {"relu", "gelu", "erf"} <= set(registered_activations())
-    True
+    >>> names = registered_activations()
+    >>> {"linear", "relu", "hard_tanh", "erf", "tanh", "gelu"} <= set(names), names == tuple(sorted(names))
+    (True, True)
     """
     return tuple(sorted(_REGISTRY))

@@ -49,7 +49,35 @@ class MLP:
     """A random multilayer perceptron at initialisation. Build it with :func:`mlp`.
 
     ``widths`` = (n₀, n₁, …, n_L) at the reference width; theory depends only on the ratios n_ℓ/n_{ℓ-1}, Monte Carlo
-    may rescale every width by a common factor."""
+    may rescale every width by a common factor.
+
+    Parameters
+    ----------
+    widths : tuple of int
+        n₀, n₁, …, n_L.
+    weights : {"gaussian", "orthogonal"}
+        The weight ensemble.
+    sigma_w, sigma_b : float
+        The weight scale σ_w > 0 and the bias standard deviation σ_b ≥ 0.
+    activation : Activation
+        φ, with φ′ and its Gaussian moments.
+    last_activation : bool
+        Whether φ is applied to the output h_L.
+    q0 : float
+        The input's ‖x₀‖²/n₀.
+    q : tuple of float
+        q_1 … q_L, the pre-activation variances of the mean-field recursion.
+
+    Examples
+    --------
+    Critical ReLU (σ_w² = 2) from q₀ = 1: q_ℓ = 2·q_{ℓ-1}/2 stays 2 and q̂_ℓ = E[relu(h)²] = q_ℓ/2 = 1:
+
+    >>> net = mlp(3, 100, ratios=[0.5, 2.0, 1.0], activation="relu", sigma_w=2 ** 0.5, q0=1.0)
+    >>> net.widths, net.depth, net.ratios, net.square, net.scaled_widths(10)
+    ((100, 50, 100, 100), 3, (0.5, 2.0, 1.0), False, (10, 5, 10, 10))
+    >>> [round(v, 6) for v in net.q], [round(v, 6) for v in net.post_activation_moments()]
+    ([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
+    """
     widths: tuple
     weights: str
     sigma_w: float
@@ -109,13 +137,33 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
         activation="relu", dphi=None, last_activation=True, q0="fixed_point") -> MLP:
     """Describe a random MLP (see the module docstring for the convention).
 
-    depth: L ≥ 1 weight layers. width: n₀ (and every nₗ when neither ``ratios`` nor ``widths`` is given).
-    ratios: L numbers n_ℓ/n_{ℓ-1} (the widths follow by rounding); widths: the L + 1 widths n₀ … n_L directly.
-    weights: ``"gaussian"`` or ``"orthogonal"``. activation: a registered name (``linear``, ``relu``,
-    ``hard_tanh``, ``erf``, ``tanh``, ``gelu`` or one added by :func:`~rmtnet.spectra.activations.define_activation`),
-    an :class:`~rmtnet.spectra.activations.Activation`, or a callable φ with ``dphi`` = φ′.
-    q0: the input's ‖x₀‖²/n₀, or ``"fixed_point"`` for the input whose first pre-activation variance is the
-    fixed point q* of the length map reached from q = 1 (then every q_ℓ = q*, Pennington et al.'s setting).
+    Parameters
+    ----------
+    depth, width : int
+        L ≥ 1 weight layers; n₀ (and every nₗ when neither ``ratios`` nor ``widths`` is given).
+    ratios, widths : sequence, optional
+        L numbers n_ℓ/n_{ℓ-1} (the widths follow by rounding), or the L + 1 widths n₀ … n_L directly.
+    weights, sigma_w, sigma_b, last_activation : str, float, float, bool, optional
+        ``"gaussian"`` or ``"orthogonal"``; the weight scale σ_w > 0; the bias standard deviation σ_b ≥ 0; whether φ
+        is applied to the output h_L (see the module docstring).
+    activation, dphi : str, Activation or callable; callable, optional
+        A registered name (``linear``, ``relu``, ``hard_tanh``, ``erf``, ``tanh``, ``gelu`` or one added by
+        :func:`~rmtnet.spectra.activations.define_activation`), an :class:`~rmtnet.spectra.activations.Activation`,
+        or a callable φ with ``dphi`` = φ′.
+    q0 : float or "fixed_point", optional
+        The input's ‖x₀‖²/n₀, or ``"fixed_point"`` for the input whose first pre-activation variance is the fixed
+        point q* of the length map reached from q = 1 (then every q_ℓ = q*, Pennington et al.'s setting).
+
+    Returns
+    -------
+    MLP
+
+    Examples
+    --------
+    Linear with σ_w = 1, σ_b² = ¼ and q₀ = 2: q₁ = 2 + ¼ and q₂ = q₁ + ¼ (widths: see :class:`MLP`'s example):
+
+    >>> mlp(2, 100, activation="linear", sigma_b=0.5, q0=2.0).q
+    (2.25, 2.5)
     """
     depth = _int("depth", depth)
     if not isinstance(weights, str) or weights not in WEIGHTS:
