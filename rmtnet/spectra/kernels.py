@@ -218,7 +218,7 @@ def erf_kernel(c11, c12, c22):
 
     Examples
     --------
-    At c12 = c11 = c22 = 1: (2/π) arcsin((π/2)/(1 + π/2)) = (2/π) arcsin(π/(2 + π)) ≈ 0.418477; odd φ and c12 = 0 give 0.
+    At c12 = c11 = c22 = 1: (2/π) arcsin((π/2)/(1 + π/2)) = (2/π) arcsin(π/(2 + π)) ≈ 0.418477; odd φ, c12 = 0: 0.
 
     >>> print(f"{float(erf_kernel(1.0, 1.0, 1.0)):.6f} {float(erf_kernel(1.0, 0.0, 1.0)):.6f}")
     0.418477 0.000000
