@@ -180,13 +180,49 @@ def _closed_pair(name, c11, c12, c22):
 
 def relu_kernel(c11, c12, c22):
     """E[relu(z₁)relu(z₂)] = √(c11c22)/(2π)·(sin θ + (π − θ) cos θ), θ = arccos(c12/√(c11c22)): the degree-1
-    arc-cosine kernel (Cho & Saul 2009, eq. (6) with n = 1). Zero when a variance vanishes."""
+    arc-cosine kernel (Cho & Saul 2009, eq. (6) with n = 1). Zero when a variance vanishes.
+
+    Parameters
+    ----------
+    c11, c12, c22 : array_like
+        Variances of z₁, z₂ and their covariance (broadcast together; c12² ≤ c11·c22).
+
+    Returns
+    -------
+    ndarray
+        The expectation, entrywise, in the broadcast shape.
+
+    Examples
+    --------
+    At c12 = c11 = c22 = q it is E[relu(z)²] = q/2; at c12 = 0 (θ = π/2) it is √(c11c22)/(2π) = 1/(2π) ≈ 0.159155.
+
+    >>> print(f"{float(relu_kernel(1.0, 1.0, 1.0)):.6f} {float(relu_kernel(1.0, 0.0, 1.0)):.6f}")
+    0.500000 0.159155
+    """
     return _closed_pair("relu", c11, c12, c22)[0]
 
 
 def erf_kernel(c11, c12, c22):
     """E[φ(z₁)φ(z₂)] for rmtnet's φ(h) = erf(√π h/2): (2/π) arcsin(2a²c12/√((1 + 2a²c11)(1 + 2a²c22))) with
-    2a² = π/2 (Williams 1997, eq. (11), with Σ = a²·covariance and no bias input)."""
+    2a² = π/2 (Williams 1997, eq. (11), with Σ = a²·covariance and no bias input).
+
+    Parameters
+    ----------
+    c11, c12, c22 : array_like
+        Variances of z₁, z₂ and their covariance (broadcast together; c12² ≤ c11·c22).
+
+    Returns
+    -------
+    ndarray
+        The expectation, entrywise, in the broadcast shape.
+
+    Examples
+    --------
+    At c12 = c11 = c22 = 1: (2/π) arcsin((π/2)/(1 + π/2)) = (2/π) arcsin(π/(2 + π)) ≈ 0.418477; odd φ, c12 = 0: 0.
+
+    >>> print(f"{float(erf_kernel(1.0, 1.0, 1.0)):.6f} {float(erf_kernel(1.0, 0.0, 1.0)):.6f}")
+    0.418477 0.000000
+    """
     return _closed_pair("erf", c11, c12, c22)[0]
 
 
@@ -204,7 +240,29 @@ def _method(method):
 def pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ(z₁)φ(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]), for an activation (name, Activation, ...):
     the closed form its definition holds (relu, erf and linear; ``method="auto"`` or ``"closed_form"``),
-    quadrature otherwise or with ``method="quadrature"``."""
+    quadrature otherwise or with ``method="quadrature"``.
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation (anything :func:`~rmtnet.spectra.activations.activation` accepts).
+    c11, c12, c22 : array_like
+        Variances and covariance of (z₁, z₂), broadcast together.
+    method : {"auto", "closed_form", "quadrature"}
+        Closed form where one exists (``"auto"``), required (``"closed_form"``), or quadrature.
+
+    Returns
+    -------
+    ndarray
+        E[φ(z₁)φ(z₂)] in the broadcast shape.
+
+    Examples
+    --------
+    ReLU at ρ = 1/2 (θ = π/3): (sin θ + (π − θ)cos θ)/(2π) = (√3/2 + π/3)/(2π) ≈ 0.304499, by quadrature too.
+
+    >>> print(f"{float(pair_kernel('relu', 1.0, 0.5, 1.0, method='quadrature')):.6f}")
+    0.304499
+    """
     act = activation(act)
     method = _method(method)
     if method != "quadrature" and act.pair_kernels is not None:
@@ -237,7 +295,31 @@ def _step(act, sw2, sb2, c11, c12, c22, method):
 
 def kernel_map(act, sigma_w, sigma_b, Sigma, method="auto"):
     """One layer of NNGP propagation, Σ_ℓ ↦ Σ_{ℓ+1} = σ_w² E[φ(z)φ(z′)] + σ_b² with (z, z′) drawn from the 2×2 blocks
-    of Σ_ℓ (Lee et al. 2018, eq. (4)); entrywise on the B×B matrix ``Sigma`` (upper triangle, then symmetrised)."""
+    of Σ_ℓ (Lee et al. 2018, eq. (4)); entrywise on the B×B matrix ``Sigma`` (upper triangle, then symmetrised).
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    sigma_w, sigma_b : float
+        Weight and bias scales (≥ 0).
+    Sigma : array_like
+        Σ_ℓ, B × B symmetric with a non-negative diagonal.
+    method : {"auto", "closed_form", "quadrature"}
+        As in :func:`pair_kernel`.
+
+    Returns
+    -------
+    ndarray
+        Σ_{ℓ+1}, B × B.
+
+    Examples
+    --------
+    ReLU at σ_w² = 2: the diagonal stays 2·(1/2) = 1; off it 2·0.304499 (:func:`pair_kernel`'s example).
+
+    >>> np.round(kernel_map("relu", np.sqrt(2), 0.0, [[1.0, 0.5], [0.5, 1.0]]), 6).tolist()
+    [[1.0, 0.608998], [0.608998, 1.0]]
+    """
     act = activation(act)
     sw2 = real_scalar("sigma_w", sigma_w, lo=0.0) ** 2
     sb2 = real_scalar("sigma_b", sigma_b, lo=0.0) ** 2
@@ -264,7 +346,33 @@ def nngp_kernel(net, X, method="auto", return_all=False):
     covariance of f(x) = h_L, a network with a linear read-out. Only the net's depth, σ_w, σ_b and activation enter
     (the widths drop out of the infinite-width limit; n₀ is X.shape[1]). ``return_all=True`` gives the list
     [Σ₁, …, Σ_L]. ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise),
-    ``"closed_form"`` or ``"quadrature"``."""
+    ``"closed_form"`` or ``"quadrature"``.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description (depth, σ_w, σ_b, activation).
+    X : array_like
+        Inputs as rows, (B, n₀).
+    method : {"auto", "closed_form", "quadrature"}
+        As above.
+    return_all : bool
+        Whether to return [Σ₁, …, Σ_L] instead of Σ_L.
+
+    Returns
+    -------
+    ndarray or list of ndarray
+        Σ_L (B × B), or every layer's kernel.
+
+    Examples
+    --------
+    A linear net of depth L = 3 at σ_b = 0 has Σ_L = σ_w^{2L} XXᵀ/n₀: 1.5⁶/2 = 5.6953125 and 1.5⁶ = 11.390625.
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0]])
+    >>> np.round(nngp_kernel(mlp(3, 2, sigma_w=1.5, activation="linear", q0=1.0), X), 7).tolist()
+    [[5.6953125, 5.6953125], [5.6953125, 11.390625]]
+    """
     net = check_network("net", net)
     X = _inputs("X", X)
     method = _method(method)
@@ -340,14 +448,50 @@ PARAMETERIZATIONS = ("ntk", "standard")
 
 def relu_derivative_kernel(c11, c12, c22):
     """E[relu′(z₁)relu′(z₂)] = (π − θ)/(2π), θ = arccos(c12/√(c11c22)): the degree-0 arc-cosine kernel (Cho & Saul
-    2009, eq. (6) with n = 0). Where a variance vanishes θ = π/2 (the value 1/4 of independent signs)."""
+    2009, eq. (6) with n = 0). Where a variance vanishes θ = π/2 (the value 1/4 of independent signs).
+
+    Parameters
+    ----------
+    c11, c12, c22 : array_like
+        Variances of z₁, z₂ and their covariance (broadcast together; c12² ≤ c11·c22).
+
+    Returns
+    -------
+    ndarray
+        The expectation, entrywise, in the broadcast shape.
+
+    Examples
+    --------
+    θ = 0 (c12 = c11 = c22) gives P(z > 0) = 1/2; θ = π/2 (c12 = 0) gives independent signs, 1/4.
+
+    >>> print(f"{float(relu_derivative_kernel(1.0, 1.0, 1.0)):.6f} {float(relu_derivative_kernel(1.0, 0.0, 1.0)):.6f}")
+    0.500000 0.250000
+    """
     return _closed_pair("relu", c11, c12, c22)[1]
 
 
 def erf_derivative_kernel(c11, c12, c22):
     """E[φ′(z₁)φ′(z₂)] for rmtnet's φ(h) = erf(ah), a = √π/2, φ′(h) = exp(−πh²/4):
     (4a²/π)/√((1 + 2a²c11)(1 + 2a²c22) − 4a⁴c12²) = 1/√((1 + πc11/2)(1 + πc22/2) − π²c12²/4) (a Gaussian integral;
-    the derivative of :func:`erf_kernel` in c12, as the NTK needs: Σ̇ = ∂Σ/∂c12)."""
+    the derivative of :func:`erf_kernel` in c12, as the NTK needs: Σ̇ = ∂Σ/∂c12).
+
+    Parameters
+    ----------
+    c11, c12, c22 : array_like
+        Variances of z₁, z₂ and their covariance (broadcast together; c12² ≤ c11·c22).
+
+    Returns
+    -------
+    ndarray
+        The expectation, entrywise, in the broadcast shape.
+
+    Examples
+    --------
+    At c12 = 0 it is (E exp(−πz²/4))² = (1/√(1 + π/2))² = 1/(1 + π/2) ≈ 0.388985.
+
+    >>> print(f"{float(erf_derivative_kernel(1.0, 0.0, 1.0)):.6f}")
+    0.388985
+    """
     return _closed_pair("erf", c11, c12, c22)[1]
 
 
@@ -355,7 +499,29 @@ def derivative_pair_kernel(act, c11, c12, c22, method="auto"):
     """E[φ′(z₁)φ′(z₂)], (z₁, z₂) ~ N(0, [[c11, c12], [c12, c22]]): with σ_w² the factor Σ̇ by which the NTK is
     carried through a layer. The closed form its definition holds (relu, erf and linear);
     :func:`gaussian_pair_expectation` of φ′ (the activation's kinks are φ′'s jumps) otherwise or with
-    ``method="quadrature"``."""
+    ``method="quadrature"``.
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    c11, c12, c22 : array_like
+        Variances and covariance of (z₁, z₂), broadcast together.
+    method : {"auto", "closed_form", "quadrature"}
+        As in :func:`pair_kernel`.
+
+    Returns
+    -------
+    ndarray
+        E[φ′(z₁)φ′(z₂)] in the broadcast shape.
+
+    Examples
+    --------
+    ReLU at ρ = 1/2 (θ = π/3): (π − θ)/(2π) = 1/3, here by quadrature of the step function.
+
+    >>> print(f"{float(derivative_pair_kernel('relu', 1.0, 0.5, 1.0, method='quadrature')):.6f}")
+    0.333333
+    """
     act = activation(act)
     method = _method(method)
     if method != "quadrature" and act.pair_kernels is not None:
@@ -436,7 +602,38 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     activations use quadrature (:func:`gaussian_pair_expectation`, far slower per pair: for thousands of points
     use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
     (NumPy or CuPy: a CuPy X gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
-    [(Σ₁, Θ₁), …, (Σ_L, Θ_L)]."""
+    [(Σ₁, Θ₁), …, (Σ_L, Θ_L)].
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description.
+    X : array_like
+        Inputs as rows, (B, n₀).
+    method : {"auto", "closed_form", "quadrature"}
+        As in :func:`nngp_kernel`.
+    parameterization : {"ntk", "standard"}
+        See above.
+    return_all : bool
+        Whether to return [(Σ₁, Θ₁), …, (Σ_L, Θ_L)] instead of Θ_L.
+
+    Returns
+    -------
+    ndarray or list of tuple
+        Θ_L (B × B), or every layer's (Σ_ℓ, Θ_ℓ).
+
+    Examples
+    --------
+    Linear, σ_w = 1, σ_b = 0: Θ_ℓ = Σ_ℓ + Θ_{ℓ−1} = ℓ·XXᵀ/n₀, so 3·XXᵀ/2 at L = 3. ReLU at σ_w² = 2 on ‖x‖²/n₀ = 1:
+    Σ₁ = Σ₂ = 2, Σ̇₂ = 2·(1/2) = 1, Θ₂ = 2 + 1·2 = 4.
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0]])
+    >>> np.round(ntk_kernel(mlp(3, 2, activation="linear", q0=1.0), X), 6).tolist()
+    [[1.5, 1.5], [1.5, 3.0]]
+    >>> np.round(ntk_kernel(mlp(2, 2, sigma_w=np.sqrt(2), q0=1.0), X[1:]), 6).tolist()
+    [[4.0]]
+    """
     net = check_network("net", net)
     X = _inputs("X", X)
     method = _method(method)

@@ -51,7 +51,33 @@ def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10
 
     Chosen over Gauss–Hermite because activations such as tanh have poles near the real axis (tanh′ at ±iπ/2),
     where Hermite rules converge slowly once √q is large; panels resolve them at any q. A user activation whose φ
-    or φ′ has features beyond |h| = ``core`` should raise ``core`` past them."""
+    or φ′ has features beyond |h| = ``core`` should raise ``core`` past them.
+
+    Parameters
+    ----------
+    f : callable
+        Vectorised function of h.
+    q : float
+        Variance of h (≥ 0; q = 0 gives f(0)).
+    breakpoints : sequence of float
+        Kinks or jumps of f, made panel ends.
+    width, panel, n_gauss, core : float, float, int, float
+        Range in standard deviations, panel length, Gauss–Legendre points per panel, and the uniform core (above).
+
+    Returns
+    -------
+    float
+        E[f(h)].
+
+    Examples
+    --------
+    E[h²] = q, and E[relu(h)²] = q/2 (half the mass of h², by symmetry).
+
+    >>> print(f"{gaussian_expectation(lambda h: h ** 2, 2.0):.10f}")
+    2.0000000000
+    >>> print(f"{gaussian_expectation(lambda h: np.maximum(h, 0.0) ** 2, 3.0, breakpoints=(0.0,)):.10f}")
+    1.5000000000
+    """
     q = real_scalar("q", q, lo=0.0)
     if q == 0:
         return float(np.asarray(f(np.zeros(1)), dtype=float)[0])
@@ -73,14 +99,57 @@ def gaussian_expectation(f, q, breakpoints=(), width=10.0, panel=0.1, n_gauss=10
 
 
 def second_moment(act, q):
-    """E[φ(h)²], h ~ N(0, q): closed form where known, else quadrature."""
+    """E[φ(h)²], h ~ N(0, q): closed form where known, else quadrature.
+
+    Parameters
+    ----------
+    act : Activation
+        An :class:`~rmtnet.spectra.activations.Activation` object (not a name).
+    q : float
+        Variance of h.
+
+    Returns
+    -------
+    float
+        E[φ(h)²].
+
+    Examples
+    --------
+    E[relu(h)²] = q/2 by symmetry.
+
+    >>> from rmtnet.spectra.activations import activation
+    >>> print(f"{second_moment(activation('relu'), 3.0):.6f}")
+    1.500000
+    """
     if act.second_moment is not None:
         return float(act.second_moment(q))
     return gaussian_expectation(lambda h: act.phi(h) ** 2, q, act.breakpoints)
 
 
 def d2_moments(act, q, k):
-    """μ_k = E[φ′(h)^{2k}], h ~ N(0, q)."""
+    """μ_k = E[φ′(h)^{2k}], h ~ N(0, q).
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    q : float
+        Variance of h (≥ 0).
+    k : int
+        The order, a non-negative integer.
+
+    Returns
+    -------
+    float
+        μ_k.
+
+    Examples
+    --------
+    ReLU′² is the indicator of h > 0, so every μ_k (k ≥ 1) is P(h > 0) = 1/2; linear gives 1.
+
+    >>> print(d2_moments("relu", 1.0, 2), d2_moments("linear", 4.0, 3))
+    0.5 1.0
+    """
     act = _activation(act)
     q = real_scalar("q", q, lo=0.0)
     if isinstance(k, bool) or int(k) != k or k < 0:
@@ -99,7 +168,29 @@ def _sigma(name, value):
 
 
 def length_map(act, q, sigma_w, sigma_b=0.0):
-    """q ↦ σ_w² E[φ(√q ξ)²] + σ_b² (one layer of the variance recursion)."""
+    """q ↦ σ_w² E[φ(√q ξ)²] + σ_b² (one layer of the variance recursion).
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    q : float
+        The pre-activation variance q_{ℓ−1} (≥ 0).
+    sigma_w, sigma_b : float
+        Weight and bias scales.
+
+    Returns
+    -------
+    float
+        q_ℓ.
+
+    Examples
+    --------
+    ReLU: σ_w²·q/2 + σ_b², so 2·(1/2) = 1 at σ_w² = 2 (every q is fixed) and 1/2 + 1/4 = 0.75 at σ_w = 1, σ_b = 1/2.
+
+    >>> print(f"{length_map('relu', 1.0, np.sqrt(2)):.6f} {length_map('relu', 1.0, 1.0, 0.5):.6f}")
+    1.000000 0.750000
+    """
     act = _activation(act)
     sigma_w = _sigma("sigma_w", sigma_w)
     sigma_b = _sigma("sigma_b", sigma_b)
@@ -109,7 +200,33 @@ def length_map(act, q, sigma_w, sigma_b=0.0):
 
 def variance_profile(act, sigma_w, sigma_b, q0, depth):
     """Pre-activation variances (q_1, …, q_L) of a network fed an input with ‖x₀‖²/n₀ = q0:
-    q_1 = σ_w² q0 + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b² (the length map)."""
+    q_1 = σ_w² q0 + σ_b², q_{ℓ+1} = σ_w² E[φ(√q_ℓ ξ)²] + σ_b² (the length map).
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    sigma_w, sigma_b : float
+        Weight and bias scales.
+    q0 : float
+        The input's ‖x₀‖²/n₀.
+    depth : int
+        L, the number of layers.
+
+    Returns
+    -------
+    tuple of float
+        (q_1, …, q_L).
+
+    Examples
+    --------
+    Linear: q_ℓ = σ_w^{2ℓ} q0 = 4, 16, 64 at σ_w = 2; ReLU at σ_w² = 2: q_1 = 2 q0 = 2, then 2·(2/2) = 2 at every layer.
+
+    >>> variance_profile("linear", 2.0, 0.0, 1.0, 3)
+    (4.0, 16.0, 64.0)
+    >>> np.round(variance_profile("relu", np.sqrt(2), 0.0, 1.0, 3), 10).tolist()
+    [2.0, 2.0, 2.0]
+    """
     act = _activation(act)
     q = [sigma_w ** 2 * real_scalar("q0", q0, lo=0.0) + sigma_b ** 2]
     for _ in range(int(depth) - 1):
@@ -128,7 +245,31 @@ def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
     the quadrature) and Brent's method solves it — no slow iteration near criticality, where q_ℓ approaches q* like
     1/ℓ. Cases: |g(q0)| ≤ noise·q0 gives q* = q0 (a line of fixed points: linear at σ_w = 1, ReLU at σ_w² = 2 with
     σ_b = 0); moving down without a fixed point gives q* = 0 (σ_b = 0, φ(0) = 0: the ordered phase); moving up without
-    one raises ValueError (q grows without bound)."""
+    one raises ValueError (q grows without bound).
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    sigma_w, sigma_b : float
+        Weight and bias scales.
+    q0 : float
+        The starting variance (> 0).
+    noise : float
+        Relative size of |map(q) − q| below which its sign is not trusted.
+
+    Returns
+    -------
+    float
+        q*.
+
+    Examples
+    --------
+    ReLU at σ_w = σ_b = 1: q = q/2 + 1 gives q* = 2; linear at σ_w = 1/2, σ_b = 1: q = q/4 + 1 gives q* = 4/3.
+
+    >>> print(f"{q_star('relu', 1.0, 1.0):.10f} {q_star('linear', 0.5, 1.0):.10f}")
+    2.0000000000 1.3333333333
+    """
     act = _activation(act)
     q0 = real_scalar("q0", q0, lo=0.0, lo_open=True)
     g = lambda t: length_map(act, t, sigma_w, sigma_b) - t       # noqa: E731
@@ -158,7 +299,29 @@ def q_star(act, sigma_w, sigma_b=0.0, q0=1.0, noise=1e-13):
 
 
 def chi(act, sigma_w, sigma_b=0.0, q=None):
-    """χ = σ_w² E[φ′(√q ξ)²] at q (default q*): the mean squared singular value of one layer's Jacobian."""
+    """χ = σ_w² E[φ′(√q ξ)²] at q (default q*): the mean squared singular value of one layer's Jacobian.
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    sigma_w, sigma_b : float
+        Weight and bias scales.
+    q : float, optional
+        The variance at which χ is taken; default q*(σ_w, σ_b).
+
+    Returns
+    -------
+    float
+        χ.
+
+    Examples
+    --------
+    ReLU: χ = σ_w²/2 at every q (1 at σ_w = √2). erf at q = 1: E[exp(−πh²/2)] = 1/√(1 + π) ≈ 0.491379.
+
+    >>> print(f"{chi('relu', np.sqrt(2)):.10f} {chi('erf', 1.0, q=1.0):.6f}")
+    1.0000000000 0.491379
+    """
     act = _activation(act)
     sigma_w = _sigma("sigma_w", sigma_w)
     sigma_b = _sigma("sigma_b", sigma_b)
@@ -170,7 +333,29 @@ def chi(act, sigma_w, sigma_b=0.0, q=None):
 
 def critical_sigma_w(act, sigma_b=0.0, bracket=(0.05, 20.0)):
     """σ_w on the critical line χ(σ_w, σ_b) = 1 (with q = q*(σ_w, σ_b)), searched in ``bracket`` = (lo, hi),
-    0 < lo < hi ≤ SIGMA_MAX; ValueError where χ − 1 has the same sign at both ends."""
+    0 < lo < hi ≤ SIGMA_MAX; ValueError where χ − 1 has the same sign at both ends.
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    sigma_b : float
+        Bias scale.
+    bracket : tuple of float
+        (lo, hi), the range of σ_w searched.
+
+    Returns
+    -------
+    float
+        The critical σ_w.
+
+    Examples
+    --------
+    ReLU at σ_b = 0: χ = σ_w²/2 = 1 at σ_w = √2; linear: χ = σ_w² = 1.
+
+    >>> print(f"{critical_sigma_w('relu'):.10f} {critical_sigma_w('linear'):.10f}")
+    1.4142135624 1.0000000000
+    """
     act = _activation(act)
     sigma_b = _sigma("sigma_b", sigma_b)
     try:
@@ -189,7 +374,28 @@ def critical_sigma_w(act, sigma_b=0.0, bracket=(0.05, 20.0)):
 
 def d2_law(act, q) -> Measure:
     """The law of D² = φ′(h)², h ~ N(0, q): a two-point law for piecewise-linear φ (ReLU: Bernoulli(½); hard-tanh:
-    Bernoulli(erf(1/√(2q))); linear: δ₁), otherwise the Gaussian push-forward by quadrature."""
+    Bernoulli(erf(1/√(2q))); linear: δ₁), otherwise the Gaussian push-forward by quadrature.
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation.
+    q : float
+        Variance of h (> 0).
+
+    Returns
+    -------
+    Measure
+        The law of φ′(h)².
+
+    Examples
+    --------
+    Hard-tanh′² = 1 on |h| < 1: mass P(|h| < 1) = erf(1/√2) ≈ 0.682689 at 1 when q = 1, the rest at 0.
+
+    >>> locs, masses = d2_law("hard_tanh", 1.0).atoms()
+    >>> print(np.round(locs, 6).tolist(), np.round(masses, 6).tolist())
+    [0.0, 1.0] [0.317311, 0.682689]
+    """
     act = _activation(act)
     q = real_scalar("q", q, lo=0.0, lo_open=True)
     if act.d2_atoms is not None:
@@ -198,7 +404,28 @@ def d2_law(act, q) -> Measure:
 
 
 def normalised_activation(act) -> _activations.Activation:
-    """φ̃ = (φ - E φ(ξ))/√Var φ(ξ), ξ ~ N(0, 1): centred with unit second moment (Fan & Wang's Assumption 3.1)."""
+    """φ̃ = (φ - E φ(ξ))/√Var φ(ξ), ξ ~ N(0, 1): centred with unit second moment (Fan & Wang's Assumption 3.1).
+
+    Parameters
+    ----------
+    act : str, Activation or callable
+        The activation (not constant under N(0, 1)).
+
+    Returns
+    -------
+    Activation
+        φ̃, with φ̃′ and the same breakpoints.
+
+    Examples
+    --------
+    ReLU: E relu(ξ) = 1/√(2π), Var = 1/2 − 1/(2π), so φ̃(0) = −(1/√(2π))/√(1/2 − 1/(2π)) ≈ −0.683332.
+
+    >>> phi = normalised_activation("relu")
+    >>> print(f"{float(phi.phi(np.zeros(1))[0]):.6f}")
+    -0.683332
+    >>> print(f"{gaussian_expectation(lambda h: phi.phi(h) ** 2, 1.0, phi.breakpoints):.8f}")
+    1.00000000
+    """
     act = _activation(act)
     mean = gaussian_expectation(act.phi, 1.0, act.breakpoints)
     var = second_moment(act, 1.0) - mean ** 2

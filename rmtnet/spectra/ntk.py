@@ -81,7 +81,31 @@ def ck_law(net, n_data, input_law=None) -> Measure:
     with Gaussian weights, σ_w = 1, σ_b = 0 and its activation normalised (:func:`normalised_activation`);
     γ_ℓ = n_data/d_ℓ from the widths d₀ … d_{L−1}. ``input_law``: the law of X₀ᵀX₀/d₀,
     default MP(γ₀) (iid Gaussian data); a purely atomic one (a data set's Gram spectrum) is solved by the
-    deterministic equivalents of :class:`NTKLaw` instead of the ⊠ engine."""
+    deterministic equivalents of :class:`NTKLaw` instead of the ⊠ engine.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        Gaussian weights, σ_w = 1, σ_b = 0, depth ≥ 2; widths d₀ … d_{L−1} (the read-out's width does not enter).
+    n_data : int
+        n, the number of inputs.
+    input_law : Measure, optional
+        The law of X₀ᵀX₀ (default MP(γ₀)).
+
+    Returns
+    -------
+    Measure
+        The limit law of X_{L−1}ᵀX_{L−1}.
+
+    Examples
+    --------
+    Linear (b = 1), depth 2, n = 50, d₀ = 100, d₁ = 50: MP(1) ⊠ MP(1/2), mean 1 and m₂ = 1 + γ₁ + γ₀ = 2.5.
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> law = ck_law(mlp(2, widths=(100, 50, 1), activation="linear", q0=1.0), 50)
+    >>> print(f"{law.mean():.6f} {law.moment(2):.6f}")
+    1.000000 2.500000
+    """
     b, gammas = _ck_setup(net, n_data)
     mu = MarchenkoPastur(gammas[0]) if input_law is None else input_law
     if not isinstance(mu, Measure):
@@ -100,7 +124,32 @@ def ck_law(net, n_data, input_law=None) -> Measure:
 
 
 def ck_moments(net, n_data, K=4):
-    """Exact m₁ … m_K of :func:`ck_law` (iid Gaussian data) from moment sequences alone."""
+    """Exact m₁ … m_K of :func:`ck_law` (iid Gaussian data) from moment sequences alone.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        Gaussian weights, σ_w = 1, σ_b = 0, depth ≥ 2; widths d₀ … d_{L−1} (the read-out's width does not enter).
+    n_data : int
+        n, the number of inputs.
+    K : int
+        The number of moments.
+
+    Returns
+    -------
+    ndarray
+        m₁ … m_K.
+
+    Examples
+    --------
+    ReLU, one hidden layer: m₂ = 1 + γ₁ + b²γ₀ with b = (E φ̃′)² = (1/4)/(1/2 − 1/(2π)) ≈ 0.733471, γ₀ = 1/2, γ₁ = 1.
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> b = 0.25 / (0.5 - 1 / (2 * np.pi))
+    >>> m = ck_moments(mlp(2, widths=(100, 50, 1), q0=1.0), 50, K=2)
+    >>> print(np.round(m, 8).tolist(), round(2 + b ** 2 / 2, 8))
+    [1.0, 2.26898993] 2.26898993
+    """
     b, gammas = _ck_setup(net, n_data)
     want = integer_at_least("K", K, 1)
     K = max(want, 2)
@@ -128,7 +177,32 @@ def ntk_coefficients(net, n_data):
     """(r₊, [c₀, …, c_H]) of Fan & Wang's linear-combination form of the NTK over data of the depth-L description
     (H = L − 1 hidden layers and the read-out W_L): K_NTK − (r₊I + Σ_{ℓ≤H} c_ℓ X_ℓᵀX_ℓ) → 0 in operator norm,
     c_ℓ = b^{2(H−ℓ)}, r₊ = Σ_{ℓ<H} (a^{H−ℓ} − b^{2(H−ℓ)}), a = E φ̃′(ξ)², b = E φ̃′(ξ) (Fan & Wang, NeurIPS 2020,
-    arXiv 2005.11879, Theorem 3.4's NTK part)."""
+    arXiv 2005.11879, Theorem 3.4's NTK part).
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        Gaussian weights, σ_w = 1, σ_b = 0, depth ≥ 2; widths d₀ … d_{L−1} (the read-out's width does not enter).
+    n_data : int
+        n, the number of inputs.
+
+    Returns
+    -------
+    r_plus : float
+        r₊.
+    coef : list of float
+        [c₀, …, c_H].
+
+    Examples
+    --------
+    ReLU at H = 1: c = [b², 1] and r₊ = a − b² with a = E φ̃′² = 2b² (ReLU′² = ReLU′), so r₊ = b² = 0.733471 (as in
+    :func:`ck_moments`); linear: a = b = 1, r₊ = 0, c = [1, 1].
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> r, c = ntk_coefficients(mlp(2, widths=(100, 50, 1), q0=1.0), 50)
+    >>> print(f"{r:.6f}", np.round(c, 6).tolist())
+    0.733471 [0.733471, 1.0]
+    """
     a, b, _ = _fan_wang_constants(net, n_data)
     L = net.depth - 1                                   # hidden layers: the last weight matrix is the read-out
     coef = [b ** (2 * (L - ell)) for ell in range(L + 1)]
@@ -170,7 +244,34 @@ class NTKLaw(Measure):
     [r₊, upper bound] (8× finer if the mass does not balance) and their edges k-sected; the law's mass (bands,
     plus an atom at r₊ of mass max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to
     1e-6.
-    :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`."""
+    :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`.
+
+    Parameters
+    ----------
+    r_plus : float
+        r₊.
+    coef : sequence of float
+        c₀ … c_L.
+    b : float
+        E φ̃′(ξ).
+    gammas : sequence of float
+        γ₁ … γ_L.
+    input_law : Measure
+        μ₀, the law of K₀.
+    moments : callable, optional
+        k ↦ exact m₁ … m_k (else moments from the density).
+    tol, max_steps : float, int
+        Newton tolerance and the continuation's step limit.
+
+    Examples
+    --------
+    b = 0, c = (0, 1): T₁ = I and K = K₁ has the law MP(γ₁), whose band is [(1 − √γ₁)², (1 + √γ₁)²] = [0.25, 2.25].
+
+    >>> from rmtnet.spectra.laws import MarchenkoPastur
+    >>> law = NTKLaw(0.0, [0.0, 1.0], 0.0, [0.25], MarchenkoPastur(0.5))
+    >>> print(np.round(law.intervals(), 6).tolist())
+    [[0.25, 2.25]]
+    """
 
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
     _STALL_HEIGHT = 1e-6
@@ -495,7 +596,34 @@ def _ntk_setup(net, n_data, input_law):
 
 def ntk_moments(net, n_data, K=4, input_law=None):
     """Exact m₁ … m_K of :func:`ntk_law`, from the same equations in formal power series (no density, no grid):
-    the independent check of the law's table. ``input_law``'s moments up to K + 2 are used."""
+    the independent check of the law's table. ``input_law``'s moments up to K + 2 are used.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        Gaussian weights, σ_w = 1, σ_b = 0, depth ≥ 2; widths d₀ … d_{L−1} (the read-out's width does not enter).
+    n_data : int
+        n, the number of inputs.
+    K : int
+        The number of moments.
+    input_law : Measure, optional
+        The law of X₀ᵀX₀ (default MP(γ₀)).
+
+    Returns
+    -------
+    ndarray
+        m₁ … m_K.
+
+    Examples
+    --------
+    Every X_ℓᵀX_ℓ has mean eigenvalue E φ̃² = 1, so m₁ = r₊ + Σ c_ℓ: 2 (linear) and b² + b² + 1 ≈ 2.466942 (ReLU, with
+    :func:`ntk_coefficients`' example).
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> lin, relu = (mlp(2, widths=(100, 50, 1), activation=a, q0=1.0) for a in ("linear", "relu"))
+    >>> print(f"{ntk_moments(lin, 50, K=1)[0]:.6f} {ntk_moments(relu, 50, K=1)[0]:.6f}")
+    2.000000 2.466942
+    """
     r_plus, coef, b, gammas, mu0 = _ntk_setup(net, n_data, input_law)
     K = integer_at_least("K", K, 1)
     try:
@@ -544,7 +672,33 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
     each draw divided by its mean eigenvalue: KS to the limit / to this law 0.024 / 0.010 at depth 2 and
     0.080 / 0.019 at depth 3. The draws' common scale is not in it: each network's spectrum moves as a whole by about
     1–2 % from draw to draw at n = 2000 (more for tanh than ReLU), so pool several networks or compare each draw's
-    spectrum divided by its mean eigenvalue."""
+    spectrum divided by its mean eigenvalue.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        Gaussian weights, σ_w = 1, σ_b = 0, depth ≥ 2; widths d₀ … d_{L−1} (the read-out's width does not enter).
+    n_data : int
+        n, the number of inputs.
+    input_law : Measure, optional
+        The law of X₀ᵀX₀ (default MP(γ₀)).
+    finite_width : bool
+        Whether to include the per-sample factors (above).
+
+    Returns
+    -------
+    Measure
+        The law, tabulated.
+
+    Examples
+    --------
+    Linear depth 2: K = X₀ᵀX₀ + X₁ᵀX₁, mean 1 + 1 = 2 (each Gram has mean 1).
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> law = ntk_law(mlp(2, widths=(100, 50, 1), activation="linear", q0=1.0), 50)
+    >>> print(f"{law.mean():.6f}")
+    2.000000
+    """
     finite_width = boolean("finite_width", finite_width)
     law = _combination_law(*_ntk_setup(net, n_data, input_law))
     if not finite_width:
@@ -578,7 +732,29 @@ def ntk_factor_variance(net):
 
     Against the measured spread of K_ii/A_ii (n = 400, d₀ = 2n, d_ℓ = n, 4 networks, ±1.8 %): measured/predicted
     sd 1.044, 0.985, 0.986 for ReLU at depth 1–3, 1.017, 1.007, 1.008 for tanh. Not included: the dependence of
-    ρ_k on q_{k−1} (zero for ReLU) and the per-network common scale."""
+    ρ_k on q_{k−1} (zero for ReLU) and the per-network common scale.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        As in :func:`ntk_law`, at its widths.
+
+    Returns
+    -------
+    float
+        v.
+
+    Examples
+    --------
+    Linear (a = b = 1, m₄ = 1, so β = 0 and κ_L = 0, κ₁ = 2): v = C₁²κ₁/(d₁T²) with C₁ = 1, T = 3 at L = 2 hidden
+    layers, = 2/(50·9) ≈ 0.004444 at d₁ = 50; at L = 1, v = 0 (K_ii = A_ii for a read-out on the sphere).
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> v = [ntk_factor_variance(mlp(len(w) - 1, widths=w, activation="linear", q0=1.0))
+    ...      for w in [(100, 50, 1), (100, 50, 50, 1)]]
+    >>> print(np.round(v, 6).tolist())
+    [0.0, 0.004444]
+    """
     net = check_network("net", net)
     a, b, _ = _fan_wang_constants(net, net.widths[0])
     act = normalised_activation(net.activation)

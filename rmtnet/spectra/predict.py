@@ -40,7 +40,37 @@ def gp_posterior(K_train, K_cross, K_test, Y, noise=0.0):
     T × T matrix — then ``var`` is the posterior covariance. Y: (N,) or (N, k). noise ≥ 0: the observation-noise
     variance added to the diagonal of K(X, X) (also a jitter for ill-conditioned kernels). Cholesky solves
     (scipy.linalg.cho_factor); a K(X, X) + noise·I that is not numerically positive definite raises ValueError.
-    Returns (mean, var)."""
+    Returns (mean, var).
+
+    Parameters
+    ----------
+    K_train : array_like
+        K(X, X), N × N.
+    K_cross : array_like
+        K(x*, X), T × N.
+    K_test : array_like
+        K(x*, x*): its diagonal (T,) or the full T × T matrix.
+    Y : array_like
+        Observations, (N,) or (N, k).
+    noise : float
+        Observation-noise variance (≥ 0).
+
+    Returns
+    -------
+    mean : ndarray
+        (T,) or (T, k).
+    var : ndarray
+        Posterior variances (T,) or covariance (T, T), as ``K_test``.
+
+    Examples
+    --------
+    By hand: K⁻¹(1, 1)ᵀ = (1/3, 1/3)ᵀ for K = [[2, 1], [1, 2]], so mean = 2/3 and var = 2 − 2/3 = 4/3.
+
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> mean, var = gp_posterior(K, np.array([[1.0, 1.0]]), np.array([2.0]), np.array([1.0, 1.0]))
+    >>> print(np.round(mean, 6).tolist(), np.round(var, 6).tolist())
+    [0.666667] [1.333333]
+    """
     noise = real_scalar("noise", noise, lo=0.0)
     Kt = finite_array("K_train", K_train)
     if Kt.ndim != 2 or Kt.shape[0] != Kt.shape[1] or Kt.shape[0] < 1:
@@ -84,7 +114,35 @@ def nngp_regression(net, X_train, Y_train, X_test, noise=0.0, method="auto", ful
     Y_train observed at X_train with noise variance ``noise``, at the rows of X_test. Only the kernel entries needed
     are propagated (train × train, test × train and the test diagonal, or test × test when ``full_cov``:
     :func:`~rmtnet.spectra.kernels.nngp_blocks`). Returns (mean, var) with var the posterior variances (T,) or, with
-    ``full_cov``, the T × T covariance."""
+    ``full_cov``, the T × T covariance.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description.
+    X_train, Y_train, X_test : array_like
+        Train inputs (N, n₀) and targets (N,) or (N, k); test inputs (T, n₀).
+    noise : float
+        Observation-noise variance.
+    method, full_cov
+        As in :func:`~rmtnet.spectra.kernels.nngp_blocks`.
+
+    Returns
+    -------
+    mean, var : ndarray
+        Posterior mean and variances (or covariance).
+
+    Examples
+    --------
+    A linear depth-1 net has K = XXᵀ/n₀: noiseless GP regression is least squares, y = x·(1, 2), so at x* = (1, 1)
+    the mean is 3 and, x* lying in the span of the train inputs, the variance 0.
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> net = mlp(1, widths=(2, 1), activation="linear", q0=1.0)
+    >>> mean, var = nngp_regression(net, np.eye(2), np.array([1.0, 2.0]), np.array([[1.0, 1.0]]))
+    >>> print(np.round(mean, 6).tolist(), (np.round(var, 6) + 0.0).tolist())
+    [3.0] [0.0]
+    """
     net = check_network("net", net)
     Xa = input_rows("X_train", X_train)
     Xt = input_rows("X_test", X_test)
@@ -356,7 +414,33 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     T × T (the same for every output); host NumPy, float64. The mean is :func:`gradient_descent_mse` of
     Θ(X, X) from f = 0, and the covariance uses the same cached eigendecomposition of Θ(X, X) + λI; a matrix that is
     not numerically positive definite at t = ∞ raises ValueError (use diag_reg > 0). To predict at many times, or
-    with an empirical kernel, call :func:`gradient_descent_mse` directly."""
+    with an empirical kernel, call :func:`gradient_descent_mse` directly.
+
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        The network description.
+    X_train, Y_train, X_test : array_like
+        Train inputs (N, n₀) and targets; test inputs (T, n₀).
+    t, learning_rate, diag_reg, steps, diag_reg_absolute_scale, parameterization, method
+        As above.
+
+    Returns
+    -------
+    mean, cov : ndarray
+        (T,) or (T, k), and T × T.
+
+    Examples
+    --------
+    Linear depth 1: Θ = Σ = XXᵀ/n₀, so at t = ∞ the mean is that of least squares, 3 (as :func:`nngp_regression`),
+    and cov = K** + PKPᵀ − 2PK*ᵀ with P = Θ*Θ⁻¹ = (1, 1): 1 + 1 − 2 = 0.
+
+    >>> from rmtnet.spectra.network import mlp
+    >>> net = mlp(1, widths=(2, 1), activation="linear", q0=1.0)
+    >>> mean, cov = ntk_predict(net, np.eye(2), np.array([1.0, 2.0]), np.array([[1.0, 1.0]]))
+    >>> print(np.round(mean, 6).tolist(), (np.round(cov, 6) + 0.0).tolist())
+    [3.0] [[0.0]]
+    """
     net = check_network("net", net)
     Xa = B.to_numpy(input_rows("X_train", X_train))
     Xt = B.to_numpy(input_rows("X_test", X_test))

@@ -463,7 +463,24 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     O(n B²) per layer instead of O(n²), so hundreds of wide networks are cheap (tight Monte Carlo error bars).
 
     ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
-    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64."""
+    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64.
+
+    Parameters
+    ----------
+    net, X : rmtnet.spectra.network.MLP, array_like
+        The description and the inputs as rows (B, n₀); the other arguments as above.
+
+    Returns
+    -------
+    ndarray (B × B), or a list of them: one per layer (``return_all``), one per sample (``return_samples``)
+
+    Examples
+    --------
+    >>> from rmtnet.spectra.network import mlp
+    >>> net, X = mlp(2, 2, weights="orthogonal", sigma_w=1.5, activation="linear", q0=1.0), np.tril(np.ones((2, 2)))
+    >>> np.round(sample_nngp_kernel(net, X, seed=0), 6).tolist()    # square Haar layers keep x·y: σ_w⁴XXᵀ/n₀ exactly
+    [[2.53125, 2.53125], [2.53125, 5.0625]]
+    """
     net = check_network("net", net)
     X = input_rows("X", X)
     S = _count("n_samples", n_samples)
