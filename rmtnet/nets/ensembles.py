@@ -94,6 +94,25 @@ def _sparsity(value, name="sparsity"):
 
 
 def generator(seed):
+    """A CPU ``torch.Generator`` seeded with ``int(seed)``: the source of this module's masks and noise.
+
+    Parameters
+    ----------
+    seed : int
+        The seed.
+
+    Returns
+    -------
+    torch.Generator
+
+    Examples
+    --------
+    The same seed gives the same draws:
+
+    >>> g = generator(3)
+    >>> print(g.initial_seed(), torch.equal(torch.randn(4, generator=g), torch.randn(4, generator=generator(3))))
+    3 True
+    """
     return torch.Generator().manual_seed(int(seed))
 
 
@@ -1185,7 +1204,27 @@ class TrustRegion:
     """Result of :func:`trust_region_search`: the chosen mutation ``sigma`` and ``sparsity``, the mean output KL there
     (Eq. 4.5), the children's mean validation accuracy there (NaN without labels), whether the target KL was reached
     inside the σ range (``reached``), and every evaluation in ``table`` (columns sigma, sparsity, kl, kl_std,
-    accuracy, stage ∈ {"grid", "bisection"})."""
+    accuracy, stage ∈ {"grid", "bisection"}).
+
+    Parameters
+    ----------
+    sigma, sparsity : float
+        The chosen noise scale and mutation sparsity.
+    kl : float
+        The mean output KL there.
+    accuracy : float
+        The children's mean validation accuracy there (NaN without labels).
+    reached : bool
+        Whether the target KL was reached.
+    table : pandas.DataFrame
+        Every evaluation of the search.
+
+    Examples
+    --------
+    >>> r = TrustRegion(sigma=0.1, sparsity=0.0, kl=0.02, accuracy=float("nan"), reached=True, table=pd.DataFrame())
+    >>> print([f.name for f in dataclasses.fields(r)], r.reached)
+    ['sigma', 'sparsity', 'kl', 'accuracy', 'reached', 'table'] True
+    """
 
     sigma: float
     sparsity: float
@@ -1303,6 +1342,45 @@ def trust_region_search(parent: nn.Module, x, *, target_kl: float = 0.02, y=None
     is then bisected (geometrically) until |KL − Δ| ≤ ``rtol`` · Δ or ``max_iter`` steps. If the grid never reaches Δ
     the largest σ is kept with ``reached=False``. Among sparsities, the one whose children are most accurate on
     (x, ``y``) at their σ wins ("the σ that maximizes accuracy while KL ≈ Δ"); several sparsities need ``y``.
+
+    Parameters
+    ----------
+    parent : nn.Module
+        The trained parent (a classifier returning logits; not modified).
+    x : torch.Tensor or tuple of torch.Tensor
+        Held-out inputs.
+    target_kl : float, default 0.02
+        Δ, in nats.
+    y : torch.Tensor, optional
+        Held-out labels (for the accuracies; needed with several sparsities).
+    sigmas : array_like, optional
+        The ascending σ grid.
+    sparsities : float or sequence of float, default (0.0,)
+        Mutation sparsities s ∈ [0, 1) to try.
+    n_draws : int, default 4
+        Mutants per sparsity.
+    rtol : float, default 0.05
+        Relative tolerance on the KL.
+    max_iter : int, default 40
+        Bisection steps at most.
+    layers : sequence of str, optional
+        The modules mutated (None: every maskable weight).
+    seed : int, default 0
+        Seed of the draws.
+
+    Returns
+    -------
+    TrustRegion
+
+    Examples
+    --------
+    The KL found is within rtol · Δ = 0.001 of Δ = 0.02, after the 13 grid points and some bisection steps:
+
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> r = trust_region_search(net, torch.randn(16, 4), target_kl=0.02)
+    >>> print(r.reached, abs(r.kl - 0.02) <= 0.05 * 0.02, int((r.table["stage"] == "grid").sum()))
+    True True 13
     """
     target_kl, rtol, n_draws, max_iter, sigmas, sparsities = _checked_search(
         parent, target_kl, y, sigmas, sparsities, n_draws, rtol, max_iter)
@@ -1386,7 +1464,45 @@ def tune(child: nn.Module, data, epochs: int, *, optimizer: str = "sgd", lr: flo
     ``"constant"`` keeps ``lr`` (the thesis's "FT" baseline uses 0.01); anything else goes to ``train`` as it is.
     Every scheduled mask is moved to epoch e before the e-th epoch (:func:`set_epoch`, through ``train``'s callback,
     which needs an evaluation every epoch: ``eval_every`` is 1). Frozen zeros hold under any optimizer (see the module
-    docstring). ``train_kwargs`` go to ``train`` (not ``checkpoint``: annealed masks are not checkpointed)."""
+    docstring). ``train_kwargs`` go to ``train`` (not ``checkpoint``: annealed masks are not checkpointed).
+
+    Parameters
+    ----------
+    child : nn.Module
+        The child (from :func:`pruned_children`, :func:`stochastic_children`, …); tuned in place.
+    data : rmtnet.nets.data.Dataset
+        The data.
+    epochs : int
+        Tuning epochs.
+    optimizer, lr, momentum, weight_decay, batch_size, seed, progress
+        As in :func:`rmtnet.nets.training.train`.
+    schedule : str or callable, default "onecycle"
+        ``"onecycle"`` (:class:`OneCycle` peaking at ``lr``) or anything ``train`` takes.
+    callback : callable, optional
+        ``callback(epoch, model, row)`` after every evaluation, after the masks have moved.
+    **train_kwargs
+        Further arguments of ``train``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``train``'s metrics table, one row per epoch (epoch 0 included).
+
+    Examples
+    --------
+    12 training points in batches of 4 are 3 steps an epoch; exactly half of the first layer's 12 weights were
+    pruned (``exact=True``), and those 6 zeros stay zero through tuning:
+
+    >>> from rmtnet.nets.data import Dataset
+    >>> _ = torch.manual_seed(0)
+    >>> net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+    >>> data = Dataset(x[:12], y[:12], x[12:], y[12:], n_classes=2, name="random", shape=(4,))
+    >>> child = pruned_children(net, 1, 0.5, exact=True, seed=0)[0]
+    >>> table = tune(child, data, epochs=2, batch_size=4)
+    >>> print(len(table), table["step"].tolist(), int((child[0].weight == 0).sum()))
+    3 [0, 3, 6] 6
+    """
     if "checkpoint" in train_kwargs or "eval_every" in train_kwargs:
         raise ValueError("tune does not take checkpoint or eval_every (annealed masks move once per epoch)")
     if schedule == "onecycle":

@@ -112,7 +112,36 @@ class MLP(nn.Module):
     Inputs of any shape (…, ``*``) are flattened to (…, n₀).
 
     :meth:`from_arch` builds the torch face of an :func:`rmtnet.spectra.network.mlp` description, so its input–output Jacobian
-    at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`."""
+    at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`.
+
+    Parameters
+    ----------
+    widths : sequence of int
+        n₀, n₁, …, n_L (at least two).
+    activation : str, Activation or torch.nn.Module, default "relu"
+        φ (see :func:`activation_module`).
+    weights : {"gaussian", "orthogonal"}, default "gaussian"
+        The law of the initial weights.
+    sigma_w, sigma_b : float, default 1.0 and 0.0
+        σ_w > 0 and σ_b ≥ 0.
+    last_activation : bool, default False
+        Apply φ after the last layer too.
+    bias : bool, default True
+        Give the layers biases.
+    seed : int, optional
+        Seed of the initial weights (drawn on the CPU).
+    device, dtype : optional
+        torch device and dtype of the parameters.
+
+    Examples
+    --------
+    Widths 3 → 4 → 2 have 3·4 + 4 + 4·2 + 2 = 26 parameters:
+
+    >>> import torch
+    >>> net = MLP([3, 4, 2], seed=0)
+    >>> print(tuple(net(torch.randn(5, 3)).shape), sum(p.numel() for p in net.parameters()))
+    (5, 2) 26
+    """
 
     def __init__(self, widths, activation="relu", weights="gaussian", sigma_w=1.0, sigma_b=0.0, last_activation=False,
                  bias=True, seed=None, device=None, dtype=None):
@@ -207,7 +236,32 @@ def _haar_isometry(n_out, n_in, g):
 # The Mixer skeleton and its blocks
 
 class Residual(nn.Module):
-    """x ↦ x + f(LN(x)), LN over the last axis (channels), or x + f(x) without normalisation."""
+    """x ↦ x + f(LN(x)), LN over the last axis (channels), or x + f(x) without normalisation.
+
+    Parameters
+    ----------
+    f : torch.nn.Module
+        The residual branch.
+    channels : int
+        The size of the last axis (LayerNorm's normalised shape).
+    norm : bool, default True
+        Apply LayerNorm before ``f``.
+    device, dtype : optional
+        torch device and dtype of the LayerNorm's parameters.
+
+    Examples
+    --------
+    With f the identity, x + f(x) = 2x; with LN, x = (1, 2, 3) (mean 2, variance 2/3) becomes
+    x + (x − 2)/√(2/3 + 10⁻⁵) (LayerNorm's ε = 10⁻⁵; 1/√0.66667667 = 1.2247357) ≈ (−0.224736, 2, 4.224736):
+
+    >>> import torch
+    >>> x = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
+    >>> Residual(torch.nn.Identity(), 3, norm=False)(x).tolist()
+    [[2.0, 4.0, 6.0]]
+    >>> block = Residual(torch.nn.Identity(), 3, dtype=torch.float64)
+    >>> [round(v, 6) for v in block(x)[0].tolist()]
+    [-0.224736, 2.0, 4.224736]
+    """
 
     def __init__(self, f, channels, norm=True, device=None, dtype=None):
         super().__init__()
@@ -220,7 +274,26 @@ class Residual(nn.Module):
 
 class TwoLayer(nn.Module):
     """f(x) = layer₂(φ(layer₁(x))), on (…, S, C) features; ``flat=True`` flattens to (…, S·C) around the layers
-    (for layers that act on the effective width m: masked, permuted, Monarch)."""
+    (for layers that act on the effective width m: masked, permuted, Monarch).
+
+    Parameters
+    ----------
+    layer1, layer2 : torch.nn.Module
+        The two layers.
+    activation : str, Activation or torch.nn.Module
+        φ between them (see :func:`activation_module`).
+    shape : tuple of int, optional
+        (S, C): flatten the last two axes before the layers and restore them after (None: no flattening).
+
+    Examples
+    --------
+    Linear 2 → 3 and 3 → 1 have 2·3 + 3 + 3·1 + 1 = 13 parameters:
+
+    >>> import torch
+    >>> f = TwoLayer(torch.nn.Linear(2, 3), torch.nn.Linear(3, 1), "relu")
+    >>> print(tuple(f(torch.randn(4, 2)).shape), sum(p.numel() for p in f.parameters()))
+    (4, 1) 13
+    """
 
     def __init__(self, layer1, layer2, activation, shape=None):
         super().__init__()
@@ -284,7 +357,42 @@ def _expanded(gamma, n, name):
 
 class MLPMixer(_PatchNet):
     """MLP-Mixer (Tolstikhin et al. 2021) on S tokens × C channels with expansion γ (token hidden γS, channel hidden
-    γC). Token-MLP(X) = W₂ φ(W₁ X), Channel-MLP(X) = φ(X W₃) W₄ (Tolstikhin et al. 2021); pre-norm residual blocks."""
+    γC). Token-MLP(X) = W₂ φ(W₁ X), Channel-MLP(X) = φ(X W₃) W₄ (Tolstikhin et al. 2021); pre-norm residual blocks.
+
+    Parameters
+    ----------
+    tokens, in_channels : int
+        S and C_in: the input is (…, S, C_in) patches (:func:`rmtnet.nets.data.to_patches`).
+    channels : int
+        C, the width of the stem and of the blocks.
+    depth : int
+        The number of blocks.
+    n_classes : int
+        The number of outputs.
+    gamma : float, default 2.0
+        The expansion γ (hidden widths round(γS), round(γC)).
+    activation : str, Activation or torch.nn.Module, default "gelu"
+        φ in the sub-blocks.
+    norm : bool, default True
+        The LayerNorms (pre-norm blocks and the final one).
+    pool : {"mean", "flatten"}, default "mean"
+        Mean over tokens before the head, or the whole S·C feature vector.
+    seed : int, optional
+        Seed of the weights (drawn on the CPU).
+    device, dtype : optional
+        torch device and dtype of the parameters.
+
+    Examples
+    --------
+    S = 4, C_in = 3, C = 2, γ = 2 (hidden 8 and 4), 5 classes, by hand: stem 3·2 + 2 = 8; token sub-block LN 4 +
+    (4·8 + 8) + (8·4 + 4) = 80; channel sub-block 4 + (2·4 + 4) + (4·2 + 2) = 26; final LN 4; head 2·5 + 5 = 15;
+    in all 133:
+
+    >>> import torch
+    >>> net = MLPMixer(tokens=4, in_channels=3, channels=2, depth=1, n_classes=5, seed=0)
+    >>> print(tuple(net(torch.randn(6, 4, 3)).shape), sum(p.numel() for p in net.parameters()))
+    (6, 5) 133
+    """
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  pool="mean", seed=None, device=None, dtype=None):
@@ -307,7 +415,49 @@ class RPMixer(_PatchNet):
     two layers; the two between the layers are drawn as their composition, one uniform permutation, since the activation
     between them is elementwise). Channel sub-blocks are the Mixer's. ``permutations="commutation"`` puts the
     commutations back, and the model is then exactly an :class:`MLPMixer` (the same seed draws the same weights: a
-    PermutedMixing with commutations draws no permutation, so its weight is the TokenMixing's)."""
+    PermutedMixing with commutations draws no permutation, so its weight is the TokenMixing's).
+
+    Parameters
+    ----------
+    tokens, in_channels : int
+        S and C_in: the input is (…, S, C_in) patches (:func:`rmtnet.nets.data.to_patches`).
+    channels : int
+        C, the width of the stem and of the blocks.
+    depth : int
+        The number of blocks.
+    n_classes : int
+        The number of outputs.
+    gamma : float, default 2.0
+        The expansion γ (hidden widths round(γS), round(γC)).
+    activation : str, Activation or torch.nn.Module, default "gelu"
+        φ in the sub-blocks.
+    norm : bool, default True
+        The LayerNorms (pre-norm blocks and the final one).
+    permutations : {"random", "commutation"}, default "random"
+        Uniform random permutations, or the commutations (the Mixer).
+    pool : {"mean", "flatten"}, default "mean"
+        Mean over tokens before the head, or the whole S·C feature vector.
+    seed : int, optional
+        Seed of the weights (drawn on the CPU).
+    device, dtype : optional
+        torch device and dtype of the parameters.
+
+    Examples
+    --------
+    The same shapes as the Mixer's, so the same 133 parameters as the :class:`MLPMixer` example; with the commutations
+    put back it has the Mixer's weights for the same seed (every parameter equal) and so its outputs (to rounding):
+
+    >>> import torch
+    >>> x = torch.randn(6, 4, 3)
+    >>> rp = RPMixer(tokens=4, in_channels=3, channels=2, depth=1, n_classes=5, seed=0)
+    >>> print(tuple(rp(x).shape), sum(p.numel() for p in rp.parameters()))
+    (6, 5) 133
+    >>> same = RPMixer(4, 3, 2, 1, 5, permutations="commutation", seed=0)
+    >>> mixer = MLPMixer(4, 3, 2, 1, 5, seed=0)
+    >>> print(all(torch.equal(p, q) for p, q in zip(same.parameters(), mixer.parameters())),
+    ...       torch.allclose(same(x), mixer(x), atol=1e-5))
+    True True
+    """
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  permutations="random", pool="mean", seed=None, device=None, dtype=None):
@@ -343,7 +493,25 @@ SPARSE_MAX_DENSITY = 1 / 8
 def sparse_storage(width, density):
     """The storage ``SWMLP(storage="auto")`` picks, ``"sparse"`` or ``"dense"``, for effective width m = ``width``
     and largest layer density ``density``: sparse when m ≥ :data:`SPARSE_MIN_WIDTH` and density ≤
-    :data:`SPARSE_MAX_DENSITY`, else dense."""
+    :data:`SPARSE_MAX_DENSITY`, else dense.
+
+    Parameters
+    ----------
+    width : int
+        The effective width m = S·C.
+    density : float
+        The largest layer density, in (0, 1].
+
+    Returns
+    -------
+    str
+        ``"sparse"`` or ``"dense"``.
+
+    Examples
+    --------
+    >>> sparse_storage(256, 1 / 8), sparse_storage(255, 1 / 8), sparse_storage(1024, 0.5)
+    ('sparse', 'dense', 'dense')
+    """
     positive_integers(width=width)
     if not 0.0 < density <= 1.0:
         raise ValueError(f"density must lie in (0, 1], got {density!r}")
@@ -362,7 +530,47 @@ class SWMLP(_PatchNet):
     and multiplied: memory and time ∝ the connections), ``"dense"`` as :class:`MaskedLinear` (an n_out × n_in weight
     and mask per layer: memory and time ∝ m², the reference for tests, and the storage that ``torch.func`` probes
     need), ``"auto"`` (default) as :func:`sparse_storage` says. Both draw masks and kept weights from the same law, so
-    the choice does not change the model's distribution, only the draws a given seed gives."""
+    the choice does not change the model's distribution, only the draws a given seed gives.
+
+    Parameters
+    ----------
+    tokens, in_channels : int
+        S and C_in: the input is (…, S, C_in) patches (:func:`rmtnet.nets.data.to_patches`).
+    channels : int
+        C, the width of the stem and of the blocks.
+    depth : int
+        The number of blocks.
+    n_classes : int
+        The number of outputs.
+    gamma : float, default 2.0
+        The expansion γ (hidden widths round(γS), round(γC)).
+    activation : str, Activation or torch.nn.Module, default "gelu"
+        φ in the sub-blocks.
+    norm : bool, default True
+        The LayerNorms (pre-norm blocks and the final one).
+    density : float, optional
+        One density for every layer (None: 1/C token-like, 1/S channel-like).
+    mask : {"bernoulli", "exact"}, default "bernoulli"
+        How the masks are drawn.
+    pool : {"mean", "flatten"}, default "mean"
+        Mean over tokens before the head, or the whole S·C feature vector.
+    storage : {"auto", "sparse", "dense"}, default "auto"
+        How the masked layers are stored.
+    seed : int, optional
+        Seed of the weights (drawn on the CPU).
+    device, dtype : optional
+        torch device and dtype of the parameters.
+
+    Examples
+    --------
+    m = 4·2 = 8 < 256, so "auto" stores dense; dense masked layers hold every weight: stem 8; each sub-block
+    LN 4 + (8·16 + 16) + (16·8 + 8) = 284 (γS·C = S·γC = 16); final LN 4; head 15; in all 595:
+
+    >>> import torch
+    >>> net = SWMLP(tokens=4, in_channels=3, channels=2, depth=1, n_classes=5, seed=0)
+    >>> print(net.storage, tuple(net(torch.randn(6, 4, 3)).shape), sum(p.numel() for p in net.parameters()))
+    dense (6, 5) 595
+    """
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  density=None, mask="bernoulli", pool="mean", storage="auto", seed=None, device=None, dtype=None):
@@ -390,7 +598,41 @@ class SWMLP(_PatchNet):
 class MonarchMLP(_PatchNet):
     """MLP on the effective width m = S·C whose layers are Monarch matrices with S blocks (Dao et al. 2022), m → γm
     → m in each residual block: one Monarch layer mixes channels within each token (R, blocks C → γC) and tokens
-    within each channel (L, blocks S × S), so one block here plays the part of a Mixer's token + channel pair."""
+    within each channel (L, blocks S × S), so one block here plays the part of a Mixer's token + channel pair.
+
+    Parameters
+    ----------
+    tokens, in_channels : int
+        S and C_in: the input is (…, S, C_in) patches (:func:`rmtnet.nets.data.to_patches`).
+    channels : int
+        C, the width of the stem and of the blocks.
+    depth : int
+        The number of blocks.
+    n_classes : int
+        The number of outputs.
+    gamma : float, default 2.0
+        The expansion γ (hidden widths round(γS), round(γC)).
+    activation : str, Activation or torch.nn.Module, default "gelu"
+        φ in the sub-blocks.
+    norm : bool, default True
+        The LayerNorms (pre-norm blocks and the final one).
+    pool : {"mean", "flatten"}, default "mean"
+        Mean over tokens before the head, or the whole S·C feature vector.
+    seed : int, optional
+        Seed of the weights (drawn on the CPU).
+    device, dtype : optional
+        torch device and dtype of the parameters.
+
+    Examples
+    --------
+    S = 4 blocks, m = 8 → γm = 16 → 8: R (4 blocks 4×2) 32 + L (4 × 4×4) 64 + bias 16 = 112, then R 32 + L (2 × 4×4)
+    32 + bias 8 = 72; with LN 4, stem 8, final LN 4 and head 15: 215 parameters:
+
+    >>> import torch
+    >>> net = MonarchMLP(tokens=4, in_channels=3, channels=2, depth=1, n_classes=5, seed=0)
+    >>> print(tuple(net(torch.randn(6, 4, 3)).shape), sum(p.numel() for p in net.parameters()))
+    (6, 5) 215
+    """
 
     def __init__(self, tokens, in_channels, channels, depth, n_classes, gamma=2.0, activation="gelu", norm=True,
                  pool="mean", seed=None, device=None, dtype=None):
@@ -417,7 +659,41 @@ class EMN(nn.Module):
     later layers are :class:`ClusterLinear` (each node's cluster receives only from the same node's cluster) ending in
     one output per node. ``sequential=True`` masks the second layer by A as well (Luntzel 2023, Fig. 5: two A-steps, so
     the network represents A²x), and ``self_loops=True`` adds I to that second mask (A x + A² x). No activations by
-    default, as in the paper; ``activation`` puts one between layers. Weights N(0, σ_w²/fan_in)."""
+    default, as in the paper; ``activation`` puts one between layers. Weights N(0, σ_w²/fan_in).
+
+    Parameters
+    ----------
+    n : int
+        The number of nodes.
+    copies : sequence of int, default (1,)
+        Copies of each node in every hidden layer.
+    sequential : bool, default False
+        Mask the second layer by A as well (needs two hidden layers).
+    self_loops : bool, default False
+        Add I to the second layer's mask (needs ``sequential``).
+    activation : str, Activation or torch.nn.Module, default "linear"
+        φ between layers.
+    bias : bool, default False
+        Give the layers biases.
+    seed : int, optional
+        Seed of the weights.
+    sigma_w : float, default 1.0
+        The weights' scale.
+    device, dtype : optional
+        torch device and dtype of the parameters.
+
+    Examples
+    --------
+    n = 3 nodes with 2 copies: the first layer is 6 × 3 (18 weights), the last one weight per copy (3·2 = 6),
+    24 in all; without biases A = 0 gives y = 0:
+
+    >>> import torch
+    >>> net = EMN(3, copies=(2,), seed=0)
+    >>> x = torch.randn(5, 3)
+    >>> y = net(x, torch.zeros(5, 3, 3))
+    >>> print(tuple(y.shape), sum(p.numel() for p in net.parameters()), bool((y == 0).all()))
+    (5, 3) 24 True
+    """
 
     def __init__(self, n, copies=(1,), sequential=False, self_loops=False, activation="linear", bias=False, seed=None,
                  sigma_w=1.0, device=None, dtype=None):

@@ -107,7 +107,31 @@ def input_jacobian(model, x):
     """The input–output Jacobian J = ∂f/∂x at one example, shape (d_out, d_in) (input and output flattened).
 
     ``x``: one example without the batch dimension, or a tuple ``(x, *context)`` whose other elements are held fixed
-    (e.g. the EMN adjacency A). Computed by reverse mode (torch.func.jacrev) in the model's dtype."""
+    (e.g. the EMN adjacency A). Computed by reverse mode (torch.func.jacrev) in the model's dtype.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (called on a batch of one).
+    x : torch.Tensor or tuple of torch.Tensor
+        One example, or ``(x, *context)``.
+
+    Returns
+    -------
+    torch.Tensor
+        J, shape (d_out, d_in), detached.
+
+    Examples
+    --------
+    A linear model's input Jacobian is its weight matrix:
+
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> lin = torch.nn.Linear(3, 2, dtype=torch.float64)
+    >>> J = input_jacobian(lin, torch.randn(3, dtype=torch.float64))
+    >>> print(tuple(J.shape), torch.allclose(J, lin.weight))
+    (2, 3) True
+    """
     check_model(model)
     x, *context = _inputs(model, x, batched=False)
     if not x.is_floating_point():
@@ -135,7 +159,37 @@ def jacobian_spectrum(model, x, batched=False):
     Squared singular values of J (float64 ``torch.linalg.svdvals``; accurate to ~(ε‖J‖)² near 0, unlike an
     eigensolver on JJᵀ), ascending, with d_out − d_in zeros when d_out > d_in. With ``batched=True``, ``x`` (or each
     element of the tuple) carries a leading dimension of n examples; the Jacobians are computed with vmap(jacrev)
-    and the result is the n spectra, each ascending, concatenated in example order: shape (n·d_out,)."""
+    and the result is the n spectra, each ascending, concatenated in example order: shape (n·d_out,).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    x : torch.Tensor or tuple of torch.Tensor
+        One example (or ``(x, *context)``); with ``batched``, n examples.
+    batched : bool, default False
+        Whether ``x`` holds n examples.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape (d_out,), or (n·d_out,) with ``batched``.
+
+    Examples
+    --------
+    For f(x) = Wx with W = diag(3, 4) (2 × 2), JJᵀ = WWᵀ has eigenvalues 9 and 16; for W = (3, 4)ᵀ (2 × 1),
+    WWᵀ has rank 1 and eigenvalues 0 and 3² + 4² = 25:
+
+    >>> import torch
+    >>> lin = torch.nn.Linear(2, 2, bias=False, dtype=torch.float64)
+    >>> _ = lin.weight.data.copy_(torch.tensor([[3.0, 0.0], [0.0, 4.0]]))
+    >>> jacobian_spectrum(lin, torch.ones(2, dtype=torch.float64)).round(8).tolist()
+    [9.0, 16.0]
+    >>> col = torch.nn.Linear(1, 2, bias=False, dtype=torch.float64)
+    >>> _ = col.weight.data.copy_(torch.tensor([[3.0], [4.0]]))
+    >>> jacobian_spectrum(col, torch.ones(3, 1, dtype=torch.float64), batched=True).round(8).tolist()
+    [0.0, 25.0, 0.0, 25.0, 0.0, 25.0]
+    """
     check_model(model)
     if not boolean("batched", batched):
         return _gram_eigs(input_jacobian(model, x)).cpu().numpy()
@@ -167,7 +221,37 @@ def parameter_jacobian(model, x, chunk_size=None):
     ``x``: a batch (n, …) or a tuple of batches (inputs of ``model(*x)``). Returns {name: tensor of shape
     ``(n, k, *param.shape)``}, computed as vmap over examples of jacrev of torch.func.functional_call, in the model's
     dtype. For a MaskedLinear weight the entries at masked coordinates are exactly zero. ``chunk_size`` bounds how
-    many examples vmap treats at once (memory)."""
+    many examples vmap treats at once (memory).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    x : torch.Tensor or tuple of torch.Tensor
+        A batch (n, …), or a tuple of batches.
+    chunk_size : int, optional
+        At most this many examples at once (None: all).
+
+    Returns
+    -------
+    dict
+        ``{parameter name: tensor (n, k, *param.shape)}``, detached.
+
+    Examples
+    --------
+    For f(x) = Wx + b, ∂f_a/∂W_bc = δ_ab x_c and ∂f_a/∂b_c = δ_ac:
+
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> lin = torch.nn.Linear(3, 2, dtype=torch.float64)
+    >>> x = torch.randn(4, 3, dtype=torch.float64)
+    >>> J = parameter_jacobian(lin, x)
+    >>> print(tuple(J["weight"].shape), tuple(J["bias"].shape))
+    (4, 2, 2, 3) (4, 2, 2)
+    >>> expected = torch.stack([torch.zeros(3, dtype=torch.float64), x[0]])   # output a = 1 of example 0
+    >>> print(torch.equal(J["weight"][0, 1], expected), torch.equal(J["bias"][0], torch.eye(2, dtype=torch.float64)))
+    True True
+    """
     check_model(model)
     xs, _ = _inputs(model, x)
     if chunk_size is not None:
@@ -222,7 +306,45 @@ def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_
     ~ n₂k·P with ``chunk_size=None`` (``chunk_size`` columns at a time otherwise). Both give the same Θ up to rounding.
     ``layout="matrix"``: (n₁k, n₂k); ``"blocks"``: (n₁, n₂, k, k). A torch tensor in the model's dtype, detached.
     Its train × train and test × train blocks (``.numpy()``) go through the same predictor as an infinite-width
-    kernel, :func:`rmtnet.spectra.gradient_descent_mse`: the linearised model trained by gradient descent."""
+    kernel, :func:`rmtnet.spectra.gradient_descent_mse`: the linearised model trained by gradient descent.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network; its trainable parameters are θ.
+    x1 : torch.Tensor or tuple of torch.Tensor
+        A batch of n₁ examples.
+    x2 : torch.Tensor or tuple of torch.Tensor, optional
+        A batch of n₂ examples (None: ``x1``).
+    method : {"jacobian", "products"}, default "jacobian"
+        How Θ is computed.
+    layout : {"matrix", "blocks"}, default "matrix"
+        The shape of the result.
+    chunk_size : int, optional
+        Examples ("jacobian") or columns ("products") at once.
+
+    Returns
+    -------
+    torch.Tensor
+        Θ, (n₁k, n₂k) or (n₁, n₂, k, k).
+
+    Examples
+    --------
+    For f(x) = Wx (no bias), J_θ(x) = I_k ⊗ xᵀ, so Θ(x, y) = (xᵀy)·I_k and the matrix layout is kron(X₁X₂ᵀ, I_k):
+
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> lin = torch.nn.Linear(3, 2, bias=False, dtype=torch.float64)
+    >>> x1, x2 = torch.randn(4, 3, dtype=torch.float64), torch.randn(5, 3, dtype=torch.float64)
+    >>> theta = empirical_ntk(lin, x1, x2)
+    >>> expected = torch.kron(x1 @ x2.T, torch.eye(2, dtype=torch.float64))
+    >>> print(tuple(theta.shape), torch.allclose(theta, expected),
+    ...       torch.allclose(empirical_ntk(lin, x1, x2, method="products"), expected))
+    (8, 10) True True
+    >>> blocks = empirical_ntk(lin, x1, x2, layout="blocks")
+    >>> print(tuple(blocks.shape), torch.allclose(blocks[1, 2], (x1[1] @ x2[2]) * torch.eye(2, dtype=torch.float64)))
+    (4, 5, 2, 2) True
+    """
     check_model(model)
     one_of("method", method, NTK_METHODS)
     one_of("layout", layout, LAYOUTS)
@@ -254,7 +376,27 @@ def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_
 def weight_singular_values(weight):
     """Singular values of a dense weight matrix (torch tensor or array, shape (out, in)), float64, descending, as a
     NumPy array. For a MaskedLinear pass ``layer.weight`` (stored with zeros at masked coordinates) or
-    ``layer.weight * layer.mask``."""
+    ``layer.weight * layer.mask``.
+
+    Parameters
+    ----------
+    weight : torch.Tensor or array_like
+        A real, finite matrix (out, in).
+
+    Returns
+    -------
+    numpy.ndarray
+        The min(out, in) singular values, float64, descending.
+
+    Examples
+    --------
+    diag(3, 4) has singular values 4 and 3; the all-ones 2 × 2 matrix = 2·uuᵀ (u = (1, 1)/√2) has 2 and 0:
+
+    >>> weight_singular_values([[3.0, 0.0], [0.0, 4.0]]).round(8).tolist()
+    [4.0, 3.0]
+    >>> weight_singular_values(torch.ones(2, 2)).round(6).tolist()
+    [2.0, 0.0]
+    """
     if isinstance(weight, torch.Tensor):
         w = weight.detach()
     else:
@@ -287,7 +429,37 @@ def effective_singular_values(model, tokens=None, channels=None, max_dense=4096)
     W's repeated n_blocks times (:func:`rmtnet.spectra.mixer.kronecker_singular_values`). MaskedLinear gives those of
     M ⊙ W, and so does SparseMaskedLinear (only up to ``max_dense`` on a side: it builds the dense M ⊙ W);
     MonarchLinear those of its dense matrix (only up to ``max_dense`` on a side). S and C are read from the
-    model (``tokens``/``channels`` attributes, as the Mixer-family models have) unless given."""
+    model (``tokens``/``channels`` attributes, as the Mixer-family models have) unless given.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    tokens, channels : int, optional
+        S and C (None: the model's attributes).
+    max_dense : int, default 4096
+        The largest side of a structured layer's dense matrix.
+
+    Returns
+    -------
+    dict
+        ``{module name: numpy.ndarray}``, each descending.
+
+    Examples
+    --------
+    An MLP-Mixer with S = 4, C = 2: the stem (C_in = 3 → 2) has 2 singular values, each repeated S = 4 times; the
+    first token layer W (8 × 4) has 4, each repeated C = 2 times:
+
+    >>> import numpy as np
+    >>> from rmtnet.nets.models import MLPMixer
+    >>> net = MLPMixer(tokens=4, in_channels=3, channels=2, depth=1, n_classes=5, seed=0)
+    >>> sv = effective_singular_values(net)
+    >>> print({name: len(v) for name, v in sv.items()})
+    {'stem': 8, 'blocks.0.f.layer1': 8, 'blocks.0.f.layer2': 8, 'blocks.1.f.layer1': 8, 'blocks.1.f.layer2': 8}
+    >>> W = net.blocks[0].f.layer1.weight
+    >>> print(np.allclose(sv["blocks.0.f.layer1"], np.repeat(weight_singular_values(W), 2)))
+    True
+    """
     from rmtnet.spectra.mixer import kronecker_singular_values
     from .layers import ChannelMixing, MaskedLinear, MonarchLinear, PermutedMixing, SparseMaskedLinear, TokenMixing
 

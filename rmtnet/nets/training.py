@@ -36,7 +36,18 @@ LOSSES = ("cross_entropy", "mse")
 class DivergenceError(FloatingPointError, OverflowError):
     """A training loss or metric left float64 (NaN or ±inf): the run diverged. Both a FloatingPointError (as it
     always was) and an OverflowError (the weights or the loss exceeded float64); the message names the epoch, the
-    step and the optimiser's lr, momentum and weight_decay."""
+    step and the optimiser's lr, momentum and weight_decay.
+
+    Parameters
+    ----------
+    message : str
+        What diverged, and where.
+
+    Examples
+    --------
+    >>> issubclass(DivergenceError, FloatingPointError), issubclass(DivergenceError, OverflowError)
+    (True, True)
+    """
 
 
 def _path(name, value):
@@ -56,7 +67,29 @@ def _shapes(x):
 
 
 def apply_model(model, x):
-    """``model(x)``, or ``model(*x)`` for a tuple of inputs (a batch's inputs as :func:`train` hands them over)."""
+    """``model(x)``, or ``model(*x)`` for a tuple of inputs (a batch's inputs as :func:`train` hands them over).
+
+    Parameters
+    ----------
+    model : callable
+        The network.
+    x : torch.Tensor or tuple of torch.Tensor
+        The inputs.
+
+    Returns
+    -------
+    torch.Tensor
+        The model's output.
+
+    Examples
+    --------
+    A tuple is spread over the arguments, so torch.add gets (1, 2) and (10, 20) and returns (11, 22):
+
+    >>> apply_model(torch.add, (torch.tensor([1, 2]), torch.tensor([10, 20]))).tolist()
+    [11, 22]
+    >>> apply_model(torch.nn.Identity(), torch.tensor([3.0])).tolist()
+    [3.0]
+    """
     return model(*x) if isinstance(x, tuple) else model(x)
 
 
@@ -97,7 +130,41 @@ def evaluate(model: torch.nn.Module, data: Dataset, split: str = "test", loss: s
     """Mean loss over ``split`` with the model in eval mode, and the error rate 1 − accuracy (classification: argmax
     of the output) or the mean squared error over samples and outputs (regression). Keys: ``{split}_loss`` and
     ``{split}_error`` or ``{split}_mse``. The data are moved to the device and floating dtype of the model's first
-    parameter (a no-op when they are there already)."""
+    parameter (a no-op when they are there already).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (put back in its training mode afterwards).
+    data : rmtnet.nets.data.Dataset
+        The data.
+    split : {"test", "train"}, default "test"
+        The split evaluated.
+    loss : str or callable, optional
+        As in :func:`train` (None: cross-entropy for classification, MSE for regression).
+    batch_size : int, default 1024
+        Examples per forward pass.
+
+    Returns
+    -------
+    dict
+        ``{f"{split}_loss": float, f"{split}_error" or f"{split}_mse": float}``.
+
+    Examples
+    --------
+    The identity on 2-d inputs: the logits are the inputs. By hand, (1, 0) with label 0 costs log(1 + e⁻¹) =
+    0.313262, with label 1 log(1 + e) = 1.313262, so the mean is (2·0.313262 + 1.313262)/3 = 0.646595; the
+    predictions (0, 1, 0) miss one label of three:
+
+    >>> x, y = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]), torch.tensor([0, 1, 1])
+    >>> data = Dataset(x, y, x, y, n_classes=2, name="toy", shape=(2,))
+    >>> net = torch.nn.Linear(2, 2)
+    >>> with torch.no_grad():
+    ...     _ = net.weight.copy_(torch.eye(2)), net.bias.zero_()
+    >>> row = evaluate(net, data)
+    >>> print(f"{row['test_loss']:.6f} {row['test_error']:.6f}")
+    0.646595 0.333333
+    """
     loss_fn = _loss_function(loss, data.n_classes)
     param = next(model.parameters(), None)
     if param is not None:
@@ -305,6 +372,8 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
 
     Parameters
     ----------
+    model, data : the network (initial weights the caller's) and its :class:`~rmtnet.nets.data.Dataset`.
+    epochs, batch_size, lr, momentum, weight_decay, device, progress : passes, minibatch, optimiser, device, tqdm bar.
     optimizer : ``"sgd"`` (with ``momentum`` and L2 ``weight_decay`` added to the gradient) or ``"adamw"`` (decoupled
         ``weight_decay``, default betas; ``momentum`` is unused).
     schedule : learning-rate schedule over the T = epochs · ⌈n_train / batch_size⌉ optimisation steps, stepped
@@ -335,6 +404,17 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     Raises :class:`DivergenceError` (a FloatingPointError, and an OverflowError), naming the epoch, the step and lr,
     momentum and weight_decay, as soon as a training loss is not finite (before the update is applied) or an
     evaluation's metrics are not.
+
+    Examples
+    --------
+    24 training points in batches of 8 are 3 steps an epoch, and rows come at epochs 0, 1 and 2:
+
+    >>> _ = torch.manual_seed(0)
+    >>> x, y = torch.randn(32, 3), torch.randint(0, 2, (32,))
+    >>> data = Dataset(x[:24], y[:24], x[24:], y[24:], n_classes=2, name="random", shape=(3,))
+    >>> table = train(torch.nn.Linear(3, 2), data, epochs=2, batch_size=8, progress=False)
+    >>> print(len(table), table["step"].tolist())
+    3 [0, 3, 6]
     """
     check_model(model)
     epochs, batch_size, eval_every, lr, momentum, weight_decay, seed = _checked_arguments(
