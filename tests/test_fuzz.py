@@ -33,6 +33,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+from rmtnet.spectra import activations
 from rmtnet import plot
 from rmtnet.spectra import network
 from rmtnet.experiments import sweep
@@ -548,7 +549,7 @@ MORE = [
      bounded),
     ("chi.q", "q", lambda v: meanfield.chi("erf", 1.0, q=v), lambda v: True if v is None else real_in(0, huge=1e6)(v),
      bounded),
-    ("activation.spec", "activation", lambda v: meanfield.activation(v), lambda v: None if callable(v) else (
+    ("activation.spec", "activation", lambda v: activations.activation(v), lambda v: None if callable(v) else (
         isinstance(v, str) and v in ("linear", "relu", "hard_tanh", "erf", "tanh")),
      lambda: st.one_of(st.sampled_from(["relu", "sigmoid", "Tanh"]), scalars())),
     ("m_inverse.w", "w", lambda v: transforms.m_inverse(MarchenkoPastur(0.5), v),

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rmtnet.spectra import activations
 from rmtnet import backend as B
 from rmtnet import cli
 from rmtnet.spectra.network import mlp
@@ -32,7 +33,7 @@ def _inputs(seed=0, b=5, n0=16):
 @pytest.mark.parametrize("c11,c22", VARIANCES)
 @pytest.mark.parametrize("name,closed", [("relu", relu_kernel), ("erf", erf_kernel)])
 def test_closed_forms_match_quadrature(name, closed, c11, c22):
-    act = meanfield.activation(name)
+    act = activations.activation(name)
     c12 = RHOS * np.sqrt(c11 * c22)
     quad = gaussian_pair_expectation(act, act, c11, c12, c22)
     assert np.all(np.isfinite(quad))
@@ -65,7 +66,7 @@ def test_quadrature_exact_identities():
 
 @pytest.mark.parametrize("name", ["tanh", "hard_tanh", "erf", "relu"])
 def test_quadrature_diagonal_is_meanfield_second_moment(name):
-    act = meanfield.activation(name)
+    act = activations.activation(name)
     for q in (0.05, 1.0, 7.0):
         got = gaussian_pair_expectation(act, act, q, q, q)
         ref = meanfield.gaussian_expectation(lambda h: act.phi(h) ** 2, q, act.breakpoints)
@@ -73,7 +74,7 @@ def test_quadrature_diagonal_is_meanfield_second_moment(name):
 
 
 def test_degenerate_covariances_have_no_nan():
-    act = meanfield.activation("hard_tanh")
+    act = activations.activation("hard_tanh")
     c11 = np.array([0.0, 0.0, 1.0, 2.0])
     c22 = np.array([0.0, 1.0, 0.0, 2.0])
     c12 = np.array([0.0, 0.0, 0.0, -2.0])
@@ -87,7 +88,7 @@ def test_user_callable_named_like_a_registered_activation_is_not_given_its_close
     def erf(h):                                    # scipy's erf, not rmtnet's erf(√π h/2)
         from scipy import special
         return special.erf(h)
-    act = meanfield.activation(erf, lambda h: 2 / np.sqrt(np.pi) * np.exp(-h * h))
+    act = activations.activation(erf, lambda h: 2 / np.sqrt(np.pi) * np.exp(-h * h))
     v = pair_kernel(act, 1.0, 0.5, 1.0)
     assert abs(v - 2 / np.pi * np.arcsin(2 * 0.5 / 3.0)) < 1e-12           # Williams with a = 1
     with pytest.raises(ValueError, match="closed_form"):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
+from rmtnet.spectra import activations
 from rmtnet.spectra import meanfield as mf
 
 
@@ -15,7 +16,7 @@ def by_quad(f, q):
 
 @pytest.mark.parametrize("q", [0.05, 0.7, 3.0])
 def test_closed_forms_equal_quadrature(q):
-    erf, tanh = mf.activation("erf"), mf.activation("tanh")
+    erf, tanh = activations.activation("erf"), activations.activation("tanh")
     assert abs(mf.second_moment(erf, q) - by_quad(lambda h: erf.phi(h) ** 2, q)) < 1e-12
     for k in (1, 2, 3):
         assert abs(mf.d2_moments(erf, q, k) - by_quad(lambda h: erf.dphi(h) ** (2 * k), q)) < 1e-12
@@ -26,7 +27,7 @@ def test_closed_forms_equal_quadrature(q):
 
 @pytest.mark.parametrize("name,sw,sb", [("tanh", 1.5, 0.1), ("erf", 2.0, 0.3), ("tanh", 1.05, 0.0)])
 def test_q_star_is_the_fixed_point(name, sw, sb):
-    act = mf.activation(name)
+    act = activations.activation(name)
     q = mf.q_star(name, sw, sb)
     assert q > 0
     assert abs(sw ** 2 * by_quad(lambda h: act.phi(h) ** 2, q) + sb ** 2 - q) < 1e-12 * q
@@ -50,7 +51,7 @@ def test_critical_line():
     assert abs(s0 - 1.0) < 1e-7 and abs(mf.chi("tanh", s0, 0.0) - 1.0) < 1e-13
     for name, sb in (("tanh", 0.05), ("erf", 0.2)):
         s = mf.critical_sigma_w(name, sb)
-        act = mf.activation(name)
+        act = activations.activation(name)
         q = mf.q_star(name, s, sb)
         assert s ** 2 * by_quad(lambda h: act.dphi(h) ** 2, q) == pytest.approx(1.0, abs=1e-10)
         assert s > 1.0                                  # bias pushes the critical line above σ_w = 1
@@ -68,12 +69,12 @@ def test_d2_laws():
 
 
 def test_custom_activation_and_errors():
-    soft = mf.activation(lambda h: np.log1p(np.exp(h)), lambda h: special.expit(h))
+    soft = activations.activation(lambda h: np.log1p(np.exp(h)), lambda h: special.expit(h))
     assert mf.d2_moments(soft, 1.0, 1) == pytest.approx(by_quad(lambda h: special.expit(h) ** 2, 1.0), rel=1e-12)
     with pytest.raises(ValueError, match="activation must be one of"):
-        mf.activation("swish")
+        activations.activation("swish")
     with pytest.raises(ValueError, match="derivative"):
-        mf.activation(np.sin)
+        activations.activation(np.sin)
     with pytest.raises(ValueError, match="sigma_w"):
         mf.length_map("tanh", 1.0, -1.0)
 
@@ -116,3 +117,11 @@ def test_sigma_beyond_float64_squares_and_bad_brackets_are_named():
     with pytest.raises(ValueError, match=r"no critical sigma_w in bracket=\(2, 3\)"):
         mf.critical_sigma_w("erf", 0.1, bracket=(2.0, 3.0))
     assert mf.critical_sigma_w("erf", 0.1, bracket=[0.5, 2.0]) == pytest.approx(mf.critical_sigma_w("erf", 0.1))
+
+
+@pytest.mark.parametrize("name", ["linear", "relu", "hard_tanh", "erf", "tanh", "gelu"])
+def test_zeroth_moment_of_the_d2_law_is_one(name):
+    """E[(φ′(h)²)⁰] = 1 for every activation; the closed forms of ReLU (½) and hard-tanh (P(|h| < 1)) hold for k ≥ 1
+    only, and k = 0 used to return them."""
+    assert mf.d2_moments(name, 0.7, 0) == 1.0
+    assert mf.d2_moments(name, 0.7, 1) == pytest.approx(mf.d2_law(name, 0.7).moment(1), rel=1e-9)

@@ -75,7 +75,7 @@ def layer_d2_law(act, q) -> Measure:
     Parameters
     ----------
     act : Activation
-        From :func:`rmtnet.spectra.meanfield.activation`.
+        From :func:`rmtnet.spectra.activations.activation`.
     q : float
         The pre-activation variance q ≥ 0.
 
@@ -88,10 +88,10 @@ def layer_d2_law(act, q) -> Measure:
     --------
     ReLU: φ′(h)² is 0 or 1 with probability ½ each; tanh at q = 0: δ₁:
 
-    >>> from rmtnet.spectra import meanfield
-    >>> print(*layer_d2_law(meanfield.activation("relu"), 1.0).atoms())
+    >>> from rmtnet.spectra import activations
+    >>> print(*layer_d2_law(activations.activation("relu"), 1.0).atoms())
     [0. 1.] [0.5 0.5]
-    >>> print(*layer_d2_law(meanfield.activation("tanh"), 0.0).atoms())
+    >>> print(*layer_d2_law(activations.activation("tanh"), 0.0).atoms())
     [1.] [1.]
     """
     if q == 0:

@@ -154,6 +154,8 @@ def d2_moments(act, q, k):
     q = real_scalar("q", q, lo=0.0)
     if isinstance(k, bool) or int(k) != k or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    if k == 0:                                          # E[(φ′²)⁰] = 1: the closed forms hold for k ≥ 1
+        return 1.0
     if act.derivative_moment is not None and q > 0:
         return float(act.derivative_moment(q, int(k)))
     return gaussian_expectation(lambda h: act.dphi(h) ** (2 * int(k)), q, act.breakpoints)

@@ -307,10 +307,10 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
     --------
     One linear layer, f(x) = wᵀWx/√d₁: K(x, y) = xᵀWᵀWy/d₁ + ‖w‖² xᵀy/d₁, written out by hand:
 
-    >>> from rmtnet.spectra import meanfield
+    >>> from rmtnet.spectra import activations
     >>> rng = np.random.default_rng(0)
     >>> X, W, w = rng.standard_normal((3, 2)), rng.standard_normal((4, 3)), rng.standard_normal((4, 1))
-    >>> K = ntk_gram(X, [W], w, meanfield.activation("linear"))
+    >>> K = ntk_gram(X, [W], w, activations.activation("linear"))
     >>> print(np.allclose(K, X.T @ W.T @ W @ X / 4 + (w.T @ w) * (X.T @ X) / 4))
     True
     """
