@@ -1,6 +1,6 @@
 """Sparse (SW-MLP) vs Kronecker (Mixer) vs random-permuted (RP) vs MP: layer spectra from m = 10³ to 10⁶, matrix-free.
 
-Seed 004 (Hayase & Karakida, ICML 2024): an MLP-Mixer with S tokens and C channels is an MLP of effective width
+Hayase & Karakida (ICML 2024, arXiv 2306.01470): an MLP-Mixer with S tokens and C channels is an MLP of effective width
 m = S·C = 10⁴–10⁶ with very sparse, structured weights, and "the s.v.d. of J(I ⊗ W)J converge to the MP law" — one
 mixing factor kron(W, I_C) has W's singular values, C times each. This script takes the comparison to the product of
 the two mixing factors of one linear Mixer layer, x ↦ flatten(W X Vᵀ) (W, V Gaussian, entries N(0, 1/S), N(0, 1/C)),
