@@ -70,8 +70,8 @@ def _net(width):
                last_activation=False)
 
 
-def _learning_rate(net, X):
-    theta = kernels.ntk_kernel(net, X, parameterization="standard")
+def _learning_rate(theta):
+    """η = N/λ_max(Θ) for the train-set NTK Θ: half the largest stable step of full-batch gradient descent."""
     return N_TRAIN / float(np.linalg.eigvalsh(theta)[-1])
 
 
@@ -84,7 +84,7 @@ def train_run(width, steps, seed):
     its test predictions at the last step (one column per test point)."""
     X, y, Xt, yt = _task()
     net = _net(width)
-    eta = _learning_rate(net, X)
+    eta = _learning_rate(kernels.ntk_kernel(net, X, parameterization="standard"))
     torch.manual_seed(seed)
     model = MLP.from_arch(net, seed=seed, dtype=torch.float64)
     opt = torch.optim.SGD(model.parameters(), lr=eta)
@@ -113,7 +113,7 @@ def _theory(width, steps):
     n = len(X)
     nngp, theta = kernels.ntk_kernel(_net(width), np.concatenate([X, Xt]), parameterization="standard",
                                      return_all=True)[-1]
-    eta = N_TRAIN / float(np.linalg.eigvalsh(theta[:n, :n])[-1])
+    eta = _learning_rate(theta[:n, :n])
     ks = _checkpoints(steps)
     fit = predict.gradient_descent_mse(theta[:n, :n], y, learning_rate=eta, steps=True)
     means, covs = predict.ensemble_moments(fit, theta[n:, :n], nngp[:n, :n], nngp[n:, :n], nngp[n:, n:], t=ks)

@@ -47,7 +47,6 @@ __all__ = ["gaussian_pair_expectation", "relu_kernel", "erf_kernel", "pair_kerne
            "INPUT_MAX", "METHODS", "PARAMETERIZATIONS"]
 
 METHODS = ("auto", "closed_form", "quadrature")
-_inputs = input_rows
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -402,7 +401,7 @@ def nngp_kernel(net, X, method="auto", return_all=False):
     [[5.6953125, 5.6953125], [5.6953125, 11.390625]]
     """
     net = check_network("net", net)
-    X = _inputs("X", X)
+    X = input_rows("X", X)
     method = _method(method)
     S = _first_layer(net, X, X)
     S = 0.5 * (S + S.T)
@@ -448,8 +447,8 @@ def nngp_blocks(net, X_train, X_test, method="auto", full_cov=False):
     True
     """
     net = check_network("net", net)
-    Xa = _inputs("X_train", X_train)
-    Xt = _inputs("X_test", X_test)
+    Xa = input_rows("X_train", X_train)
+    Xt = input_rows("X_test", X_test)
     if Xt.shape[1] != Xa.shape[1]:
         raise ValueError(f"X_test must have as many columns as X_train ({Xa.shape[1]}), got {Xt.shape[1]}")
     method = _method(method)
@@ -663,7 +662,7 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     [[4.0]]
     """
     net = check_network("net", net)
-    X = _inputs("X", X)
+    X = input_rows("X", X)
     method = _method(method)
     if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
