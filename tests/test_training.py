@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -304,3 +305,19 @@ def test_bad_arguments_are_named_and_divergence_is_an_overflow(tmp_path, monkeyp
         with pytest.raises(DivergenceError, match=rf"\b{name}\b") as info:
             train(model(), data, epochs=2, batch_size=4, progress=False, **kwargs)
         assert isinstance(info.value, OverflowError) and isinstance(info.value, FloatingPointError)
+
+
+def test_squared_loss_conventions_mse_is_half_the_mean_squared_error():
+    # L = c · mean over samples and outputs of (f − y)²: c = ½ for "mse" (neural-tangents' and ntk_predict's
+    # convention), 1 for "mean_squared" (torch's mse_loss); by hand on a 2 × 2 residual (1, 2; −1, 0): mean 6/4.
+    import rmtnet.nets.training as T
+    out, y = torch.tensor([[1.0, 2.0], [-1.0, 0.0]]), torch.zeros(2, 2)
+    T._MSE_NOTICE_GIVEN = False
+    with pytest.warns(FutureWarning, match="½·mean"):
+        half = T._loss_function("mse", None)(out, y)
+    assert float(half) == 0.75 and float(T._loss_function("mean_squared", None)(out, y)) == 1.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        T._loss_function("mse", None)                            # the notice is given once per process
+    labels = torch.tensor([1, 0])                                # one-hot targets (0, 1) and (1, 0)
+    assert float(T._loss_function("mean_squared", 2)(out, labels)) == pytest.approx((1 + 1 + 4 + 0) / 4)

@@ -13,6 +13,7 @@ import numbers
 import os
 import pickle
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +31,9 @@ __all__ = ["train", "evaluate", "DivergenceError"]
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "onecycle", "step")
-LOSSES = ("cross_entropy", "mse")
+LOSSES = ("cross_entropy", "mse", "mean_squared")
+#: The squared loss of each name: the factor c in L = c · mean over samples and outputs of (f − y)².
+SQUARED_LOSS_CONVENTIONS = {"mse": 0.5, "mean_squared": 1.0}
 
 
 class DivergenceError(FloatingPointError, OverflowError):
@@ -99,29 +102,53 @@ def _positive_int(name, value):
     return int(value)
 
 
-def _loss_function(loss, n_classes):
-    """``(output, y) ↦ mean loss`` for ``loss`` ∈ {"cross_entropy", "mse", callable}; None picks cross-entropy for
-    classification and MSE for regression. MSE on class labels compares the output with one-hot targets."""
+def _one_hot_targets(output, y, n_classes, loss):
+    """The regression targets, or one-hot class targets, checked to have the output's shape."""
+    if n_classes is not None:
+        y = F.one_hot(y, n_classes).to(output.dtype)
+    if output.shape != y.shape:
+        raise ValueError(f"loss={loss!r} needs the model output to have the targets' shape {tuple(y.shape)}, "
+                         f"got {tuple(output.shape)}")
+    return y
+
+
+def _mse_notice():
+    """Once per process: loss="mse" changed its factor in rmtnet 0.2 (a FutureWarning until 0.3)."""
+    global _MSE_NOTICE_GIVEN
+    if not _MSE_NOTICE_GIVEN:
+        _MSE_NOTICE_GIVEN = True
+        warnings.warn("since rmtnet 0.2, train's loss='mse' is ½·mean((f − y)²) over samples and outputs (the "
+                      "convention of rmtnet.spectra.predict and neural-tangents), half of the mean squared error it "
+                      "was before; loss='mean_squared' is the old one (torch.nn.functional.mse_loss). This notice is "
+                      "given once and goes in rmtnet 0.3", FutureWarning, stacklevel=4)
+
+
+_MSE_NOTICE_GIVEN = False
+
+
+def _loss_function(loss, n_classes, notice=True):
+    """``(output, y) ↦ mean loss`` for ``loss`` ∈ {"cross_entropy", "mse", "mean_squared", callable}; None picks
+    cross-entropy for classification and "mse" for regression. The squared losses compare the output with one-hot
+    targets for class labels: "mse" is ½·mean((f − y)²) over samples and outputs (:data:`SQUARED_LOSS_CONVENTIONS`),
+    "mean_squared" the mean without ½."""
     if loss is None:
         loss = "mse" if n_classes is None else "cross_entropy"
     if callable(loss):
         return loss
-    if not isinstance(loss, str):
+    if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES} or a callable (output, y) -> scalar, got {loss!r:.60}")
     if loss == "cross_entropy":
         if n_classes is None:
             raise ValueError("loss='cross_entropy' needs class labels; this data set is a regression (n_classes=None)")
         return F.cross_entropy
-    if loss == "mse":
-        def mse(output, y):
-            if n_classes is not None:
-                y = F.one_hot(y, n_classes).to(output.dtype)
-            if output.shape != y.shape:
-                raise ValueError(f"loss='mse' needs the model output to have the targets' shape {tuple(y.shape)}, "
-                                 f"got {tuple(output.shape)}")
-            return F.mse_loss(output, y)
-        return mse
-    raise ValueError(f"loss must be one of {LOSSES} or a callable (output, y) -> scalar, got {loss!r}")
+    if loss == "mse" and notice:
+        _mse_notice()
+    factor = SQUARED_LOSS_CONVENTIONS[loss]
+
+    def squared(output, y):
+        return factor * F.mse_loss(output, _one_hot_targets(output, y, n_classes, loss))
+    squared.__qualname__ = loss
+    return squared
 
 
 @torch.no_grad()
@@ -381,8 +408,15 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
         one-cycle policy, torch's ``OneCycleLR`` with peak ``lr`` at step 0.3 T − 1, start lr/25, end lr/25/10⁴;
         the momentum is held at ``momentum``, not cycled); ``"step"`` (×0.1 after T/2 and 3T/4 steps); or a callable
         ``(optimizer, T) -> LRScheduler``.
-    loss : ``"cross_entropy"``, ``"mse"`` (against one-hot targets for class labels) or a callable
-        ``(output, y) -> mean loss``; by default cross-entropy for classification, MSE for regression.
+    loss : ``"cross_entropy"``, ``"mse"``, ``"mean_squared"`` or a callable ``(output, y) -> mean loss``; by default
+        cross-entropy for classification, ``"mse"`` for regression. The squared losses compare the output with
+        one-hot targets for class labels. ``"mse"`` is L = ½·mean over the N samples and k outputs of (f − y)², the
+        convention of :func:`rmtnet.spectra.predict.gradient_descent_mse` and neural-tangents (since rmtnet 0.2; a
+        FutureWarning says so once per process until 0.3); ``"mean_squared"`` is the mean without ½
+        (``torch.nn.functional.mse_loss``, what ``"mse"`` was before 0.2), whose gradients are twice as large. Full-batch
+        gradient descent on ``"mse"`` is linearly stable for η < 2/λ_max(∇²L) = 2Nk/λ_max(Θ), Θ the empirical NTK Gram
+        over the training set (:func:`rmtnet.spectra.stability.critical_learning_rate_of_gram`); on
+        ``"mean_squared"`` for η < Nk/λ_max(Θ).
     seed : seeds the global torch RNG (dropout and the like; ``torch.manual_seed``) and the generator that shuffles
         the training split. The model's initial weights are the caller's.
     checkpoint : a path; after every epoch the full state is saved there. If the file exists when ``train`` starts,
