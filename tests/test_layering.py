@@ -2,7 +2,8 @@
 
     studies > nets > {plot, experiments, cli, figures} > spectra.sampling > network theory > free-probability core > base
 
-network theory = spectra's network, activations, meanfield, jacobian, fisher, ntk, kernels, predict, mixer; the
+network theory = spectra's network, activations, meanfield, jacobian, fisher, ntk, kernels, predict, mixer,
+stability; the
 free-probability core = measures, laws, free, continuation, transforms, series, symbolic; the base = validation,
 backend, io, system and the deprecation signposts. The package facades sit with the highest of their modules
 (``rmtnet.spectra`` with the sampling wing, ``rmtnet`` at the base).
@@ -33,7 +34,8 @@ LAYERS = {
                               "rmtnet.spectra.symbolic", "rmtnet.spectra.registry"),
     "network theory": ("rmtnet.spectra.network", "rmtnet.spectra.activations", "rmtnet.spectra.meanfield",
                        "rmtnet.spectra.jacobian", "rmtnet.spectra.fisher", "rmtnet.spectra.ntk",
-                       "rmtnet.spectra.kernels", "rmtnet.spectra.predict", "rmtnet.spectra.mixer"),
+                       "rmtnet.spectra.kernels", "rmtnet.spectra.predict", "rmtnet.spectra.mixer",
+                       "rmtnet.spectra.stability"),
     "sampling": ("rmtnet.spectra", "rmtnet.spectra.sampling"),
     "tools": ("rmtnet.plot", "rmtnet.experiments", "rmtnet.cli", "rmtnet.figures"),
     "nets": ("rmtnet.nets",),

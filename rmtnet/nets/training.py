@@ -26,14 +26,14 @@ from rmtnet._io import atomic_write
 from rmtnet.nets._modules import check_model, model_dtype
 from rmtnet.nets.data import Dataset
 from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet.spectra.stability import SQUARED_LOSSES
 
 __all__ = ["train", "evaluate", "DivergenceError"]
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "onecycle", "step")
 LOSSES = ("cross_entropy", "mse", "mean_squared")
-#: The squared loss of each name: the factor c in L = c · mean over samples and outputs of (f − y)².
-SQUARED_LOSS_CONVENTIONS = {"mse": 0.5, "mean_squared": 1.0}
+SQUARED_LOSS_CONVENTIONS = SQUARED_LOSSES       # c in L = c · mean over samples and outputs of (f − y)²
 
 
 class DivergenceError(FloatingPointError, OverflowError):
@@ -129,7 +129,7 @@ _MSE_NOTICE_GIVEN = False
 def _loss_function(loss, n_classes, notice=True):
     """``(output, y) ↦ mean loss`` for ``loss`` ∈ {"cross_entropy", "mse", "mean_squared", callable}; None picks
     cross-entropy for classification and "mse" for regression. The squared losses compare the output with one-hot
-    targets for class labels: "mse" is ½·mean((f − y)²) over samples and outputs (:data:`SQUARED_LOSS_CONVENTIONS`),
+    targets for class labels: "mse" is ½·mean((f − y)²) over samples and outputs (:data:`rmtnet.spectra.stability.SQUARED_LOSSES`),
     "mean_squared" the mean without ½."""
     if loss is None:
         loss = "mse" if n_classes is None else "cross_entropy"
@@ -415,7 +415,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
         FutureWarning says so once per process until 0.3); ``"mean_squared"`` is the mean without ½
         (``torch.nn.functional.mse_loss``, what ``"mse"`` was before 0.2), whose gradients are twice as large. Full-batch
         gradient descent on ``"mse"`` is linearly stable for η < 2/λ_max(∇²L) = 2Nk/λ_max(Θ), Θ the empirical NTK Gram
-        over the training set (:func:`rmtnet.spectra.stability.critical_learning_rate_of_gram`); on
+        over the training set (:func:`rmtnet.spectra.stability.learning_rate_border`); on
         ``"mean_squared"`` for η < Nk/λ_max(Θ).
     seed : seeds the global torch RNG (dropout and the like; ``torch.manual_seed``) and the generator that shuffles
         the training split. The model's initial weights are the caller's.

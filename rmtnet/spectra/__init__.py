@@ -19,10 +19,11 @@ from .activations import Activation, activation, define_activation
 from .meanfield import q_star, chi, critical_sigma_w, d2_law, d2_moments, length_map
 from .jacobian import jacobian_law
 from .fisher import fisher_law, critical_learning_rate
+from .stability import learning_rate_border, ntk_learning_rate
 from .ntk import ck_law, ntk_factor_variance, ntk_law, ntk_moments
 from .predict import gradient_descent_mse
 from .network import MLP, mlp
-from . import activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, sampling
+from . import activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, sampling, stability
 from .sampling import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
 
 __all__ = [
@@ -33,7 +34,8 @@ __all__ = [
     "eta_inverse", "series", "sampling", "network", "MLP", "mlp", "meanfield", "activations", "Activation",
     "activation", "define_activation", "q_star", "chi", "critical_sigma_w",
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
-    "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "ntk", "kernels",
+    "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "learning_rate_border",
+    "ntk_learning_rate", "stability", "ntk", "kernels",
     "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
     "ntk_factor_variance", "sample_ntk_eigs", "fisher", "predict", "gradient_descent_mse",
 ]

@@ -39,6 +39,7 @@ from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
 from .measures import Affine, PointMasses, tabulate
 from .meanfield import variance_profile
+from .stability import squared_loss_factor
 
 __all__ = ["fisher_law", "fisher_moments", "critical_learning_rate"]
 
@@ -177,10 +178,18 @@ def fisher_moments(net, K=4, q0=None):
     return m[:want]
 
 
-def critical_learning_rate(net, q0=None):
-    """2/λ_max of the Fisher/NTK law: gradient descent on the squared loss diverges above it (Hayase & Karakida, AISTATS 2021).
-    Where the law is δ₀ (an input with q0 = 0, e.g. ReLU's fixed point in the ordered phase) no learning rate
-    diverges: ValueError naming net and q0.
+def critical_learning_rate(net, q0=None, loss="mse"):
+    """The learning-rate border ("red line") of Hayase & Karakida (AISTATS 2021): 2/λ_max of the Fisher/NTK law for
+    the loss ``"mse"`` (1/λ_max for ``"mean_squared"``), λ_max the top of its support. Gradient descent above it is
+    unstable (:mod:`rmtnet.spectra.stability`).
+
+    The law is that of Θ = Θ_SP/n, Θ_SP = JJᵀ the n × n NTK of one input with respect to the weights of the torch
+    network in the standard parameterisation (:meth:`rmtnet.nets.MLP.from_description`, σ_b = 0). Trained on that
+    one input with the loss L = c·mean over its n outputs of (f − y)², ∇²L's Gauss–Newton part is (2c/n)JᵀJ, whose
+    top is 2c·λ_max(Θ): η* = 1/(c·λ_max). The source statement "η > 1/λ_max diverges" is ``loss="mean_squared"``
+    (c = 1); the default ``"mse"`` (c = ½, rmtnet's and neural-tangents') gives 2/λ_max. Where the law is δ₀ (an
+    input with q0 = 0, e.g. ReLU's fixed point in the ordered phase) no learning rate diverges: ValueError naming
+    net and q0.
 
     Parameters
     ----------
@@ -188,23 +197,26 @@ def critical_learning_rate(net, q0=None):
         A square network description.
     q0 : float, optional
         ‖x₀‖²/n₀ of the input (default: the description's).
+    loss : {"mse", "mean_squared"}, default "mse"
+        The loss convention.
 
     Returns
     -------
     float
-        2/λ_max.
+        η* = 1/(c·λ_max).
 
     Examples
     --------
     >>> from rmtnet.spectra.network import mlp
-    >>> critical_learning_rate(mlp(3, 10, weights="orthogonal", activation="linear"))
-    0.6666666666666666
+    >>> net = mlp(3, 10, weights="orthogonal", activation="linear")            # Θ = 3·I
+    >>> critical_learning_rate(net), critical_learning_rate(net, loss="mean_squared")
+    (0.6666666666666666, 0.3333333333333333)
     """
+    c = squared_loss_factor(loss)
     law = fisher_law(net, q0)
     top = law.hull()[1]
     if not top > 0:
         net = _with_input(net, q0)
         raise ValueError(f"the Fisher/NTK law of net is δ₀ (q0 = {net.q0!r}: every q̂_ℓ is 0), so gradient descent "
                          "diverges at no learning rate; give a q0 > 0")
-    return 2.0 / top
-
+    return 1.0 / (c * top)
