@@ -134,7 +134,7 @@ def test_bad_arguments_name_themselves():
     y = torch.zeros(9, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="data"):
         S.hessian_top_eigenvalues(net, x)
-    with pytest.raises(ValueError, match="y must"):
+    with pytest.raises(ValueError, match="data.s y must"):
         S.hessian_top_eigenvalues(net, (x, y[:4]))
     with pytest.raises(ValueError, match="class labels"):
         S.hessian_top_eigenvalues(net, (x, torch.full((9,), 5)), loss="cross_entropy")

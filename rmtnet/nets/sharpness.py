@@ -63,20 +63,20 @@ def _batch(model, data):
         (x, y), n_classes = data, None
     else:
         raise ValueError(f"data must be an rmtnet.nets.data.Dataset or a pair (x, y), got {type(data).__name__}")
-    xs, n = batch_inputs(model, x, "x")
-    checked_forward(model, xs, "x")
+    xs, n = batch_inputs(model, x, "data's x")
+    checked_forward(model, xs, "data's x")
     if not isinstance(y, torch.Tensor) or y.is_complex() or y.dtype == torch.bool or y.ndim < 1 or len(y) != n:
-        raise ValueError(f"y must be a real tensor holding the {n} examples' targets along dimension 0, got "
+        raise ValueError(f"data's y must be a real tensor holding the {n} examples' targets along dimension 0, got "
                          f"{type(y).__name__} {tuple(getattr(y, 'shape', ()))}")
     if y.is_floating_point():
         if not bool(torch.isfinite(y).all()):
-            raise ValueError("y must be finite (no NaN or inf)")
+            raise ValueError("data's y must be finite (no NaN or inf)")
         y = y.to(xs[0].device, next(model.parameters()).dtype)
     elif n_classes is None:
         with torch.no_grad():
             n_classes = apply_model(model, xs if len(xs) > 1 else xs[0]).shape[-1]
         if y.ndim != 1 or int(y.min()) < 0 or int(y.max()) >= n_classes:
-            raise ValueError(f"integer y must be class labels in [0, {n_classes}) (the model's outputs), got "
+            raise ValueError(f"data's integer y must be class labels in [0, {n_classes}) (the model's outputs), got "
                              f"values in [{int(y.min())}, {int(y.max())}] of shape {tuple(y.shape)}")
     return xs, y.to(xs[0].device), n_classes
 
@@ -123,6 +123,11 @@ class _Loss:
         return np.stack(cols, axis=1)
 
 
+def _ncv(ncv, dim):
+    """The Lanczos basis size, at most the dimension (None: ARPACK's default)."""
+    return None if ncv is None else min(integer_at_least("ncv", ncv, 2), dim)
+
+
 def _tol(tol):
     return real_scalar("tol", tol, lo=0.0, hi=1.0, lo_open=True)
 
@@ -130,7 +135,7 @@ def _tol(tol):
 # ------------------------------------------------------------------------------------------------------------------
 # The loss Hessian
 
-def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=None, seed=0):
+def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=None, ncv=None, seed=0):
     """The k largest eigenvalues of the training-loss Hessian ∇²L(θ), descending, by Lanczos on Hessian-vector
     products (no P × P matrix; module docstring). Full-batch gradient descent at step η is linearly stable at θ iff
     η < 2/λ_max.
@@ -149,8 +154,9 @@ def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=N
         How many eigenvalues, 1 ≤ k < P.
     tol : float, default 1e-8
         Relative residual asked of each Ritz pair (the eigenvalue's error is of order tol² × its gap ratio).
-    maxiter : int, optional
-        Lanczos restarts (ARPACK's default when None).
+    maxiter, ncv : int, optional
+        Lanczos restarts and basis size (ARPACK's defaults when None; a small ``ncv`` such as k + 3 takes fewer
+        products when the top is well separated).
     seed : int, default 0
         The start vector.
 
@@ -174,8 +180,8 @@ def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=N
         raise ValueError(f"k must be an integer in [1, P - 1] = [1, {L.dim - 1}] (P trainable parameters), got {k!r}")
     if L.dim < 2:
         return np.array([float(L.hvp(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(L.hvp, k, tol=_tol(tol), maxiter=maxiter, seed=integer_at_least("seed", seed, 0),
-                           dim=L.dim)
+    return top_eigenvalues(L.hvp, k, tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, L.dim),
+                           seed=integer_at_least("seed", seed, 0), dim=L.dim)
 
 
 def hessian_trace(model, data, loss="mse", *, n_probes=64, seed=0):
@@ -218,7 +224,7 @@ def hessian_trace(model, data, loss="mse", *, n_probes=64, seed=0):
 # ------------------------------------------------------------------------------------------------------------------
 # The empirical NTK Gram
 
-def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, seed=0):
+def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, ncv=None, seed=0):
     """The k largest eigenvalues of the empirical NTK Gram Θ = J Jᵀ over the batch ``x`` (N k × N k, J = ∂f/∂θ; the
     matrix of :func:`rmtnet.nets.probes.empirical_ntk`), descending, by Lanczos on Θv = J(Jᵀv) (a vector–Jacobian
     then a Jacobian–vector product; Θ is never formed).
@@ -233,8 +239,8 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, seed=0):
         How many eigenvalues, 1 ≤ k < N·(outputs per example).
     tol : float, default 1e-10
         Relative residual asked of each Ritz pair.
-    maxiter : int, optional
-        Lanczos restarts.
+    maxiter, ncv : int, optional
+        Lanczos restarts and basis size, as in :func:`hessian_top_eigenvalues`.
     seed : int, default 0
         The start vector.
 
@@ -274,7 +280,8 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, seed=0):
 
     if m < 2:
         return np.array([float(gram(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(gram, k, tol=_tol(tol), maxiter=maxiter, seed=integer_at_least("seed", seed, 0), dim=m)
+    return top_eigenvalues(gram, k, tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, m),
+                           seed=integer_at_least("seed", seed, 0), dim=m)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -285,8 +292,8 @@ class SharpnessProbe:
     of it), for :func:`rmtnet.nets.train`'s ``probes`` argument (columns ``{name}_hessian``, ``{name}_ntk``). Made
     by :func:`sharpness_probe`, which documents the arguments."""
 
-    def __init__(self, loss, n_examples, ntk, tol, seed):
-        self.loss, self.n_examples, self.ntk, self.tol, self.seed = loss, n_examples, ntk, tol, seed
+    def __init__(self, loss, n_examples, ntk, tol, seed, ncv=None):
+        self.loss, self.n_examples, self.ntk, self.tol, self.seed, self.ncv = loss, n_examples, ntk, tol, seed, ncv
 
     def _subset(self, data):
         n = data.n_train
@@ -302,13 +309,14 @@ class SharpnessProbe:
             raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
         x, y = self._subset(data)
         xy = Dataset(x, y, x, y, data.n_classes, data.name, data.shape)
-        row = {"hessian": float(hessian_top_eigenvalues(model, xy, self.loss, tol=self.tol, seed=self.seed)[0])}
+        lanczos = dict(tol=self.tol, ncv=self.ncv, seed=self.seed)
+        row = {"hessian": float(hessian_top_eigenvalues(model, xy, self.loss, **lanczos)[0])}
         if self.ntk:
-            row["ntk"] = float(ntk_top_eigenvalues(model, x, tol=self.tol, seed=self.seed)[0])
+            row["ntk"] = float(ntk_top_eigenvalues(model, x, **lanczos)[0])
         return row
 
 
-def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, seed=0):
+def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, ncv=None, seed=0):
     """A probe of the sharpness for :func:`rmtnet.nets.train` (``probes={"sharpness": sharpness_probe(...)}``): at
     each probed evaluation, λ_max of the training-loss Hessian (:func:`hessian_top_eigenvalues`) and, with ``ntk``,
     λ_max of the empirical NTK Gram (:func:`ntk_top_eigenvalues`) over the training split, or over a fixed random
@@ -324,6 +332,8 @@ def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, seed=0):
         Also the NTK's top eigenvalue.
     tol : float, default 1e-6
         Lanczos' relative residual.
+    ncv : int, optional
+        Lanczos' basis size (:func:`hessian_top_eigenvalues`).
     seed : int, default 0
         The subset and the Lanczos start vectors.
 
@@ -346,4 +356,5 @@ def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, seed=0):
         n_examples = integer_at_least("n_examples", n_examples, 1)
     if not isinstance(ntk, (bool, np.bool_)):
         raise ValueError(f"ntk must be True or False, got {ntk!r:.60}")
-    return SharpnessProbe(loss, n_examples, bool(ntk), _tol(tol), integer_at_least("seed", seed, 0))
+    ncv = None if ncv is None else integer_at_least("ncv", ncv, 3)
+    return SharpnessProbe(loss, n_examples, bool(ntk), _tol(tol), integer_at_least("seed", seed, 0), ncv)
