@@ -129,6 +129,15 @@ def test_bad_probes_are_refused(probes, probe_every, match):
               loss="mse", probes=probes, probe_every=probe_every)
 
 
+def test_a_probes_own_error_at_epoch_0_passes_unchanged():
+    """Not relabelled as a model that cannot take the data (what a failure of the first evaluation means)."""
+    def broken(model, data):
+        raise RuntimeError("the probe broke")
+    with pytest.raises(RuntimeError, match="the probe broke"):
+        train(MLP([3, 4, 1], seed=0, dtype=torch.float64), _regression(), epochs=1, batch_size=4, progress=False,
+              loss="mse", probes={"broken": broken})
+
+
 def test_bad_arguments_name_themselves():
     net, x = small()
     y = torch.zeros(9, 2, dtype=torch.float64)

@@ -25,6 +25,7 @@ Conventions.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -100,12 +101,8 @@ class _Loss:
         if not math.isfinite(value):
             raise ValueError(f"the loss at the model's parameters is not finite ({value})")
 
-    def output(self, p):
-        out = functional_call(self.model, {**p, **self.fixed}, self.xs)
-        return out
-
     def __call__(self, p):
-        return self.loss_fn(self.output(p), self.y)
+        return self.loss_fn(functional_call(self.model, {**p, **self.fixed}, self.xs), self.y)
 
     def unflatten(self, v):
         v = torch.as_tensor(v, dtype=self.dtype, device=self.device)
@@ -176,11 +173,11 @@ def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=N
     [2.]
     """
     L = _Loss(model, data, loss)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < max(L.dim, 2):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(L.dim, 2):
         raise ValueError(f"k must be an integer in [1, P - 1] = [1, {L.dim - 1}] (P trainable parameters), got {k!r}")
     if L.dim < 2:
         return np.array([float(L.hvp(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(L.hvp, k, tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, L.dim),
+    return top_eigenvalues(L.hvp, int(k), tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, L.dim),
                            seed=integer_at_least("seed", seed, 0), dim=L.dim)
 
 
@@ -268,7 +265,7 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, ncv=None, see
     y, pullback = vjp(out, params)
     first = next(iter(params.values()))
     m = y.numel()
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < max(m, 2):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(m, 2):
         raise ValueError(f"k must be an integer in [1, Nk - 1] = [1, {m - 1}] (Nk outputs over the batch), got {k!r}")
 
     def gram(V):
@@ -280,7 +277,7 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, ncv=None, see
 
     if m < 2:
         return np.array([float(gram(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(gram, k, tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, m),
+    return top_eigenvalues(gram, int(k), tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, m),
                            seed=integer_at_least("seed", seed, 0), dim=m)
 
 

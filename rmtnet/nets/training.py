@@ -402,9 +402,8 @@ class _Run:
                 values[column] = float(value)
         return values
 
-    def _record(self, last=False):
-        """Evaluate both splits and the probes (at every ``probe_every``-th row and the ``last``), append the row
-        (and write the metrics file); a non-finite metric diverged."""
+    def _evaluated(self):
+        """The row's metrics: both splits evaluated; a non-finite metric diverged."""
         row = {"epoch": self.epoch, "step": self.step, "lr": self.last_lr}
         for split in ("train", "test"):
             try:
@@ -413,6 +412,12 @@ class _Run:
             except FloatingPointError as exc:
                 raise DivergenceError(f"{exc} at the evaluation after epoch {self.epoch}, step {self.step} "
                                       f"({self.settings})") from None
+        return row
+
+    def _record(self, row=None, last=False):
+        """Evaluate both splits (unless ``row`` holds them) and the probes (at every ``probe_every``-th row and the
+        ``last``), append the row (and write the metrics file)."""
+        row = self._evaluated() if row is None else row
         if self.probes and (len(self.rows) % self.probe_every == 0 or last):
             row.update(self._probed())
         row["wall_s"] = self.wall_before + time.perf_counter() - self.start
@@ -422,13 +427,14 @@ class _Run:
         return row
 
     def _first_record(self):
-        """:meth:`_record` at epoch 0, the model's first forward pass: a failure there is a mismatch of shapes or
-        dtypes between the model and the data."""
+        """:meth:`_record` at epoch 0, the model's first forward pass: a failure of the evaluation there is a
+        mismatch of shapes or dtypes between the model and the data (the probes' own errors pass unchanged)."""
         try:
-            return self._record()
+            row = self._evaluated()
         except (RuntimeError, TypeError, IndexError) as exc:
             raise ValueError(f"model cannot be applied to data's inputs (x_train of shape "
                              f"{_shapes(self.data.x_train)}): {type(exc).__name__}: {exc}") from exc
+        return self._record(row)
 
     def _one_epoch(self):
         """One pass over the shuffled training split, one optimisation step (and schedule step) per batch; a
