@@ -1,26 +1,27 @@
 """Sharpness along training: the top eigenvalue λ_max(t) of the training-loss Hessian (Lanczos on Hessian-vector
-products, rmtnet.nets.sharpness) of a ReLU MLP trained by full-batch gradient descent on an MNIST-5k subset, at
+products, rmtnet.nets.sharpness) of an erf MLP trained by full-batch gradient descent on an MNIST-5k subset, at
 learning rates η = c · 2/λ_max(θ₀), against 2/η (progressive sharpening and the edge of stability, Cohen et al.,
-ICLR 2021, arXiv 2103.00065; the catapult between 2/λ₀ and a c_max of a few times that, Lewkowycz et al. 2020,
-arXiv 2003.02218), the training loss, and the Gauss–Newton share λ_max(Θ)/(Nk) of the sharpness. The predicted
-initial value (the infinite-width NTK's λ_max(K)/(Nk), rmtnet.spectra.kernels.ntk_kernel in the standard
-parameterisation) is drawn at t = 0; the setting, the prediction and what it leaves out are in
-rmtnet.studies.sharpness. Loss ½·mean over the N samples and k = 10 outputs of (f − y)² (train's loss="mse"), so
-the linear stability limit is η < 2/λ_max(∇²L) exactly.
+ICLR 2021, arXiv 2103.00065; the catapult above 2/λ₀, Lewkowycz et al. 2020, arXiv 2003.02218), the training loss,
+and the Gauss–Newton share λ_max(Θ)/(Nk) of the sharpness (Θ the empirical NTK Gram). The predicted initial value
+(the infinite-width NTK's λ_max(K)/(Nk), rmtnet.spectra.kernels.ntk_kernel in the standard parameterisation) is the
+star at t = 0; the setting, the prediction and what it leaves out are in rmtnet.studies.sharpness. Loss ½·mean over
+the N samples and k = 10 outputs of (f − y)² (train's loss="mse"), so the linear stability limit is η < 2/λ_max(∇²L)
+with no other factor.
 
-Measured at the quick size (N = 256, W = 128, depth 4, seed 0): λ_max(∇²L(θ₀)) = 42.39, its Gauss–Newton part 40.79
-(96 %), the kernel prediction 25.23 (0.60 of the measured value; at N = 256 the ratio is 0.50–0.60 at W = 128,
-0.70–0.87 at W = 512, 0.83–0.89 at W = 2048 over two seeds: the finite-width top eigenvalue of the k = 10 coupled
-outputs sits above the limit by a correction that shrinks slowly with W). Along training λ_max first *falls* at every
-η (the large outlier of the initial kernel — the mean mode — is fitted within a few steps); for c between 1 and ≈ 6
-the loss still converges and λ_max ends below 2/η (catapult); c = 10 diverges within three steps. Progressive
-sharpening up to 2/η (c < 1) needs hundreds of steps: the ``full`` size.
+Measured at the quick size (N = 256, W = 128, depth 4, erf, seed 0): λ_max(∇²L(θ₀)) = 9.80, its Gauss–Newton part
+λ_max(Θ)/(Nk) = 10.41, the kernel prediction 5.99 (0.61 of the measured value: the finite-width top eigenvalue sits
+above its limit; with ReLU the ratio is 0.50–0.60 at W = 128 and 0.83–0.89 at W = 2048). Along training λ_max first
+falls at every η; at c = 2.5 it then sharpens past 2/η = 3.92 (4.21 at step 140), the loss jumps at step 150, and
+λ_max hovers within 3 % of 2/η to step 200 (edge of stability); at c = 1.9 it sharpens towards 2/η = 5.16 (5.08 at
+step 200); c = 0.5 fits the data before it sharpens; c = 4 diverges within 7 steps. From step 10 on the
+Gauss–Newton part is 0.99–1.02 of λ_max.
 
-Quick mode (default): N = 256, W = 128, depth 4, c ∈ {0.5, 1.9, 3.5, 6, 10}, 40 steps, probes every 5 steps, one seed
-(25 s on one core, measured). ``--full``: N = 1000, W = 256, c ∈ {0.5, 1.0, 1.5, 1.9, 2.5, 3.5}, 600 steps, probes every 20
-steps, two seeds (not run here; estimated ≈ 1 h on one core from the per-probe cost, ≈ 5 s for a Hessian and an NTK
-probe at that size). Runs are kept as they finish in OUTDIR/sharpness_runs.csv (rmtnet.experiments.sweep): an
-interrupted run resumes. Writes figures/sharpness.png and figures/sharpness.csv.
+Quick mode (default): c ∈ {0.5, 1.9, 2.5, 4}, 200 steps, probes every 10 steps, one seed (27 s on one core,
+measured). ``--full``: N = 1000, W = 256, c ∈ {0.5, 1.0, 1.5, 1.9, 2.5, 3.5}, 1000 steps, probes every 20 steps, two
+seeds (not run for this note; estimated ≈ 35 min on one core from the measured costs at that size: 21 ms a step,
+1.8–2.7 s a probe of both eigenvalues, so ≈ 170 s a run).
+Runs are kept as they finish in OUTDIR/sharpness_runs_SIZE.csv (rmtnet.experiments.sweep): an interrupted run
+resumes. Writes figures/sharpness.png and figures/sharpness.csv.
 """
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ import pandas as pd
 from rmtnet import cli, figures
 from rmtnet.studies import sharpness as study
 
-SIZES = {"tiny": dict(n_train=24, width=16, depth=3, factors=(0.5, 10.0), steps=3, probe_every=1, seeds=1),
-         "quick": dict(n_train=256, width=128, depth=4, factors=(0.5, 1.9, 3.5, 6.0, 10.0), steps=40, probe_every=5,
-                       seeds=1),
-         "full": dict(n_train=1000, width=256, depth=4, factors=(0.5, 1.0, 1.5, 1.9, 2.5, 3.5), steps=600,
-                      probe_every=20, seeds=2)}
+SIZES = {"tiny": dict(n_train=24, width=16, depth=3, activation="erf", factors=(0.5, 4.0), steps=3, probe_every=1,
+                     seeds=1),
+         "quick": dict(n_train=256, width=128, depth=4, activation="erf", factors=(0.5, 1.9, 2.5, 4.0), steps=200,
+                       probe_every=10, seeds=1),
+         "full": dict(n_train=1000, width=256, depth=4, activation="erf", factors=(0.5, 1.0, 1.5, 1.9, 2.5, 3.5),
+                      steps=1000, probe_every=20, seeds=2)}
 INITIAL = ["hessian", "gauss_newton", "kernel_prediction", "gauss_newton_over_hessian", "prediction_over_hessian"]
 
 
@@ -46,12 +48,12 @@ def main(full=False, outdir="figures", seed=0, backend=None):
 def compute(size="quick", seed=0, backend=None, store="figures"):
     """Tables "sharpness against step" (η factor, seed, step, loss, λ_max of the Hessian and λ_max(Θ)/(Nk)),
     "initial" (the step-0 values and the prediction, per seed) and "runs" (per η factor and seed: η, 2/η, diverged,
-    the last loss and λ_max). The runs are kept in STORE/sharpness_runs.csv (None: not kept)."""
+    the last loss and λ_max). The runs are kept in STORE/sharpness_runs_SIZE.csv (None: not kept)."""
     s = figures.settings(SIZES, size)
     path = None if store is None else figures.output_dir(store) / f"sharpness_runs_{size}.csv"
     runs = study.sharpness_sweep(s["factors"], figures.seeds(seed, s["seeds"]), store=path, width=s["width"],
                                  depth=s["depth"], n_train=s["n_train"], steps=s["steps"],
-                                 probe_every=s["probe_every"])
+                                 probe_every=s["probe_every"], activation=s["activation"])
     long = study.curves(runs)
     initial = runs.drop_duplicates("seed")[["seed", *INITIAL]].reset_index(drop=True)
     last = long.dropna(subset=["hessian"]).sort_values("step").groupby(["eta_factor", "seed"]).last()
@@ -80,7 +82,7 @@ def draw(tables):
     predicted = initial.kernel_prediction.mean()
     ax_h.plot([0], [predicted], "k*", ms=11, label=f"predicted λ_max(θ₀) = λ_max(K)/(Nk) = {predicted:.3g}")
     figures.style(ax_h, yscale="log", xlabel="gradient-descent step t", ylabel="λ_max(∇²L)",
-                  title=f"Sharpness λ_max(∇²L) (dots) and 2/η (dashed)\nReLU MLP, depth {s['depth']}, W = "
+                  title=f"Sharpness λ_max(∇²L) (dots) and 2/η (dashed)\n{s['activation']} MLP, depth {s['depth']}, W = "
                         f"{s['width']}, N = {s['n_train']} MNIST digits, η = c·2/λ_max(θ₀)")
     figures.style(ax_l, yscale="log", xlabel="gradient-descent step t", ylabel="training loss ½·mean (f − y)²",
                   title="Training loss (full-batch GD)")
@@ -92,5 +94,5 @@ def draw(tables):
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "N = 1000, W = 256, 6 learning rates × 2 seeds, 600 steps (≈ 1 h, estimated)")
+    a = cli.script_args(__doc__, "N = 1000, W = 256, 6 learning rates × 2 seeds, 1000 steps (≈ 35 min, estimated)")
     figures.report(main(a.full, a.outdir, a.seed, a.backend), tables=("initial", "runs"))

@@ -1,24 +1,34 @@
 """Sharpness along full-batch gradient descent: the top eigenvalue λ_max(t) of the training-loss Hessian of an MLP
 trained on an MNIST-5k subset at several learning rates η, against 2/η, with its predicted initial value.
 
-What is run. A ReLU MLP 784 → W → … → W → 10 (``depth`` weight layers, σ_w² = 2, no biases, Gaussian weights:
-:meth:`rmtnet.nets.MLP.from_arch` of :func:`rmtnet.spectra.network.mlp`, torch ``nn.Linear`` layers trained directly,
-the *standard* parameterisation) on the first ``n_train`` digits of the training split of MNIST-5k
-(:func:`rmtnet.nets.data.mnist5k`, split seed 0, pixels standardised by one scalar mean and deviation), loss
-``"mse"`` = ½·mean over the N samples and k = 10 outputs of (f − y)², one-hot targets, full-batch gradient descent
-(``train(..., batch_size=N, momentum=0, loss="mse")``) at η = c · 2/λ_max(∇²L(θ₀)) for factors c, λ_max measured at
-initialisation by Lanczos. Along the run the probe :func:`rmtnet.nets.sharpness.sharpness_probe` writes λ_max(∇²L)
-and λ_max(Θ) (the empirical NTK Gram over the N inputs) into the training metrics every ``probe_every`` steps.
+What is run. An MLP 784 → W → … → W → 10 (``depth`` weight layers; φ = ReLU with σ_w² = 2, or rmtnet's erf
+φ(h) = erf(√π h/2) or tanh with σ_w = 1; no biases, Gaussian weights: :meth:`rmtnet.nets.MLP.from_arch` of
+:func:`rmtnet.spectra.network.mlp`, torch ``nn.Linear`` layers trained directly, the *standard* parameterisation)
+on the first ``n_train`` digits of the training split of MNIST-5k (:func:`rmtnet.nets.data.mnist5k`, split seed 0,
+pixels standardised by one scalar mean and deviation), loss ``"mse"`` = ½·mean over the N samples and k = 10 outputs
+of (f − y)², one-hot targets, full-batch gradient descent (``train(..., batch_size=N, momentum=0, loss="mse")``) at
+η = c · 2/λ_max(∇²L(θ₀)) for factors c, λ_max measured at initialisation by Lanczos. Along the run the probe
+:func:`rmtnet.nets.sharpness.sharpness_probe` writes λ_max(∇²L) and λ_max(Θ) (the empirical NTK Gram over the N
+inputs) into the training metrics every ``probe_every`` steps.
 
-What the literature says happens, and what to look for.
-  * c < 1: GD is linearly stable at θ₀; λ_max grows (*progressive sharpening*) until it reaches 2/η, then hovers
-    there while the loss keeps falling non-monotonically (*edge of stability*; Cohen, Kaur, Li, Kolter & Talwalkar,
-    ICLR 2021, arXiv 2103.00065). With the squared loss the sharpening is strong; reaching 2/η from c = 0.5 takes
-    hundreds of steps, so only the ``full`` size shows the plateau.
-  * 1 < c < c_max: the *catapult* phase (Lewkowycz, Bahri, Dyer, Sohl-Dickstein & Gur-Ari, 2020, arXiv 2003.02218):
-    the loss first grows, λ_max falls below 2/η, and the run converges in a flatter region. For the two-layer model
-    of that paper c_max = 2 (η < 4/λ₀); for ReLU nets they measure a larger c_max (≈ 6).
-  * c > c_max: divergence (non-finite, or loss above 10³ × its initial value: the run is stopped and marked).
+What the literature says happens, and what was seen (N = 256, W = 128, depth 4, seed 0, Lanczos tol 1e-3).
+  * Progressive sharpening and the edge of stability (Cohen, Kaur, Li, Kolter & Talwalkar, ICLR 2021,
+    arXiv 2103.00065): λ_max grows until it reaches 2/η, then hovers there while the loss keeps falling
+    non-monotonically. Seen with erf at c = 2.5: λ_max falls from 9.80 to 3.76 in 30 steps, sharpens to 4.21 above
+    2/η = 3.92 by step 140, the loss jumps (0.0039 → 0.0052 at step 150) and λ_max then stays within 3 % of 2/η
+    (3.99–4.08) to step 200. At c = 1.9 λ_max sharpens from 4.71 (step 70) to 5.08 by step 200, approaching 2/η = 5.16.
+    At c = 0.5 (and c = 1) the net fits the 256 digits first: with tanh, 1500 steps take λ_max from 7.0 to 7.3 only
+    while the loss falls to 10⁻⁴, far from 2/η — a small training set is fitted before it sharpens.
+  * The *catapult* (Lewkowycz, Bahri, Dyer, Sohl-Dickstein & Gur-Ari, 2020, arXiv 2003.02218): for 1 < c < c_max
+    the loss first grows, λ_max falls below 2/η, and the run converges in a flatter region; c_max = 2 (η < 4/λ₀) for
+    their two-layer model; they report a larger upper end, about 12/λ₀, for deep ReLU nets. Seen: erf converges at c = 2.5 and diverges
+    at c = 4; ReLU converges up to c = 6 (λ_max from 42.4 to 2.4, below 2/η = 7.1) and diverges at c = 10.
+  * ReLU nets in this setting start with a large outlier λ_max(θ₀) = 42.4 (the mean mode of a non-centred kernel)
+    that GD removes early at every η (c = 0.5: 42.4 → 17.8 by step 40, 13.5 by step 100); at c = 0.5 and c = 1,
+    1500 steps end at λ_max ≈ 9.9 and 9.3, far
+    below 2/η = 85 and 42, so η set from λ₀ never meets the edge of stability from below; erf (odd, no mean mode)
+    is the activation of the figure.
+  * Divergence: non-finite, or loss above 10³ × its initial value: the run is stopped and marked.
 
 What is predicted, and how well. For the squared loss ∇²L = JᵀJ/(Nk) + (residual term), J the N k × P Jacobian;
 the first (Gauss–Newton) term has the non-zero eigenvalues of Θ/(Nk), Θ = JJᵀ. At initialisation of a wide net Θ
@@ -29,13 +39,15 @@ NeurIPS 2018), so the prediction is
     λ_max(∇²L(θ₀)) ≈ λ_max(K)/(N k),    and the largest stable step 2/λ_max(∇²L(θ₀)) ≈ 2Nk/λ_max(K).
 
 The table "initial" gives, per seed, the Lanczos value of λ_max(∇²L(θ₀)), λ_max(Θ(θ₀))/(Nk) (the Gauss–Newton part,
-exact for the net) and λ_max(K)/(Nk) (the theory), with their ratios. Measured at the quick size (N = 256, W = 128,
-depth 4, seed 0): Hessian 40.74, Gauss–Newton 39.06 (ratio 0.959: the residual term adds 4 %), kernel prediction in
-the table (see the figure's CSV). λ_max(K) is an *outlier*: the constant mode of a non-centred ReLU kernel over
-non-centred images, of order N times the mean kernel entry. The Fan–Wang law (:func:`rmtnet.spectra.ntk_law`; Fan &
-Wang, NeurIPS 2020, arXiv 2005.11879) describes the *bulk* of Θ for centred activations at widths proportional to N
-and has no such outlier, so its right edge is not a prediction of λ_max here (it lies orders of magnitude below);
-it is not used. What happens after step 0 — sharpening, the catapult — is beyond any law at initialisation: the
+exact for the net) and λ_max(K)/(Nk) (the theory), with their ratios. Measured at N = 256, depth 4, seed 0: erf,
+W = 128: Hessian 9.80, Gauss–Newton 10.41 (the residual term is negative here), kernel 5.99 (0.61 of the Hessian);
+ReLU, W = 128: 42.39, 40.79, 25.23 (0.60). The kernel's share grows with the width but slowly (ReLU, two seeds:
+0.50–0.60 at W = 128, 0.70–0.87 at W = 512, 0.83–0.89 at W = 2048): the finite-width top eigenvalue of the k = 10
+coupled outputs sits above its limit. For ReLU λ_max(K) is an *outlier*, the constant mode of a non-centred kernel
+over non-centred images, of order N times the mean kernel entry. The Fan–Wang law (:func:`rmtnet.spectra.ntk_law`;
+Fan & Wang, NeurIPS 2020, arXiv 2005.11879) describes the *bulk* of Θ for centred activations at widths
+proportional to N and has no such outlier, so its right edge is not a prediction of λ_max here; it is not used.
+What happens after step 0 — the early fall, sharpening, the catapult — is beyond any law at initialisation: the
 figure shows it against the 2/η lines only.
 
 Everything resumable: :func:`sharpness_sweep` stores one row per (η factor, seed) in a CSV through
@@ -61,7 +73,7 @@ __all__ = ["mnist_subset", "description", "initial_sharpness", "sharpness_run", 
 
 N_CLASSES = 10
 BLOW_UP = 1e3                  # a run whose training loss exceeds BLOW_UP × its initial loss is stopped: diverged
-ACTIVATIONS = ("relu", "tanh")
+ACTIVATIONS = ("relu", "erf", "tanh")
 
 
 def mnist_subset(n_train, n_test=200, dtype=torch.float32):
@@ -102,7 +114,7 @@ def _mnist5k(dtype):
 
 
 def description(width, depth, activation="relu"):
-    """The network: ``depth`` weight layers 784 → W → … → 10, σ_w² = 2 (ReLU's critical point; tanh takes σ_w = 1),
+    """The network: ``depth`` weight layers 784 → W → … → 10, σ_w² = 2 for ReLU, σ_w = 1 for erf and tanh (the critical points at small q),
     no biases, linear read-out (:func:`rmtnet.spectra.network.mlp`).
 
     Parameters
