@@ -12,9 +12,9 @@ Measured at the quick size (N = 256, W = 128, depth 4, erf, seed 0): λ_max(∇�
 λ_max(Θ)/(Nk) = 10.41, the kernel prediction 5.99 (0.61 of the measured value: the finite-width top eigenvalue sits
 above its limit; with ReLU the ratio is 0.50–0.60 at W = 128 and 0.83–0.89 at W = 2048). Along training λ_max first
 falls at every η; at c = 2.5 it then sharpens past 2/η = 3.92 (4.21 at step 140), the loss jumps at step 150, and
-λ_max hovers within 3 % of 2/η to step 200 (edge of stability); at c = 1.9 it sharpens towards 2/η = 5.16 (5.08 at
-step 200); c = 0.5 fits the data before it sharpens; c = 4 diverges within 7 steps. From step 10 on the
-Gauss–Newton part is 0.99–1.02 of λ_max.
+λ_max hovers within 4 % of 2/η (3.99–4.08) to step 200 (edge of stability); at c = 1.9 it sharpens towards
+2/η = 5.16 (5.08 at step 200); at c = 0.5 λ_max only falls (8.0 at step 200, 2/η = 19.6); c = 4 diverges within 7
+steps. From step 10 on the Gauss–Newton part is 0.99–1.02 of λ_max.
 
 Quick mode (default): c ∈ {0.5, 1.9, 2.5, 4}, 200 steps, probes every 10 steps, one seed (27 s on one core,
 measured). ``--full``: N = 1000, W = 256, c ∈ {0.5, 1.0, 1.5, 1.9, 2.5, 3.5}, 1000 steps, probes every 20 steps, two

@@ -15,7 +15,7 @@ What the literature says happens, and what was seen (N = 256, W = 128, depth 4, 
   * Progressive sharpening and the edge of stability (Cohen, Kaur, Li, Kolter & Talwalkar, ICLR 2021,
     arXiv 2103.00065): λ_max grows until it reaches 2/η, then hovers there while the loss keeps falling
     non-monotonically. Seen with erf at c = 2.5: λ_max falls from 9.80 to 3.76 in 30 steps, sharpens to 4.21 above
-    2/η = 3.92 by step 140, the loss jumps (0.0039 → 0.0052 at step 150) and λ_max then stays within 3 % of 2/η
+    2/η = 3.92 by step 140, the loss jumps (0.0039 → 0.0052 at step 150) and λ_max then stays within 4 % of 2/η
     (3.99–4.08) to step 200. At c = 1.9 λ_max sharpens from 4.71 (step 70) to 5.08 by step 200, approaching 2/η = 5.16.
     At c = 0.5 (and c = 1) the net fits the 256 digits first: with tanh, 1500 steps take λ_max from 7.0 to 7.3 only
     while the loss falls to 10⁻⁴, far from 2/η — a small training set is fitted before it sharpens.
