@@ -1135,6 +1135,79 @@ def test_probes(name, arg, call, valid, values):
     check_generated("probes", 15, name, arg, call, valid, values())
 
 
+# --- sharpness: the loss Hessian's and the NTK's top eigenvalues, Hutchinson's trace, the training-loop probe ----------
+SY = torch.tensor([[0.5, -1.0], [2.0, 0.0]], dtype=torch.float64)           # regression targets of PMODEL on PX
+SL = torch.tensor([1, 0])                                                  # class labels of PMODEL's 2 outputs
+S_PAIRS = [(PX, SY), (PX, SL), [PX, SY]]
+
+
+def _pairs():
+    return st.one_of(st.sampled_from([*S_PAIRS, PX, (PX,), (PX, SY[:1]), (PX, SY * math.nan), (PX, SL + 5),
+                                      (PX, SL.bool()), (PX, SY, SY), (PX[:0], SY[:0]), (PX.float(), SY)]),
+                     scalars())
+
+
+def _pair_ok(v):
+    return True if any(v is p for p in S_PAIRS) else (None if isinstance(v, tuple) and v[0].dtype == torch.float32
+                                                      and v[1] is SY else False)
+
+
+def _lanczos_tol(v):
+    """Lanczos' relative residual in (0, 1); one far below float64's rounding may not converge (a named error)."""
+    ok = real_in(0, 1, lo_open=True)(v)
+    return None if ok and v < 1e-13 else ok
+
+
+def _below(n):
+    """k of the Lanczos top eigenvalues: 1 ≤ k < n (the last few only with a dense fallback ARPACK may refuse)."""
+    return lambda v: int_at_least(1)(v) and (v < n - 2 or (None if v < n else False))
+
+
+sharp = pytest.importorskip("rmtnet.nets.sharpness")
+SHARPNESS = [
+    ("hessian_top_eigenvalues.data", "data", lambda v: sharp.hessian_top_eigenvalues(PMODEL, v), _pair_ok, _pairs),
+    ("hessian_top_eigenvalues.loss", "loss", lambda v: sharp.hessian_top_eigenvalues(PMODEL, (PX, SL), loss=v),
+     one_of("mse", "mean_squared", "cross_entropy"),
+     lambda: st.one_of(st.sampled_from(["mse", "mean_squared", "cross_entropy", "l1", "MSE"]), scalars())),
+    ("hessian_top_eigenvalues.k", "k", lambda v: sharp.hessian_top_eigenvalues(PMODEL, (PX, SY), k=v), _below(26),
+     lambda: small_ints(-2, 30)),
+    ("hessian_top_eigenvalues.tol", "tol", lambda v: sharp.hessian_top_eigenvalues(PMODEL, (PX, SY), tol=v),
+     _lanczos_tol, scalars),
+    ("hessian_top_eigenvalues.seed", "seed", lambda v: sharp.hessian_top_eigenvalues(PMODEL, (PX, SY), seed=v),
+     int_at_least(0), lambda: small_ints(-3, 10 ** 6)),
+    ("hessian_trace.n_probes", "n_probes", lambda v: sharp.hessian_trace(PMODEL, (PX, SY), n_probes=v),
+     int_at_least(2), lambda: small_ints(-2, 12)),
+    ("hessian_trace.data", "data", lambda v: sharp.hessian_trace(PMODEL, v, n_probes=3), _pair_ok, _pairs),
+    ("ntk_top_eigenvalues.x", "x", lambda v: sharp.ntk_top_eigenvalues(PMODEL, v), _rows_ok, tensors),
+    ("ntk_top_eigenvalues.k", "k", lambda v: sharp.ntk_top_eigenvalues(PMODEL, PX, k=v), _below(4),
+     lambda: small_ints(-2, 6)),
+    ("ntk_top_eigenvalues.ncv", "ncv", lambda v: sharp.ntk_top_eigenvalues(PMODEL, PX, ncv=v),
+     lambda v: v is None or (int_at_least(3)(v) if int_at_least(2)(v) is not False else False),
+     lambda: small_ints(-2, 8)),
+    ("sharpness_probe.n_examples", "n_examples", lambda v: sharp.sharpness_probe(n_examples=v),
+     lambda v: v is None or int_at_least(1)(v), lambda: st.one_of(st.none(), small_ints(-2, 8))),
+    ("sharpness_probe.loss", "loss", lambda v: sharp.sharpness_probe(loss=v),
+     lambda v: callable(v) or one_of("mse", "mean_squared", "cross_entropy")(v),
+     lambda: st.one_of(st.sampled_from(["mse", "cross_entropy", "l2", len]), scalars())),
+    ("sharpness_probe.ntk", "ntk", lambda v: sharp.sharpness_probe(ntk=v), lambda v: isinstance(v, (bool, np.bool_)),
+     lambda: st.one_of(st.sampled_from([True, False, 0, "yes"]), scalars())),
+    ("train.probes", "probes", lambda v: _train(probes=v),
+     lambda v: v is None or (isinstance(v, dict) and all(isinstance(k, str) and k and callable(f)
+                                                         for k, f in v.items())),
+     lambda: st.one_of(st.sampled_from([None, {}, {"one": lambda m, d: 1.0}, {"": lambda m, d: 1.0}, {"a": 1.0},
+                                        {1: lambda m, d: 1.0}, [lambda m, d: 1.0]]), scalars())),
+    ("train.probe_every", "probe_every", lambda v: _train(probes={"one": lambda m, d: 1.0}, probe_every=v),
+     int_at_least(1), lambda: small_ints(-2, 4)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", SHARPNESS, ids=[c[0] for c in SHARPNESS])
+def test_sharpness(name, arg, call, valid, values):
+    """The loss Hessian's and the NTK's top eigenvalues, Hutchinson's trace and the sharpness probe of a 3-4-2 MLP
+    on 2 inputs, and train's probes (15 cases each): finite numbers, or a named refusal."""
+    check_generated("sharpness", 15, name, arg, call, valid, values())
+
+
 _r = np.random.default_rng(0)
 CX, CY = _r.standard_normal((6, 3)), _r.standard_normal((6, 2))
 

@@ -2,7 +2,8 @@
 
 Layers (:mod:`.layers`): static masks (stored dense or sparse), token/channel and permuted mixing, Monarch, the EMN
 layers. Models (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one
-training loop (:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), CKA (:mod:`.similarity`); the
+training loop (:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), the loss Hessian's and the NTK's
+top eigenvalues and trace along training (:mod:`.sharpness`), CKA (:mod:`.similarity`); the
 subnetwork-ensemble methods of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) —
 children by noise, pruning or annealing, partition masks, ensemble prediction (:mod:`.ensembles`) — and their metrics
 (:mod:`.metrics`).
@@ -14,12 +15,13 @@ first use (this package never imports the studies). ``rmtnet.spectra`` never imp
 predictions.
 """
 from .._deprecation import moved_names
-from . import data, ensembles, layers, metrics, models, probes, similarity, training
+from . import data, ensembles, layers, metrics, models, probes, sharpness, similarity, training
 from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      SparseMaskedLinear, TokenMixing, commutation)
 from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from .probes import effective_singular_values, empirical_ntk, input_jacobian, jacobian_spectrum, weight_singular_values
+from .sharpness import hessian_top_eigenvalues, hessian_trace, ntk_top_eigenvalues, sharpness_probe
 from .similarity import MinibatchCKA, cka, cka_between, hsic, layer_features
 from .training import DivergenceError, evaluate, train
 
@@ -28,7 +30,8 @@ __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", 
            "empirical_ntk",
            "input_jacobian", "jacobian_spectrum", "weight_singular_values", "effective_singular_values", "MinibatchCKA", "cka", "cka_between",
            "hsic", "layer_features", "evaluate", "train", "DivergenceError", "data", "layers", "models", "probes", "similarity",
-           "training", "ensembles", "metrics", "ensemble_predict", "noisy_children",
+           "training", "ensembles", "sharpness", "hessian_top_eigenvalues", "hessian_trace", "ntk_top_eigenvalues",
+           "sharpness_probe", "metrics", "ensemble_predict", "noisy_children",
            "partition_masks", "pruned_children", "stochastic_children"]
 
 

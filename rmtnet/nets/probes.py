@@ -100,6 +100,10 @@ def _per_example(model):
     return f
 
 
+#: The input checks under public names, for the other probes of this package (:mod:`rmtnet.nets.sharpness`).
+batch_inputs, checked_forward = _inputs, _applied
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Input–output Jacobians
 
@@ -213,6 +217,10 @@ def _split_state(model):
     if not params:
         raise ValueError("model has no trainable parameters (requires_grad=True): its NTK is empty")
     return params, fixed
+
+
+#: The trainable parameters and the held state of a model, under a public name (:mod:`rmtnet.nets.sharpness`).
+trainable_state = _split_state
 
 
 def parameter_jacobian(model, x, chunk_size=None):

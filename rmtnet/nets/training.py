@@ -151,6 +151,33 @@ def _loss_function(loss, n_classes, notice=True):
     return squared
 
 
+def loss_function(loss, n_classes):
+    """The mean loss ``(output, y) -> L`` that :func:`train` minimises for its ``loss`` argument on a data set with
+    ``n_classes`` classes (None: regression), without the once-per-process notice of "mse"'s convention.
+
+    Parameters
+    ----------
+    loss : str, callable or None
+        As in :func:`train`.
+    n_classes : int or None
+        The data set's classes (squared losses compare the output with one-hot targets), or None.
+
+    Returns
+    -------
+    callable
+        ``(output, y) -> mean loss``.
+
+    Examples
+    --------
+    ½·mean over 2 samples × 2 outputs of (f − y)²: (1 + 0 + 4 + 1)/8 = 0.75.
+
+    >>> out, y = torch.tensor([[1.0, 0.0], [2.0, 1.0]]), torch.zeros(2, 2)
+    >>> float(loss_function("mse", None)(out, y)), float(loss_function("mean_squared", None)(out, y))
+    (0.75, 1.5)
+    """
+    return _loss_function(loss, n_classes, notice=False)
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, data: Dataset, split: str = "test", loss: str | Callable | None = None,
              batch_size: int = 1024) -> dict:
@@ -265,6 +292,21 @@ def _checked_arguments(data, epochs, batch_size, eval_every, lr, momentum, weigh
     return epochs, batch_size, eval_every, lr, momentum, weight_decay, seed
 
 
+def _checked_probes(probes, probe_every):
+    """``probes`` as a dict {str name: callable} (None: empty) and ``probe_every`` as an int ≥ 1."""
+    if probes is None:
+        probes = {}
+    if not isinstance(probes, dict) or not all(isinstance(k, str) and k and callable(v) for k, v in probes.items()):
+        raise ValueError(f"probes must be a dict {{name (non-empty str): callable(model, data)}} or None, "
+                         f"got {probes!r:.80}")
+    return dict(probes), _positive_int("probe_every", probe_every)
+
+
+def _probe_config(probes, probe_every):
+    """What the checkpoint remembers of the probes (nothing without probes, so older checkpoints still resume)."""
+    return {"probes": sorted(probes), "probe_every": probe_every} if probes else {}
+
+
 def _training_dtype(model, dtype, lr, weight_decay):
     """The dtype the run trains in (``dtype``, else the model's own), checked to hold ``lr`` and ``weight_decay``:
     the optimiser's step multiplies by them in that dtype."""
@@ -282,12 +324,28 @@ class _Run:
     optimisation steps, the evaluation that appends a row, and the checkpoint's writing and reading."""
 
     def __init__(self, model, data, batches, opt, sched, loss_fn, *, config, checkpoint, metrics, eval_batch_size,
-                 settings):
+                 settings, probes=None, probe_every=1):
         self.model, self.data, self.batches, self.loss_fn = model, data, batches, loss_fn
+        self.probes, self.probe_every = probes or {}, probe_every
         self.opt, self.sched = opt, sched
         self.config, self.checkpoint, self.metrics = config, checkpoint, metrics
         self.eval_batch_size, self.settings = eval_batch_size, settings
         self.rows, self.epoch, self.step, self.wall_before = [], 0, 0, 0.0
+
+    @classmethod
+    def start(cls, model, data, loss_fn, schedule, config, **options):
+        """The run of :func:`train`'s checked ``config`` on ``model`` and ``data`` (both on the training device and
+        dtype): the shuffling loader, the optimiser and the schedule over all its steps; resumed from the
+        checkpoint if there is one (:meth:`resume_or_seed`)."""
+        c = config
+        batches = data.loader("train", batch_size=c["batch_size"], shuffle=True, seed=c["seed"])
+        opt = _optimizer(c["optimizer"], model.parameters(), c["lr"], c["momentum"], c["weight_decay"])
+        sched = _scheduler(schedule, opt, c["epochs"] * len(batches), c["lr"])
+        run = cls(model, data, batches, opt, sched, loss_fn, config=config, eval_batch_size=max(c["batch_size"], 1024),
+                  settings=f"lr {c['lr']:g}, momentum {c['momentum']:g}, weight_decay {c['weight_decay']:g}",
+                  **options)
+        run.resume_or_seed(c["seed"])
+        return run
 
     def resume_or_seed(self, seed):
         """Continue from the checkpoint if its file exists, else seed the global torch RNG; start the clock."""
@@ -327,8 +385,25 @@ class _Run:
                  "step": self.step, "wall_s": self.wall_before + time.perf_counter() - self.start}
         atomic_write(self.checkpoint, lambda tmp: torch.save(state, tmp))
 
-    def _record(self):
-        """Evaluate both splits, append the row (and write the metrics file); a non-finite metric diverged."""
+    def _probed(self):
+        """The probes' values on the model now, as columns: ``name`` for a number, ``name_key`` for a dict's items;
+        a non-finite value is a divergence."""
+        values = {}
+        for name, probe in self.probes.items():
+            out = probe(self.model, self.data)
+            for key, value in (out.items() if isinstance(out, dict) else [(None, out)]):
+                column = name if key is None else f"{name}_{key}"
+                if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                    raise ValueError(f"probe {name!r} must return a real number or a dict of them, got "
+                                     f"{type(value).__name__} for {column!r}")
+                if not math.isfinite(value):
+                    raise DivergenceError(f"probe column {column!r} is {value} after epoch {self.epoch}, step "
+                                          f"{self.step} ({self.settings})")
+                values[column] = float(value)
+        return values
+
+    def _evaluated(self):
+        """The row's metrics: both splits evaluated; a non-finite metric diverged."""
         row = {"epoch": self.epoch, "step": self.step, "lr": self.last_lr}
         for split in ("train", "test"):
             try:
@@ -337,6 +412,14 @@ class _Run:
             except FloatingPointError as exc:
                 raise DivergenceError(f"{exc} at the evaluation after epoch {self.epoch}, step {self.step} "
                                       f"({self.settings})") from None
+        return row
+
+    def _record(self, row=None, last=False):
+        """Evaluate both splits (unless ``row`` holds them) and the probes (at every ``probe_every``-th row and the
+        ``last``), append the row (and write the metrics file)."""
+        row = self._evaluated() if row is None else row
+        if self.probes and (len(self.rows) % self.probe_every == 0 or last):
+            row.update(self._probed())
         row["wall_s"] = self.wall_before + time.perf_counter() - self.start
         self.rows.append(row)
         if self.metrics is not None:
@@ -344,13 +427,14 @@ class _Run:
         return row
 
     def _first_record(self):
-        """:meth:`_record` at epoch 0, the model's first forward pass: a failure there is a mismatch of shapes or
-        dtypes between the model and the data."""
+        """:meth:`_record` at epoch 0, the model's first forward pass: a failure of the evaluation there is a
+        mismatch of shapes or dtypes between the model and the data (the probes' own errors pass unchanged)."""
         try:
-            return self._record()
+            row = self._evaluated()
         except (RuntimeError, TypeError, IndexError) as exc:
             raise ValueError(f"model cannot be applied to data's inputs (x_train of shape "
                              f"{_shapes(self.data.x_train)}): {type(exc).__name__}: {exc}") from exc
+        return self._record(row)
 
     def _one_epoch(self):
         """One pass over the shuffled training split, one optimisation step (and schedule step) per batch; a
@@ -369,6 +453,15 @@ class _Run:
             self.sched.step()
             self.step += 1
 
+    def epochs_with_bar(self, epochs, eval_every, callback, progress):
+        """:meth:`epochs_up_to` under a tqdm bar of the epochs (shown when ``progress``)."""
+        bar = tqdm(total=epochs, initial=self.epoch, desc=f"train {self.data.name}", unit="epoch",
+                   disable=None if progress else True)
+        try:
+            self.epochs_up_to(epochs, eval_every, callback, bar)
+        finally:
+            bar.close()
+
     def epochs_up_to(self, epochs, eval_every, callback, bar):
         """Evaluate at epoch 0 (unless resumed past it), then train epoch after epoch up to ``epochs``: evaluate
         every ``eval_every`` and after the last, save the checkpoint after each, call ``callback`` after each
@@ -381,7 +474,7 @@ class _Run:
             self._one_epoch()
             evaluated = self.epoch % eval_every == 0 or self.epoch == epochs
             if evaluated:
-                row = self._record()
+                row = self._record(last=self.epoch == epochs)
                 bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k.startswith("test_")})
             if self.checkpoint is not None:
                 self._save()
@@ -394,7 +487,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
           lr: float = 0.1, momentum: float = 0.9, weight_decay: float = 0.0, schedule: str | Callable = "constant",
           loss: str | Callable | None = None, device="cpu", seed: int = 0, checkpoint=None, metrics=None,
           progress: bool = True, eval_every: int = 1, dtype: torch.dtype | None = None,
-          callback: Callable | None = None) -> pd.DataFrame:
+          callback: Callable | None = None, probes: dict | None = None, probe_every: int = 1) -> pd.DataFrame:
     """Train ``model`` on ``data`` for ``epochs`` passes over the training split; return the metrics table.
 
     Parameters
@@ -422,18 +515,23 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     checkpoint : a path; after every epoch the full state is saved there. If the file exists when ``train`` starts,
         the run continues from the epoch after the saved one (the arguments must be the same; a finished run just
         returns its table).
-    metrics : a path; the table is written there as CSV after every evaluation.
-    eval_every : evaluate before training (epoch 0), every ``eval_every`` epochs and after the last one.
+    metrics, eval_every : a path for the table as CSV, written after every evaluation; evaluate before training
+        (epoch 0), every ``eval_every`` epochs and after the last one.
     dtype : cast the model and the floating-point data to this dtype (default: the model's own).
     callback : ``callback(epoch, model, row)`` after every evaluation (``row`` a dict); it may raise to stop the
         run — the epoch's checkpoint is already saved.
+    probes, probe_every : ``{name: probe(model, data) -> number or {key: number}}`` (e.g.
+        :func:`rmtnet.nets.sharpness.sharpness_probe`), run at every ``probe_every``-th evaluation (epoch 0's
+        included) and the last, written as columns ``name`` or ``name_key`` (NaN on the other rows) before the row,
+        the CSV and the checkpoint (a resumed run keeps them); a non-finite value is a divergence.
 
     Returns
     -------
     pandas.DataFrame with one row per evaluation: ``epoch``, ``step`` (optimisation steps so far), ``lr`` (the
     learning rate of the most recent step; on row 0 that of the first step), ``train_loss``, ``test_loss`` (means over
     the whole split, model in eval mode), ``train_error``, ``test_error`` (1 − accuracy; classification) or
-    ``train_mse``, ``test_mse`` (regression), ``wall_s`` (seconds of this run, resumed segments included).
+    ``train_mse``, ``test_mse`` (regression), the probe columns, ``wall_s`` (seconds of this run, resumed segments
+    included).
 
     Raises :class:`DivergenceError` (a FloatingPointError, and an OverflowError), naming the epoch, the step and lr,
     momentum and weight_decay, as soon as a training loss is not finite (before the update is applied) or an
@@ -454,26 +552,14 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     epochs, batch_size, eval_every, lr, momentum, weight_decay, seed = _checked_arguments(
         data, epochs, batch_size, eval_every, lr, momentum, weight_decay, optimizer, schedule, callback, seed, dtype)
     checkpoint, metrics = _path("checkpoint", checkpoint), _path("metrics", metrics)
+    probes, probe_every = _checked_probes(probes, probe_every)
     loss_fn = _loss_function(loss, data.n_classes)
     dtype = _training_dtype(model, dtype, lr, weight_decay)
 
-    model.to(device=device, dtype=dtype)
-    data = data.to(device, dtype)
-    batches = data.loader("train", batch_size=batch_size, shuffle=True, seed=seed)
-    opt = _optimizer(optimizer, model.parameters(), lr, momentum, weight_decay)
-    sched = _scheduler(schedule, opt, epochs * len(batches), lr)
-    config = {"epochs": epochs, "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "momentum": momentum,
-              "weight_decay": weight_decay, "schedule": _name(schedule), "loss": _name(loss), "seed": seed,
-              "eval_every": eval_every, "dtype": str(dtype), "data": data.name, "n_train": data.n_train}
-    run = _Run(model, data, batches, opt, sched, loss_fn, config=config, checkpoint=checkpoint, metrics=metrics,
-               eval_batch_size=max(batch_size, 1024),
-               settings=f"lr {lr:g}, momentum {momentum:g}, weight_decay {weight_decay:g}")
-
-    run.resume_or_seed(seed)
-    bar = tqdm(total=epochs, initial=run.epoch, desc=f"train {data.name}", unit="epoch",
-               disable=None if progress else True)
-    try:
-        run.epochs_up_to(epochs, eval_every, callback, bar)
-    finally:
-        bar.close()
+    config = dict(epochs=epochs, batch_size=batch_size, optimizer=optimizer, lr=lr, momentum=momentum, seed=seed,
+                  weight_decay=weight_decay, schedule=_name(schedule), loss=_name(loss), eval_every=eval_every,
+                  dtype=str(dtype), data=data.name, n_train=data.n_train, **_probe_config(probes, probe_every))
+    run = _Run.start(model.to(device=device, dtype=dtype), data.to(device, dtype), loss_fn, schedule, config,
+                     checkpoint=checkpoint, metrics=metrics, probes=probes, probe_every=probe_every)
+    run.epochs_with_bar(epochs, eval_every, callback, progress)
     return pd.DataFrame(run.rows)

@@ -1,0 +1,298 @@
+"""Sharpness along full-batch gradient descent: the top eigenvalue λ_max(t) of the training-loss Hessian of an MLP
+trained on an MNIST-5k subset at several learning rates η, against 2/η, with its predicted initial value.
+
+What is run. An MLP 784 → W → … → W → 10 (``depth`` weight layers; φ = ReLU with σ_w² = 2, or rmtnet's erf
+φ(h) = erf(√π h/2) or tanh with σ_w = 1; no biases, Gaussian weights: :meth:`rmtnet.nets.MLP.from_arch` of
+:func:`rmtnet.spectra.network.mlp`, torch ``nn.Linear`` layers trained directly, the *standard* parameterisation)
+on the first ``n_train`` digits of the training split of MNIST-5k (:func:`rmtnet.nets.data.mnist5k`, split seed 0,
+pixels standardised by one scalar mean and deviation), loss ``"mse"`` = ½·mean over the N samples and k = 10 outputs
+of (f − y)², one-hot targets, full-batch gradient descent (``train(..., batch_size=N, momentum=0, loss="mse")``) at
+η = c · 2/λ_max(∇²L(θ₀)) for factors c, λ_max measured at initialisation by Lanczos. Along the run the probe
+:func:`rmtnet.nets.sharpness.sharpness_probe` writes λ_max(∇²L) and λ_max(Θ) (the empirical NTK Gram over the N
+inputs) into the training metrics every ``probe_every`` steps.
+
+What the literature says happens, and what was seen (N = 256, W = 128, depth 4, seed 0, Lanczos tol 1e-3).
+  * Progressive sharpening and the edge of stability (Cohen, Kaur, Li, Kolter & Talwalkar, ICLR 2021,
+    arXiv 2103.00065): λ_max grows until it reaches 2/η, then hovers there while the loss keeps falling
+    non-monotonically. Seen with erf at c = 2.5: λ_max falls from 9.80 to 3.76 in 30 steps, sharpens to 4.21 above
+    2/η = 3.92 by step 140, the loss jumps (0.0039 → 0.0052 at step 150) and λ_max then stays within 4 % of 2/η
+    (3.99–4.08) to step 200. At c = 1.9 λ_max sharpens from 4.71 (step 70) to 5.08 by step 200, approaching 2/η = 5.16.
+    At c = 0.5 (and c = 1) the net fits the 256 digits first: with tanh, 1500 steps take λ_max from 7.0 to 7.3 only
+    while the loss falls to 10⁻⁴, far from 2/η — a small training set is fitted before it sharpens.
+  * The *catapult* (Lewkowycz, Bahri, Dyer, Sohl-Dickstein & Gur-Ari, 2020, arXiv 2003.02218): for 1 < c < c_max
+    the loss first grows, λ_max falls below 2/η, and the run converges in a flatter region; c_max = 2 (η < 4/λ₀) for
+    their two-layer model; they report a larger upper end, about 12/λ₀, for deep ReLU nets. Seen: erf converges at c = 2.5 and diverges
+    at c = 4; ReLU converges up to c = 6 (λ_max from 42.4 to 2.4, below 2/η = 7.1) and diverges at c = 10.
+  * ReLU nets in this setting start with a large outlier λ_max(θ₀) = 42.4 (the mean mode of a non-centred kernel)
+    that GD removes early at every η (c = 0.5: 42.4 → 17.8 by step 40, 13.5 by step 100); at c = 0.5 and c = 1,
+    1500 steps end at λ_max ≈ 9.9 and 9.3, far
+    below 2/η = 85 and 42, so η set from λ₀ never meets the edge of stability from below; erf (odd, no mean mode)
+    is the activation of the figure.
+  * Divergence: non-finite, or loss above 10³ × its initial value: the run is stopped and marked.
+
+What is predicted, and how well. For the squared loss ∇²L = JᵀJ/(Nk) + (residual term), J the N k × P Jacobian;
+the first (Gauss–Newton) term has the non-zero eigenvalues of Θ/(Nk), Θ = JJᵀ. At initialisation of a wide net Θ
+is close to the infinite-width kernel of the standard parameterisation, K ⊗ I_k with K =
+:func:`rmtnet.spectra.kernels.ntk_kernel` ``(net, X, parameterization="standard")`` (Jacot, Gabriel & Hongler,
+NeurIPS 2018), so the prediction is
+
+    λ_max(∇²L(θ₀)) ≈ λ_max(K)/(N k),    and the largest stable step 2/λ_max(∇²L(θ₀)) ≈ 2Nk/λ_max(K).
+
+The table "initial" gives, per seed, the Lanczos value of λ_max(∇²L(θ₀)), λ_max(Θ(θ₀))/(Nk) (the Gauss–Newton part,
+exact for the net) and λ_max(K)/(Nk) (the theory), with their ratios. Measured at N = 256, depth 4, seed 0: erf,
+W = 128: Hessian 9.80, Gauss–Newton 10.41 (the residual term is negative here), kernel 5.99 (0.61 of the Hessian);
+ReLU, W = 128: 42.39, 40.79, 25.23 (0.60). The kernel's share grows with the width but slowly (ReLU, two seeds:
+0.50–0.60 at W = 128, 0.70–0.87 at W = 512, 0.83–0.89 at W = 2048): the finite-width top eigenvalue of the k = 10
+coupled outputs sits above its limit. For ReLU λ_max(K) is an *outlier*, the constant mode of a non-centred kernel
+over non-centred images, of order N times the mean kernel entry. The Fan–Wang law (:func:`rmtnet.spectra.ntk_law`;
+Fan & Wang, NeurIPS 2020, arXiv 2005.11879) describes the *bulk* of Θ for centred activations at widths
+proportional to N and has no such outlier, so its right edge is not a prediction of λ_max here; it is not used.
+What happens after step 0 — the early fall, sharpening, the catapult — is beyond any law at initialisation: the
+figure shows it against the 2/η lines only.
+
+Everything resumable: :func:`sharpness_sweep` stores one row per (η factor, seed) in a CSV through
+:func:`rmtnet.experiments.sweep` (the curves as columns ``loss_<t>``, ``hessian_<t>``, ``ntk_<t>``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rmtnet import experiments
+from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet.nets import MLP, DivergenceError, data as nets_data, train
+from rmtnet.nets.sharpness import hessian_top_eigenvalues, ntk_top_eigenvalues, sharpness_probe
+from rmtnet.spectra import kernels
+from rmtnet.spectra.network import mlp
+
+__all__ = ["mnist_subset", "description", "initial_sharpness", "sharpness_run", "sharpness_sweep", "curves"]
+
+N_CLASSES = 10
+BLOW_UP = 1e3                  # a run whose training loss exceeds BLOW_UP × its initial loss is stopped: diverged
+ACTIVATIONS = ("relu", "erf", "tanh")
+
+
+def mnist_subset(n_train, n_test=200, dtype=torch.float32):
+    """The first ``n_train`` training and ``n_test`` test digits of MNIST-5k (split seed 0), inputs (n, 1, 28, 28).
+
+    Parameters
+    ----------
+    n_train : int
+        Training digits, 1 … 4000.
+    n_test : int, default 200
+        Test digits, 1 … 1000.
+    dtype : torch.dtype, default torch.float32
+        The inputs' dtype.
+
+    Returns
+    -------
+    rmtnet.nets.data.Dataset
+
+    Examples
+    --------
+    >>> d = mnist_subset(32, 8)                             # doctest: +SKIP
+    >>> print(d.n_train, d.n_test)                          # doctest: +SKIP
+    32 8
+    """
+    n_train = integer_at_least("n_train", n_train, 1)
+    n_test = integer_at_least("n_test", n_test, 1)
+    if n_train > 4000 or n_test > 1000:
+        raise ValueError(f"n_train must be at most 4000 and n_test at most 1000, got {n_train}, {n_test}")
+    d = _mnist5k(dtype)
+    return nets_data.Dataset(d.x_train[:n_train], d.y_train[:n_train], d.x_test[:n_test], d.y_test[:n_test],
+                             N_CLASSES, f"mnist5k[:{n_train}]", d.shape)
+
+
+@functools.lru_cache(maxsize=2)
+def _mnist5k(dtype):
+    """MNIST-5k, split seed 0, loaded once per process and dtype (the runs of a sweep share it; it is not modified)."""
+    return nets_data.mnist5k(seed=0, dtype=dtype)
+
+
+def description(width, depth, activation="relu"):
+    """The network: ``depth`` weight layers 784 → W → … → 10, σ_w² = 2 for ReLU, σ_w = 1 for erf and tanh (the critical points at small q),
+    no biases, linear read-out (:func:`rmtnet.spectra.network.mlp`).
+
+    Parameters
+    ----------
+    width : int
+        W, the hidden width.
+    depth : int
+        Weight layers, ≥ 2.
+    activation : {"relu", "tanh"}, default "relu"
+        φ.
+
+    Returns
+    -------
+    rmtnet.spectra.network.MLP
+
+    Examples
+    --------
+    >>> description(64, 3).widths
+    (784, 64, 64, 10)
+    """
+    width = integer_at_least("width", width, 1)
+    depth = integer_at_least("depth", depth, 2)
+    one_of("activation", activation, ACTIVATIONS)
+    return mlp(depth, widths=[784] + [width] * (depth - 1) + [N_CLASSES], activation=activation,
+               sigma_w=math.sqrt(2.0) if activation == "relu" else 1.0, last_activation=False)
+
+
+def initial_sharpness(model, net, data, *, tol=1e-6, seed=0):
+    """λ_max(∇²L(θ₀)) by Lanczos, the Gauss–Newton part λ_max(Θ)/(Nk), and the infinite-width prediction
+    λ_max(K)/(Nk) of ``net``'s standard-parameterisation NTK K over the training inputs (module docstring); loss
+    "mse".
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network at initialisation.
+    net : rmtnet.spectra.network.MLP
+        Its description (for the kernel).
+    data : rmtnet.nets.data.Dataset
+        The training split is used.
+    tol : float, default 1e-6
+        Lanczos' relative residual.
+    seed : int, default 0
+        Lanczos' start vectors.
+
+    Returns
+    -------
+    dict
+        ``hessian``, ``gauss_newton``, ``kernel_prediction`` and the ratios ``gauss_newton_over_hessian``,
+        ``prediction_over_hessian``.
+    """
+    n, k = data.n_train, N_CLASSES
+    hessian = float(hessian_top_eigenvalues(model, data, "mse", tol=tol, seed=seed)[0])
+    gauss_newton = float(ntk_top_eigenvalues(model, data.x_train, tol=tol, seed=seed)[0]) / (n * k)
+    X = data.x_train.reshape(n, -1).double().numpy()
+    K = kernels.ntk_kernel(net, X, parameterization="standard")
+    predicted = float(np.linalg.eigvalsh(K)[-1]) / (n * k)
+    return {"hessian": hessian, "gauss_newton": gauss_newton, "kernel_prediction": predicted,
+            "gauss_newton_over_hessian": gauss_newton / hessian, "prediction_over_hessian": predicted / hessian}
+
+
+class _BlownUp(Exception):
+    """Raised from train's callback when the loss passes BLOW_UP × its initial value."""
+
+
+def _train_with_probes(model, data, eta, steps, probe_every, probe):
+    """Full-batch GD; the rows so far (also when the run diverges) and whether it diverged."""
+    rows = []
+
+    def watch(epoch, model, row):
+        rows.append(row)
+        if row["train_loss"] > BLOW_UP * rows[0]["train_loss"]:
+            raise _BlownUp
+    try:
+        train(model, data, epochs=steps, batch_size=data.n_train, optimizer="sgd", momentum=0.0, lr=eta, loss="mse",
+              progress=False, probes={"sharp": probe}, probe_every=probe_every, callback=watch)
+    except (DivergenceError, _BlownUp, ValueError) as exc:
+        if isinstance(exc, ValueError) and "not finite" not in str(exc):
+            raise
+        return rows, True
+    return rows, False
+
+
+def sharpness_run(eta_factor, *, width, depth, n_train, steps, probe_every, activation="relu", tol=1e-3, ncv=4,
+                  seed=0):
+    """One run: the net of :func:`description` (weights from ``seed``), λ₀ = λ_max(∇²L(θ₀)), full-batch GD at
+    η = ``eta_factor`` · 2/λ₀ for ``steps`` steps on :func:`mnist_subset` (``n_train``), sharpness probed every
+    ``probe_every`` steps (Lanczos ``tol``, ``ncv``). A row for :func:`rmtnet.experiments.sweep`.
+
+    Parameters
+    ----------
+    eta_factor : float
+        c > 0 in η = c · 2/λ₀.
+    width, depth, n_train, steps, probe_every : int
+        The net, the data, the run and the probes' spacing in steps.
+    activation : {"relu", "tanh"}, default "relu"
+        φ.
+    tol : float, default 1e-3
+        The probes' Lanczos residual.
+    ncv : int, default 4
+        The probes' Lanczos basis.
+    seed : int, default 0
+        The initial weights.
+
+    Returns
+    -------
+    dict
+        The step-0 numbers of :func:`initial_sharpness`, ``eta``, ``two_over_eta``, ``diverged`` (0/1),
+        ``steps_done``, and the curves ``loss_<t>`` (t = 0 … steps), ``hessian_<t>``, ``ntk_<t>`` (at the probed
+        steps; λ_max(Θ)/(Nk)); steps after a divergence are NaN.
+    """
+    eta_factor = real_scalar("eta_factor", eta_factor, lo=0.0, lo_open=True)
+    steps = integer_at_least("steps", steps, 1)
+    probe_every = integer_at_least("probe_every", probe_every, 1)
+    net = description(width, depth, activation)
+    data = mnist_subset(n_train)
+    model = MLP.from_arch(net, seed=seed)
+    start = initial_sharpness(model, net, data, seed=seed)
+    eta = eta_factor * 2.0 / start["hessian"]
+    probe = sharpness_probe("mse", tol=tol, ncv=ncv, seed=seed)
+    rows, diverged = _train_with_probes(model, data, eta, steps, probe_every, probe)
+    out = {**start, "eta": eta, "two_over_eta": 2.0 / eta, "diverged": int(diverged), "steps_done": rows[-1]["step"]}
+    nk = data.n_train * N_CLASSES
+    for t in range(steps + 1):
+        row = rows[t] if t < len(rows) else {}
+        out[f"loss_{t}"] = row.get("train_loss", math.nan)
+        if t % probe_every == 0 or t == steps:
+            out[f"hessian_{t}"] = row.get("sharp_hessian", math.nan)
+            out[f"ntk_{t}"] = row.get("sharp_ntk", math.nan) / nk
+    return out
+
+
+def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=False, **settings):
+    """:func:`sharpness_run` for every η factor and seed through :func:`rmtnet.experiments.sweep` (resumable with a
+    ``store`` CSV); ``settings`` are its keyword arguments (width, depth, n_train, steps, probe_every, …).
+
+    Parameters
+    ----------
+    eta_factors : sequence of float
+        The factors c.
+    seeds : sequence of int, default (0,)
+        Initial weights.
+    store : path, optional
+        The sweep's CSV (None: kept in memory only).
+    progress : bool, default False
+        The sweep's progress bar.
+    **settings
+        Passed to every run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run.
+    """
+    factors = [real_scalar("eta_factors", c, lo=0.0, lo_open=True) for c in eta_factors]
+    grid = {"eta_factor": factors, **{k: [v] for k, v in settings.items()}}
+    return experiments.sweep(sharpness_run, grid, seeds=list(seeds), store=store, progress=progress,
+                             on_error="raise")
+
+
+def curves(runs):
+    """The runs of :func:`sharpness_sweep` as a long table: one row per (η factor, seed, step) with ``train_loss``,
+    ``hessian`` and ``ntk`` (λ_max(Θ)/(Nk); NaN at steps that were not probed), ``eta``, ``two_over_eta``.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The sweep's table.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    long = []
+    for _, r in runs.iterrows():
+        steps = sorted(int(c[5:]) for c in runs.columns if c.startswith("loss_"))
+        for t in steps:
+            long.append({"eta_factor": r["eta_factor"], "seed": r["seed"], "step": t, "eta": r["eta"],
+                         "two_over_eta": r["two_over_eta"], "train_loss": r[f"loss_{t}"],
+                         "hessian": r.get(f"hessian_{t}", math.nan), "ntk": r.get(f"ntk_{t}", math.nan)})
+    return pd.DataFrame(long)

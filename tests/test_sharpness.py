@@ -1,0 +1,159 @@
+"""Matrix-free sharpness against dense linear algebra: the loss Hessian's top eigenvalues (Lanczos on Hessian-vector
+products) against the eigenvalues of the dense Hessian, Hutchinson's trace against the dense trace, the empirical
+NTK's top eigenvalue against eigvalsh of the dense Gram, and the training loop's probe columns."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rmtnet.nets import MLP, data as D, sharpness as S
+from rmtnet.nets.probes import empirical_ntk
+from rmtnet.nets.training import loss_function, train
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+def small(seed=0, outputs=2):
+    """A tanh MLP 3 → 6 → 5 → outputs with biases (P = 24 + 35 + 6·outputs… parameters) in float64, 9 inputs."""
+    net = MLP([3, 6, 5, outputs], activation="tanh", sigma_b=0.3, seed=seed, dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    return net, torch.randn(9, 3, generator=g, dtype=torch.float64)
+
+
+def dense_hessian(model, x, y, loss):
+    """∇²L as a P × P matrix, by torch.autograd.functional.hessian of L over the flattened parameters."""
+    names = [k for k, _ in model.named_parameters()]
+    shapes = [p.shape for _, p in model.named_parameters()]
+    sizes = [p.numel() for _, p in model.named_parameters()]
+    theta = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    loss_fn = loss_function(loss, None if y.is_floating_point() else 2)
+
+    def L(flat):
+        p = {k: t.reshape(s) for k, t, s in zip(names, torch.split(flat, sizes), shapes)}
+        return loss_fn(torch.func.functional_call(model, p, (x,)), y)
+    return torch.autograd.functional.hessian(L, theta).numpy()
+
+
+@pytest.mark.parametrize("loss", ["mse", "mean_squared", "cross_entropy"])
+def test_hessian_top_eigenvalues_equal_the_dense_hessians(loss):
+    net, x = small()
+    y = (torch.randn(9, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64) if loss != "cross_entropy"
+         else torch.tensor([0, 1, 1, 0, 1, 0, 0, 1, 1]))
+    H = dense_hessian(net, x, y, loss)
+    assert np.allclose(H, H.T, atol=1e-12)
+    dense = np.sort(np.linalg.eigvalsh(H))[::-1][:3]
+    lanczos = S.hessian_top_eigenvalues(net, (x, y), loss=loss, k=3, tol=1e-12)
+    np.testing.assert_allclose(lanczos, dense, rtol=1e-6, atol=1e-9)
+
+
+def test_squared_loss_factor_halves_the_hessian():
+    """"mse" is ½ × "mean_squared", so is its Hessian."""
+    net, x = small()
+    y = torch.zeros(9, 2, dtype=torch.float64)
+    half = S.hessian_top_eigenvalues(net, (x, y), loss="mse", tol=1e-12)[0]
+    full = S.hessian_top_eigenvalues(net, (x, y), loss="mean_squared", tol=1e-12)[0]
+    assert half == pytest.approx(full / 2, rel=1e-9)
+
+
+def test_hutchinson_trace_is_within_three_standard_errors_of_the_dense_trace():
+    net, x = small()
+    y = torch.randn(9, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    H = dense_hessian(net, x, y, "mse")
+    est = S.hessian_trace(net, (x, y), loss="mse", n_probes=200, seed=0)
+    # Var zᵀHz = 2 Σ_{i≠j} H_ij² for Rademacher z: the standard error it states is that, estimated
+    sd = math.sqrt(2 * (np.sum(H ** 2) - np.sum(np.diag(H) ** 2)))
+    assert est.n_probes == 200 and 0.75 < est.standard_error / (sd / math.sqrt(200)) < 1.25
+    assert abs(est.value - np.trace(H)) <= 3 * est.standard_error
+
+
+def test_ntk_top_eigenvalues_equal_eigvalsh_of_the_empirical_ntk():
+    net, x = small(outputs=3)
+    dense = np.sort(np.linalg.eigvalsh(empirical_ntk(net, x).numpy()))[::-1][:4]
+    np.testing.assert_allclose(S.ntk_top_eigenvalues(net, x, k=4, tol=1e-12), dense, rtol=1e-8, atol=0)
+
+
+def test_at_an_interpolating_point_the_mse_hessian_is_the_gauss_newton_ntk_over_nk():
+    """With targets y = f(x) the residual term vanishes: ∇²L = JᵀJ/(Nk), whose non-zero eigenvalues are Θ's/(Nk)."""
+    net, x = small(outputs=2)
+    with torch.no_grad():
+        y = net(x)
+    top_h = S.hessian_top_eigenvalues(net, (x, y), loss="mse", k=2, tol=1e-12)
+    top_ntk = S.ntk_top_eigenvalues(net, x, k=2, tol=1e-12)
+    np.testing.assert_allclose(top_h, top_ntk / (9 * 2), rtol=1e-8)
+
+
+def _regression(n=12):
+    return D.teacher_student(n, 6, d=3, width=4, seed=0, dtype=torch.float64)
+
+
+def test_probes_write_their_columns_into_the_table_and_csv_and_survive_a_resume(tmp_path):
+    data = _regression()
+    probe = S.sharpness_probe("mse", n_examples=8, tol=1e-10)
+    kw = dict(epochs=4, batch_size=data.n_train, momentum=0.0, lr=0.2, loss="mse", progress=False, seed=0,
+              probes={"sharp": probe, "one": lambda model, d: 1.0}, probe_every=2)
+    whole = train(MLP([3, 8, 1], activation="tanh", seed=0, dtype=torch.float64), data, **kw)
+    assert {"sharp_hessian", "sharp_ntk", "one"} <= set(whole.columns)
+    probed = whole["sharp_hessian"].notna().tolist()
+    assert probed == [True, False, True, False, True]               # rows 0, 2, 4 (every 2nd, and the last)
+    # the value at epoch 0 is the initial model's sharpness
+    first = probe(MLP([3, 8, 1], activation="tanh", seed=0, dtype=torch.float64), data)
+    assert whole["sharp_hessian"].iloc[0] == pytest.approx(first["hessian"], rel=1e-8)
+    assert whole["sharp_ntk"].iloc[0] == pytest.approx(first["ntk"], rel=1e-8)
+
+    def stop(epoch, model, row):
+        if epoch == 2:
+            raise KeyboardInterrupt
+    ckpt, csv = tmp_path / "run.pt", tmp_path / "run.csv"
+    with pytest.raises(KeyboardInterrupt):
+        train(MLP([3, 8, 1], activation="tanh", seed=0, dtype=torch.float64), data, checkpoint=ckpt, metrics=csv,
+              callback=stop, **kw)
+    resumed = train(MLP([3, 8, 1], activation="tanh", seed=5, dtype=torch.float64), data, checkpoint=ckpt,
+                    metrics=csv, **kw)
+    cols = ["epoch", "train_loss", "sharp_hessian", "sharp_ntk", "one"]
+    pd.testing.assert_frame_equal(resumed[cols], whole[cols], rtol=1e-10)
+    pd.testing.assert_frame_equal(pd.read_csv(csv)[cols], whole[cols], rtol=1e-10)
+    with pytest.raises(ValueError, match="other arguments"):        # the probes are part of what is resumed
+        train(MLP([3, 8, 1], activation="tanh", seed=0, dtype=torch.float64), data, checkpoint=ckpt,
+              **{**kw, "probes": {"other": lambda model, d: 2.0}})
+
+
+@pytest.mark.parametrize("probes, probe_every, match", [
+    ({"a": 3.0}, 1, "probes"), ([lambda m, d: 1.0], 1, "probes"), ({"": lambda m, d: 1.0}, 1, "probes"),
+    ({"a": lambda m, d: 1.0}, 0, "probe_every"), ({"a": lambda m, d: "x"}, 1, "real number"),
+    ({"a": lambda m, d: math.nan}, 1, "probe column 'a'")])
+def test_bad_probes_are_refused(probes, probe_every, match):
+    with pytest.raises((ValueError, FloatingPointError), match=match):
+        train(MLP([3, 4, 1], seed=0, dtype=torch.float64), _regression(), epochs=1, batch_size=4, progress=False,
+              loss="mse", probes=probes, probe_every=probe_every)
+
+
+def test_a_probes_own_error_at_epoch_0_passes_unchanged():
+    """Not relabelled as a model that cannot take the data (what a failure of the first evaluation means)."""
+    def broken(model, data):
+        raise RuntimeError("the probe broke")
+    with pytest.raises(RuntimeError, match="the probe broke"):
+        train(MLP([3, 4, 1], seed=0, dtype=torch.float64), _regression(), epochs=1, batch_size=4, progress=False,
+              loss="mse", probes={"broken": broken})
+
+
+def test_bad_arguments_name_themselves():
+    net, x = small()
+    y = torch.zeros(9, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="data"):
+        S.hessian_top_eigenvalues(net, x)
+    with pytest.raises(ValueError, match="data.s y must"):
+        S.hessian_top_eigenvalues(net, (x, y[:4]))
+    with pytest.raises(ValueError, match="class labels"):
+        S.hessian_top_eigenvalues(net, (x, torch.full((9,), 5)), loss="cross_entropy")
+    with pytest.raises(ValueError, match="k must"):
+        S.hessian_top_eigenvalues(net, (x, y), k=0)
+    with pytest.raises(ValueError, match="loss must"):
+        S.hessian_top_eigenvalues(net, (x, y), loss="l1")
+    with pytest.raises(ValueError, match="n_probes"):
+        S.hessian_trace(net, (x, y), n_probes=1)
+    with pytest.raises(ValueError, match="k must"):
+        S.ntk_top_eigenvalues(net, x, k=18)
+    with pytest.raises(ValueError, match="n_examples"):
+        S.sharpness_probe(n_examples=0)
