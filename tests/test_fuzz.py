@@ -1163,7 +1163,7 @@ def _below(n):
     return lambda v: int_at_least(1)(v) and (v < n - 2 or (None if v < n else False))
 
 
-sharp = pytest.importorskip("rmtnet.nets.sharpness")
+from rmtnet.nets import sharpness as sharp                                # noqa: E402
 SHARPNESS = [
     ("hessian_top_eigenvalues.data", "data", lambda v: sharp.hessian_top_eigenvalues(PMODEL, v), _pair_ok, _pairs),
     ("hessian_top_eigenvalues.loss", "loss", lambda v: sharp.hessian_top_eigenvalues(PMODEL, (PX, SL), loss=v),
@@ -1199,6 +1199,57 @@ SHARPNESS = [
     ("train.probe_every", "probe_every", lambda v: _train(probes={"one": lambda m, d: 1.0}, probe_every=v),
      int_at_least(1), lambda: small_ints(-2, 4)),
 ]
+
+
+from rmtnet.spectra import stability                                      # noqa: E402
+from rmtnet.studies import red_line as rl                                 # noqa: E402
+
+RL_NET = rl.red_line_description("data", "relu", "gaussian", 1.0, 2, 8)
+RL_DATA = rl.red_line_task("data", 8, n_data=3, seed=0)
+STABILITY = [
+    ("learning_rate_border.lambda_max", "lambda_max", stability.learning_rate_border,
+     lambda v: None if real_in(0, None, lo_open=True)(v) and v < 1e-290 else real_in(0, None, lo_open=True)(v),
+     scalars),
+    ("learning_rate_border.n_samples", "n_samples", lambda v: stability.learning_rate_border(2.0, n_samples=v),
+     int_at_least(1), small_ints),
+    ("learning_rate_border.n_outputs", "n_outputs", lambda v: stability.learning_rate_border(2.0, n_outputs=v),
+     int_at_least(1), small_ints),
+    ("learning_rate_border.loss", "loss", lambda v: stability.learning_rate_border(2.0, loss=v),
+     one_of("mse", "mean_squared"), lambda: st.one_of(st.sampled_from(["mse", "mean_squared", "MSE", "sum"]),
+                                                      scalars())),
+    ("ntk_learning_rate.n_data", "n_data", lambda v: stability.ntk_learning_rate(FW40, v, parameterization="ntk"),
+     int_at_least(1), lambda: small_ints(-2, 40)),
+    ("ntk_learning_rate.parameterization", "parameterization",
+     lambda v: stability.ntk_learning_rate(FW, 10, parameterization=v), one_of("ntk", "standard"),
+     lambda: st.one_of(st.sampled_from(["ntk", "standard", "NTK", "mup"]), scalars())),
+    ("ntk_learning_rate.loss", "loss", lambda v: stability.ntk_learning_rate(FW, 10, loss=v, parameterization="ntk"),
+     one_of("mse", "mean_squared"), lambda: st.one_of(st.sampled_from(["mse", "mean_squared", "l2"]), scalars())),
+    ("critical_learning_rate.loss", "loss", lambda v: fisher.critical_learning_rate(FL, loss=v),
+     one_of("mse", "mean_squared"), lambda: st.one_of(st.sampled_from(["mse", "mean_squared", "half"]), scalars())),
+    ("red_line_description.depth", "depth", lambda v: rl.red_line_description("data", "relu", "gaussian", 1.0, v, 8),
+     int_at_least(2), lambda: small_ints(-2, 6)),
+    ("red_line_description.setting", "setting", lambda v: rl.red_line_description(v, "relu", "gaussian", 1.0, 2, 8),
+     one_of(*rl.SETTINGS), lambda: st.one_of(st.sampled_from([*rl.SETTINGS, "one-sample", "fisher"]), scalars())),
+    ("red_line_task.width", "width", lambda v: rl.red_line_task("data", v, n_data=2), int_at_least(1),
+     lambda: small_ints(-2, 16)),
+    ("red_line_task.n_data", "n_data", lambda v: rl.red_line_task("data", 4, n_data=v), int_at_least(1),
+     lambda: small_ints(-2, 16)),
+    ("red_line_task.seed", "seed", lambda v: rl.red_line_task("data", 4, n_data=2, seed=v), int_at_least(0),
+     lambda: small_ints(-3, 10 ** 6)),
+    ("gradient_descent_outcome.learning_rate", "learning_rate",
+     lambda v: rl.gradient_descent_outcome(RL_NET, RL_DATA, v, 3),
+     lambda v: None if real_in(0, None, lo_open=True)(v) and v > 1e30 else real_in(0, None, lo_open=True)(v),
+     scalars),
+    ("gradient_descent_outcome.steps", "steps", lambda v: rl.gradient_descent_outcome(RL_NET, RL_DATA, 0.01, v),
+     int_at_least(1), lambda: small_ints(-2, 5)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", STABILITY, ids=[c[0] for c in STABILITY])
+def test_stability(name, arg, call, valid, values):
+    """The learning-rate border in its loss conventions, its laws (Fan & Wang, Hayase & Karakida), and the red-line
+    study's networks, data and runs (15 × 15 cases): finite numbers, or a named refusal."""
+    check_generated("stability", 15, name, arg, call, valid, values())
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", SHARPNESS, ids=[c[0] for c in SHARPNESS])

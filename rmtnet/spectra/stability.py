@@ -90,7 +90,8 @@ def learning_rate_border(lambda_max, n_samples=1, n_outputs=1, loss="mse"):
     c = squared_loss_factor(loss)
     eta = n * k / (c * lam)
     if not eta > 0 or eta == float("inf"):
-        raise OverflowError(f"learning_rate_border: N k/(c λ_max) = {n}·{k}/({c}·{lam!r}) is not a positive float64")
+        raise OverflowError(f"learning_rate_border: N k/(c · lambda_max) = {n}·{k}/({c}·{lam!r}) is not a positive "
+                            "float64; lambda_max is too small")
     return eta
 
 

@@ -1,0 +1,148 @@
+"""The learning-rate red line, trained: full-batch gradient descent on deep fully-connected networks over a grid of
+(depth, learning rate), each run classified converged / spiked then converged / stalled / diverged, against the line
+η* = 2Nk/λ_max(Θ) that the NTK spectrum at initialisation predicts (Karakida, Akaho & Amari, AISTATS 2019, arXiv
+1806.01316; Hayase & Karakida, AISTATS 2021, arXiv 2006.07814) — from the law, and from each network's own NTK.
+
+Loss ½·mean over samples and outputs of (f − y)² (rmtnet's "mse"; with the mean without ½ every η halves: the source's
+"η > 1/λ_max"). Top row: one panel per network family; dots are the runs of the grid (0.1× to 10× the law's line, all
+seeds; green converged, blue spiked then converged — the catapult of Lewkowycz et al. 2020, arXiv 2003.02218 —, grey
+stalled, red diverged), the red line is the law's η* (Hayase–Karakida's one-sample Fisher law, or the right edge of
+Fan & Wang's NTK law over N inputs), the dashed line the empirical NTK's, the dotted one 2/λ_max of the loss Hessian
+at initialisation (Gauss–Newton part and residual term), black diamonds the measured stability border
+(the smallest η whose loss rises at some step; mean and range over seeds), open triangles the divergence border.
+Bottom row: the borders divided by the law's line, by depth. Settings and protocol: rmtnet.studies.red_line.
+
+Measured (quick, 3 seeds): the stability border sits at the line at depth 2 (ratio 0.9–1.2) and, in the data setting
+and for ReLU with one sample, rises above it with depth — the early sharpness reduction of networks whose depth/width
+is not small (Kalra & Barkeshli, NeurIPS 2023, arXiv 2311.02076): the top of the NTK falls in the first steps before
+the unstable mode grows. For tanh with orthogonal weights and one sample (dynamical isometry, Hayase & Karakida's
+case) the border stays at 0.92–0.98 of the line at every depth. The divergence border lies 2–8× above the line: the
+catapult band.
+
+Quick (default, ~45 s on one core): data setting (N = 32 Gaussian inputs, width 256, one output; ReLU and tanh,
+normalised, Gaussian weights, σ_w = 1) and one-sample setting (width 96; tanh orthogonal σ_w = 1, ReLU orthogonal
+σ_w = √2), depths 2, 3, 4, 6, 3 seeds, 40 steps per run. ``--full`` (about 50 min on 2 cores): depths 2 … 32 (9 of
+them), width 512 / 256, five families per setting including σ_w away from criticality (tanh σ_w = 1.5), 5 seeds, 100
+steps. Runs are stored as they finish in OUTDIR/red_line_runs.csv (rmtnet.experiments.sweep): an interrupted run
+resumes. Writes figures/red_line.png and figures/red_line.csv.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rmtnet import cli, experiments, figures
+from rmtnet.studies import red_line
+
+ROOT2 = float(np.sqrt(2.0))
+QUICK_FAMILIES = (("data", "relu", "gaussian", 1.0), ("data", "tanh", "gaussian", 1.0),
+                  ("one_sample", "tanh", "orthogonal", 1.0), ("one_sample", "relu", "orthogonal", ROOT2))
+FULL_FAMILIES = QUICK_FAMILIES + (("data", "relu", "orthogonal", 1.0), ("data", "tanh", "gaussian", 1.5),
+                                  ("one_sample", "tanh", "gaussian", 1.0), ("one_sample", "relu", "gaussian", ROOT2),
+                                  ("one_sample", "tanh", "orthogonal", 1.5))
+SIZES = {"tiny": dict(families=(("data", "relu", "gaussian", 1.0), ("one_sample", "relu", "orthogonal", ROOT2)),
+                      depths=(2, 3), widths={"data": 32, "one_sample": 24}, n_data=8, n_seeds=1, steps=15, n_grid=5,
+                      bisections=1),
+         "quick": dict(families=QUICK_FAMILIES, depths=(2, 3, 4, 6), widths={"data": 256, "one_sample": 96},
+                       n_data=32, n_seeds=3, steps=40, n_grid=7, bisections=3),
+         "full": dict(families=FULL_FAMILIES, depths=(2, 3, 4, 6, 8, 12, 16, 24, 32),
+                      widths={"data": 512, "one_sample": 256}, n_data=32, n_seeds=5, steps=100, n_grid=9,
+                      bisections=5)}
+COLOURS = {"C": "tab:green", "S": "tab:blue", "T": "0.6", "D": "tab:red"}
+NAMES = {"C": "converged", "S": "spiked then converged", "T": "stalled", "D": "diverged"}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None):
+    return figures.make("red_line", compute, draw, full, outdir, seed, backend, store=outdir)
+
+
+def _grid(s):
+    """The sweep's configurations: every family at every depth."""
+    top = max(s["depths"])
+    return [dict(setting=f[0], activation=f[1], weights=f[2], sigma_w=f[3], depth=d, width=s["widths"][f[0]],
+                 n_data=1 if f[0] == "one_sample" else s["n_data"], steps=s["steps"], n_grid=s["n_grid"],
+                 bisections=s["bisections"], max_depth=top)
+            for f in s["families"] for d in s["depths"]]
+
+
+def _family(row):
+    return f"{row.setting}: {row.activation}, {row.weights}, σ_w = {row.sigma_w:.3g}"
+
+
+def _by_depth(runs):
+    """Per family and depth: the lines and borders over seeds (mean, min, max of the ratios to the law's line)."""
+    out = []
+    for (fam, depth), g in runs.groupby(["family", "depth"], sort=False):
+        row = {"family": fam, "depth": depth, "seeds": len(g), "eta_law": g.eta_law.mean(),
+               "eta_empirical": g.eta_empirical.mean(), "eta_hessian": g.eta_hessian.mean()}
+        for col in ("stability_over_law", "stability_over_empirical", "stability_over_hessian",
+                    "divergence_over_law"):
+            row.update({f"{col}_mean": g[col].mean(), f"{col}_min": g[col].min(), f"{col}_max": g[col].max()})
+        row.update(stability_border=g.stability_border.mean(), divergence_border=g.divergence_border.mean(),
+                   on_side_law=g.on_side_law.mean(), on_side_empirical=g.on_side_empirical.mean())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def compute(size="quick", seed=0, backend=None, store="figures"):
+    """Tables "runs" (one row per network and seed) and "borders by depth"; the runs are kept in
+    STORE/red_line_runs.csv."""
+    s = figures.settings(SIZES, size)
+    runs = experiments.sweep(red_line.red_line_run, _grid(s), seeds=figures.seeds(seed, s["n_seeds"]),
+                             store=figures.output_dir(store) / "red_line_runs.csv", progress=False,
+                             on_error="raise")
+    runs = runs.drop(columns=["run_key"], errors="ignore")
+    runs.insert(0, "family", [_family(r) for r in runs.itertuples()])
+    return figures.Tables({"runs": runs, "borders by depth": _by_depth(runs)}, extras=s)
+
+
+def _cells(ax, g, n_grid):
+    """The grid's runs of one family: every seed's outcomes at their learning rates, slightly apart by seed."""
+    factors = np.geomspace(0.1, 10.0, n_grid)
+    seen = set()
+    for r in g.itertuples():
+        for f, letter in zip(factors, r.grid):
+            x = r.depth * (1 + 0.04 * (r.seed - g.seed.min()))
+            ax.scatter(x, f * r.reference, s=9, color=COLOURS[letter], zorder=2,
+                       label=None if letter in seen else NAMES[letter])
+            seen.add(letter)
+
+
+def draw(tables):
+    runs, depth = tables["runs"], tables["borders by depth"]
+    families = list(dict.fromkeys(runs.family))
+    fig, axes = figures.subplots(2, len(families), 4.4, 3.9)
+    for j, fam in enumerate(families):
+        g, d = runs[runs.family == fam], depth[depth.family == fam]
+        ax = axes[0, j]
+        _cells(ax, g, tables.extras["n_grid"])
+        ax.plot(d.depth, d.eta_law, "r-", lw=1.6, label="law: η* = 2Nk/λ_max")
+        ax.plot(d.depth, d.eta_empirical, "k--", lw=1, label="empirical NTK at init")
+        ax.plot(d.depth, d.eta_hessian, "k:", lw=1, label="2/λ_max of the loss Hessian at init")
+        span = [d.stability_border - g.groupby("depth").stability_border.min().values,
+                g.groupby("depth").stability_border.max().values - d.stability_border]
+        ax.errorbar(d.depth, d.stability_border, yerr=np.abs(span), fmt="D", color="k", ms=4, capsize=2,
+                    label="measured stability border")
+        ax.plot(d.depth, d.divergence_border, "^", mfc="none", color="tab:red", label="measured divergence border")
+        figures.style(ax, legend=6 if j == 0 else None, xscale="log", yscale="log", xlabel="depth L",
+                      ylabel="learning rate η", title=fam, title_size=8)
+        ax = axes[1, j]
+        for col, mark, label in (("stability_over_law", "D-", "stability border / law's η*"),
+                                 ("stability_over_empirical", "o--", "stability border / empirical η*"),
+                                 ("stability_over_hessian", "s:", "stability border / Hessian's 2/λ_max"),
+                                 ("divergence_over_law", "^:", "divergence border / law's η*")):
+            mean = d[f"{col}_mean"]
+            err = [mean - d[f"{col}_min"], d[f"{col}_max"] - mean]
+            ax.errorbar(d.depth, mean, yerr=np.abs(err), fmt=mark, ms=4, capsize=2, label=label)
+        ax.axhline(1.0, color="r", lw=1)
+        figures.style(ax, legend=6 if j == 0 else None, xscale="log", yscale="log", xlabel="depth L",
+                      ylabel="measured / predicted", title=f"borders against the law's line ({int(d.seeds.max())} seeds)",
+                      title_size=8)
+    fig.suptitle("Full-batch gradient descent on ½·mean (f − y)²: where training stops being stable, against the "
+                 "NTK's η* = 2Nk/λ_max (Hayase & Karakida 2021; Fan & Wang 2020)", fontsize=10)
+    return fig
+
+
+if __name__ == "__main__":
+    a = cli.script_args(__doc__, "depths 2 … 32, 9 families, 5 seeds, 100 steps (~50 min on 2 cores)")
+    figures.report(main(a.full, a.outdir, a.seed, a.backend), tables=("borders by depth",))
