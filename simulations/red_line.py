@@ -90,10 +90,17 @@ def compute(size="quick", seed=0, backend=None, store="figures"):
     s = figures.settings(SIZES, size)
     runs = experiments.sweep(red_line.red_line_run, _grid(s), seeds=figures.seeds(seed, s["n_seeds"]),
                              store=figures.output_dir(store) / "red_line_runs.csv", progress=False,
-                             on_error="raise")
+                             on_error="raise", n_jobs=-1 if size == "full" else 1)
     runs = runs.drop(columns=["run_key"], errors="ignore")
     runs.insert(0, "family", [_family(r) for r in runs.itertuples()])
     return figures.Tables({"runs": runs, "borders by depth": _by_depth(runs)}, extras=s)
+
+
+def _depth_axis(ax, depths):
+    """Depth on a log axis with the depths themselves as tick labels."""
+    ax.set_xscale("log")
+    ax.set_xticks(list(depths), [str(d) for d in depths])
+    ax.minorticks_off()
 
 
 def _cells(ax, g, n_grid):
@@ -124,8 +131,9 @@ def draw(tables):
         ax.errorbar(d.depth, d.stability_border, yerr=np.abs(span), fmt="D", color="k", ms=4, capsize=2,
                     label="measured stability border")
         ax.plot(d.depth, d.divergence_border, "^", mfc="none", color="tab:red", label="measured divergence border")
-        figures.style(ax, legend=6 if j == 0 else None, xscale="log", yscale="log", xlabel="depth L",
-                      ylabel="learning rate η", title=fam, title_size=8)
+        figures.style(ax, legend=6 if j == 0 else None, yscale="log", xlabel="depth L", ylabel="learning rate η",
+                      title=fam, title_size=8)
+        _depth_axis(ax, sorted(d.depth))
         ax = axes[1, j]
         for col, mark, label in (("stability_over_law", "D-", "stability border / law's η*"),
                                  ("stability_over_empirical", "o--", "stability border / empirical η*"),
@@ -135,9 +143,9 @@ def draw(tables):
             err = [mean - d[f"{col}_min"], d[f"{col}_max"] - mean]
             ax.errorbar(d.depth, mean, yerr=np.abs(err), fmt=mark, ms=4, capsize=2, label=label)
         ax.axhline(1.0, color="r", lw=1)
-        figures.style(ax, legend=6 if j == 0 else None, xscale="log", yscale="log", xlabel="depth L",
-                      ylabel="measured / predicted", title=f"borders against the law's line ({int(d.seeds.max())} seeds)",
-                      title_size=8)
+        figures.style(ax, legend=6 if j == 0 else None, yscale="log", xlabel="depth L", ylabel="measured / predicted",
+                      title=f"borders against the predicted lines ({int(d.seeds.max())} seeds)", title_size=8)
+        _depth_axis(ax, sorted(d.depth))
     fig.suptitle("Full-batch gradient descent on ½·mean (f − y)²: where training stops being stable, against the "
                  "NTK's η* = 2Nk/λ_max (Hayase & Karakida 2021; Fan & Wang 2020)", fontsize=10)
     return fig
