@@ -148,9 +148,12 @@ def layer_law(n_out, n_in, sigma_w=1.0):
     MarchenkoPastur(ratio=0.25, scale=1) 2.25
     """
     n_out, n_in = integer_at_least("n_out", n_out), integer_at_least("n_in", n_in)
-    s2 = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True) ** 2
+    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
     lo, hi = min(n_out, n_in), max(n_out, n_in)
-    return MarchenkoPastur(lo / hi, scale=s2 * hi / n_in)
+    scale = sigma_w * sigma_w * hi / n_in
+    if not (scale >= 1e-300 and math.isfinite(4 * scale)):
+        raise ValueError(f"sigma_w = {sigma_w!r} gives a law of scale {scale!r}, outside float64; give a σ_w nearer 1")
+    return MarchenkoPastur(lo / hi, scale=scale)
 
 
 def _squared_sv(w):
@@ -419,9 +422,9 @@ def spike_strength(eig, ratio, scale=1.0):
     y = finite_array("eig", eig) / s
     if np.any(y < (1 + math.sqrt(lam)) ** 2 * (1 - 1e-12)):
         raise ValueError(f"eig must be at or above the right edge s(1 + √λ)² = {s * (1 + math.sqrt(lam)) ** 2!r}")
-    b = y - 1 - lam
-    u = (b + np.sqrt(np.maximum(b * b - 4 * lam, 0.0))) / 2
-    return np.sqrt(s * u)
+    b = y - 1 - lam                                          # ≥ 2√λ > 0 at and above the edge
+    u = b * (1 + np.sqrt(np.maximum(1 - 4 * lam / b / b, 0.0))) / 2
+    return np.sqrt(s) * np.sqrt(u)
 
 
 def _spike_margin(layer):
@@ -474,12 +477,19 @@ def dkw_bound(n, confidence=0.99):
     return math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
 
 
+def _ks(law, eigs):
+    """KS to the law; MP(λ, s) as MP(λ, 1) against eigs/s (KS is scale-free; the cdf stays resolved at any s)."""
+    if isinstance(law, MarchenkoPastur):
+        return plot.ks_distance(MarchenkoPastur(law.ratio), eigs / law.scale)
+    return plot.ks_distance(law, eigs)
+
+
 def _row(layer, min_tail, confidence):
     e = layer.eigs
     row = dict(layer=layer.name, kind=layer.kind, shape=layer.shape, repeat=layer.repeat, law=layer.law_name,
                sigma_w=layer.sigma_w, scale=layer.scale, ratio=layer.ratio, n_eigs=int(e.size),
                mp_regime=mp_regime(layer.density, layer.shape[1]) if layer.shape[1] > 1 else 0.0,
-               ks=plot.ks_distance(layer.law, e), ks_noise=dkw_bound(e.size, confidence), lambda_max=float(e[-1]))
+               ks=_ks(layer.law, e), ks_noise=dkw_bound(e.size, confidence), lambda_max=float(e[-1]))
     row.update(_outliers(layer))
     positive = e[e > 0]
     tail = min(min_tail, positive.size)
@@ -557,13 +567,20 @@ def _comparison(law, eigs):
     lam = float(np.max(eigs))
     mean, law_mean = float(np.mean(eigs)), float(law.mean())
     if not mean > 0:
-        raise ValueError("the spectrum is all zeros: nothing to compare with the law")
+        raise ValueError("x gives an all-zero spectrum: nothing to compare with the law")
     return dict(ks=plot.ks_distance(law, eigs), ks_shape=plot.ks_distance(law, eigs * (law_mean / mean)),
                 lambda_max=lam, law_edge=edge, lambda_max_ratio=lam / edge, mean=mean, law_mean=law_mean,
                 n_eigs=int(np.size(eigs)))
 
 
-def jacobian_against_law(model, net, x):
+def _given_law(law):
+    if law is not None and not isinstance(law, Measure):
+        raise ValueError(f"law must be a Measure (the law computed once for the same description) or None, got "
+                         f"{type(law).__name__}")
+    return law
+
+
+def jacobian_against_law(model, net, x, law=None):
     """The eigenvalues of JJᵀ (J = ∂f/∂x, :func:`rmtnet.nets.probes.jacobian_spectrum`) at the examples ``x``,
     pooled, against :func:`rmtnet.spectra.jacobian_law` of the description ``net`` the model was built from
     (:meth:`rmtnet.nets.MLP.from_description`) — the law at initialisation, which takes every input at the
@@ -577,6 +594,8 @@ def jacobian_against_law(model, net, x):
         Its description at initialisation.
     x : torch.Tensor
         A batch of examples (n, n₀).
+    law : Measure, optional
+        ``jacobian_law(net)`` computed once (to compare several models of one description without solving it again).
 
     Returns
     -------
@@ -600,9 +619,9 @@ def jacobian_against_law(model, net, x):
     """
     from rmtnet.spectra import jacobian_law
     from .probes import jacobian_spectrum
-    net = _description(net)
+    net, law = _description(net), _given_law(law)
     check_model(model)
-    return _comparison(jacobian_law(net), jacobian_spectrum(model, x, batched=True))
+    return _comparison(jacobian_law(net) if law is None else law, jacobian_spectrum(model, x, batched=True))
 
 
 class _OneOutput(torch.nn.Module):
@@ -659,7 +678,7 @@ def fan_wang_ntk(model, x, output=0):
     return K
 
 
-def ntk_against_law(model, net, x, input_law="gaussian", output=0):
+def ntk_against_law(model, net, x, input_law="gaussian", output=0, law=None):
     """The NTK Gram spectrum (:func:`fan_wang_ntk`) over the inputs ``x`` against :func:`rmtnet.spectra.ntk_law` of
     the description ``net`` at initialisation (Gaussian weights, σ_w = 1, σ_b = 0, normalised activation; inputs of
     ‖x‖² ≈ n₀).
@@ -677,6 +696,8 @@ def ntk_against_law(model, net, x, input_law="gaussian", output=0):
         x's Gram, or a Measure.
     output : int, default 0
         The output whose kernel is taken.
+    law : Measure, optional
+        ``ntk_law`` computed once for the same description, inputs and input law (then ``input_law`` is not used).
 
     Returns
     -------
@@ -695,9 +716,11 @@ def ntk_against_law(model, net, x, input_law="gaussian", output=0):
     True True
     """
     from rmtnet.spectra import ntk_law
-    net = _description(net)
+    net, law = _description(net), _given_law(law)
     K = fan_wang_ntk(model, x, output)
     n = K.shape[0]
+    if law is not None:
+        return _comparison(law, np.linalg.eigvalsh(K))
     if isinstance(input_law, str):
         one_of("input_law", input_law, ("gaussian", "data"))
         if input_law == "data":
