@@ -37,7 +37,7 @@ NAMES = {"mlp": "MLP", "mixer": "MLP-Mixer", "rp": "RP-Mixer", "swmlp": "SW-MLP"
 SIZES = {"tiny": dict(width=16, channels=4, n_nodes=6, epochs=1, seeds=1, n_kernel=12, n_train=256, jacobian=False),
          "quick": dict(width=128, channels=16, n_nodes=20, epochs=3, seeds=1, n_kernel=120, n_train=None,
                        jacobian=True),
-         "full": dict(width=512, channels=32, n_nodes=40, epochs=20, seeds=3, n_kernel=300, n_train=None,
+         "full": dict(width=256, channels=24, n_nodes=40, epochs=10, seeds=3, n_kernel=200, n_train=None,
                       jacobian=True)}
 LR = {"mlp": 0.05, "mixer": 0.05, "rp": 0.05, "swmlp": 0.05, "emn": 0.1}
 TABLE = ["model", "seed", "stage", "layer", "kind", "shape", "law", "n_eigs", "ks", "ks_noise", "edge", "lambda_max",

@@ -58,8 +58,9 @@ Conventions.
   * The tail exponent is the continuous power-law MLE α̂ = 1 + n_tail/Σ log(x_i/x_min) over the eigenvalues x ≥
     x_min (density ∝ x^{−α}), x_min the eigenvalue minimising the KS distance between the tail and the fitted law,
     with at least ``min_tail`` points in the tail (Clauset, Shalizi & Newman, SIAM Review 51, 2009, 661–703; the fit
-    weightwatcher's alpha makes on the eigenvalues of WᵀW). Standard error (α̂ − 1)/√n_tail. A layer with fewer
-    than ``min_tail`` positive eigenvalues is fitted with all of them in the tail (``n_tail`` < ``min_tail`` flags
+    weightwatcher's alpha makes on the eigenvalues of WᵀW), over the eigenvalues above :data:`ZERO_RTOL`·λ_max (a
+    low-rank layer's numerical zeros left out). Standard error (α̂ − 1)/√n_tail. A layer with fewer than
+    ``min_tail`` such eigenvalues is fitted with all of them in the tail (``n_tail`` < ``min_tail`` flags
     it); NaN (and n_tail = 0) only when fewer than two distinct positive eigenvalues are left.
   * A 1 × 1-block ClusterLinear's σ_w²χ²₁ law has no right edge: its ``edge`` (and spike margin) is the quantile
     1 − (1 − confidence)/n, which any of its n iid squared weights passes with probability ≤ 1 − confidence; its
@@ -93,6 +94,8 @@ COLUMNS = ("layer", "kind", "shape", "repeat", "law", "sigma_w", "scale", "ratio
            "ks_noise", "edge", "lambda_max", "outliers", "outlier_positions", "spikes", "spike_thetas",
            "theta_c", "alpha", "alpha_se", "x_min", "n_tail", "power_law_ks")
 SCALES = ("init", "fit")
+#: Eigenvalues below this fraction of the largest are numerical zeros, left out of the tail fit.
+ZERO_RTOL = 1e-10
 #: The seed of the fresh weights behind a masked layer's Monte Carlo law.
 MASK_SEED = 20231
 
@@ -491,7 +494,7 @@ def _row(layer, min_tail, confidence):
                mp_regime=mp_regime(layer.density, layer.shape[1]) if layer.shape[1] > 1 else 0.0,
                ks=_ks(layer.law, e), ks_noise=dkw_bound(e.size, confidence), lambda_max=float(e[-1]))
     row.update(_outliers(layer))
-    positive = e[e > 0]
+    positive = e[e > ZERO_RTOL * e[-1]]                     # numerically non-zero (a low-rank layer's zeros)
     tail = min(min_tail, positive.size)
     if tail >= 2 and np.unique(positive[-tail:]).size > 1:
         fit = power_law_fit(positive, tail)

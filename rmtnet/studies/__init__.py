@@ -7,12 +7,14 @@
 - :mod:`.freeness` — the numerical test of asymptotic freeness of the Jacobian's factors (Pennington, Schoenholz &
   Ganguli, AISTATS 2018; Hanin & Nica 2020): deviations of mixed moments from their free values against width.
 - :mod:`.mixer_width` — one point of the effective-width study of Hayase & Karakida (ICML 2024, arXiv 2306.01470).
+- :mod:`.trained_spectra` — MLP, MLP-Mixer, RP-Mixer, SW-MLP and EMN trained, every layer's spectrum (and the MLP's
+  Jacobian and NTK) against its law at initialisation before and after training.
 - :mod:`.wider_nets` — the static-sparsity control of Golubeva, Neyshabur & Gur-Ari (ICLR 2021, arXiv 2010.14495):
   one-hidden-layer MLPs widened at a fixed number of weights.
 
 The library they use — models, layers, training, probes, the subnetwork-ensemble methods — is :mod:`rmtnet.nets`
 (and :mod:`rmtnet.spectra` for predictions); nothing in those imports this package.
 """
-from . import emn, freeness, mixer_width, subnetwork_ensembles, wider_nets
+from . import emn, freeness, mixer_width, subnetwork_ensembles, trained_spectra, wider_nets
 
-__all__ = ["emn", "freeness", "mixer_width", "subnetwork_ensembles", "wider_nets"]
+__all__ = ["emn", "freeness", "mixer_width", "subnetwork_ensembles", "trained_spectra", "wider_nets"]
