@@ -18,8 +18,8 @@ the title).
 Bottom row: per layer, KS at initialisation and trained against the DKW band (ticks), spikes after training
 annotated.
 Quick mode (default): MLP width 128, Mixer C = 16, EMN n = 20, 3 epochs, 1 seed (≈ 30 s on one core).
-``--full``: MLP width 256, C = 24, EMN n = 40, 10 epochs, 3 seeds, NTK over 200 images (measured: 8.3 minutes of
-runs, 4.4 minutes wall on 2 cores). Writes figures/trained_spectra.png and figures/trained_spectra.csv
+``--full``: MLP width 256, C = 24, EMN n = 40, 10 epochs, 3 seeds, NTK over 200 images (measured: 5.8 minutes of
+runs, 4.3 minutes wall on 2 cores). Writes figures/trained_spectra.png and figures/trained_spectra.csv
 (trained_spectra_full.* with --full); the runs (resumable) go to figures/trained_spectra_runs.csv
 (trained_spectra_full_runs.csv) and the initial and trained weights to figures/trained_spectra_weights/
 (trained_spectra_full_weights/).
@@ -144,5 +144,5 @@ def draw(tables):
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "MLP width 256, C = 24, 10 epochs, 3 seeds (about 8 minutes of runs)")
+    a = cli.script_args(__doc__, "MLP width 256, C = 24, 10 epochs, 3 seeds (about 6 minutes of runs)")
     figures.report(main(a.full, a.outdir, a.seed, a.backend), tables=("runs", "kernels"))
