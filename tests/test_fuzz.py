@@ -1128,6 +1128,92 @@ PROBES = [
 ]
 
 
+# --- the spectral audit of (trained) layers, Jacobians and NTKs --------------------------------------------------
+from rmtnet.nets import spectral_audit as sa  # noqa: E402
+
+AMODEL = nm.MLP([24, 16, 12], seed=0).double()          # layers of 16 and 12 eigenvalues: every number finite
+X_PL = np.exp(np.linspace(0.0, 3.0, 50))                # 50 positive values from 1 to e³
+JNET = network.mlp(2, widths=[3, 4, 2], activation="linear", last_activation=False, q0=1.0)
+JMODEL = nm.MLP.from_description(JNET, seed=0, dtype=torch.float64)
+NNET = network.mlp(2, widths=[3, 6, 1], activation="tanh", last_activation=False, q0=1.0)
+NMODEL = nm.MLP.from_description(NNET, seed=0, dtype=torch.float64)
+
+
+def _tail_ok(v):
+    """≥ 10 finite positive values whose top values are not all equal; huge or tiny ones at the edge."""
+    ok = finite_real_array(v)
+    if ok is False or isinstance(v, torch.Tensor):
+        return False if ok is False else None
+    a = np.asarray(v, dtype=float).ravel()
+    if a.size < 10 or not a.min() > 0:
+        return False
+    if np.unique(a[np.argsort(a)][-10:]).size < 2:
+        return None                                      # no tail that is not all equal: named refusal or a fit
+    return None if (ok is None or a.min() < 1e-150) else True
+
+
+def _eig_above_edge(v):
+    """Squared singular values at or above MP(1)'s edge 4 (λ = 1, s = 1)."""
+    ok = finite_real_array(v)
+    if ok is False:
+        return False
+    return bool(np.all(np.asarray(v, dtype=float) >= 4.0)) and ok
+
+
+AUDIT = [
+    ("layer_spectra.model", "model", sa.layer_spectra, lambda v: v is AMODEL,
+     lambda: st.one_of(st.just(AMODEL), scalars())),
+    ("layer_spectra.sigma_w", "sigma_w", lambda v: sa.layer_spectra(AMODEL, sigma_w=v), real_in(0, lo_open=True),
+     scalars),
+    ("layer_spectra.scale", "scale", lambda v: sa.layer_spectra(AMODEL, scale=v), one_of("init", "fit"),
+     lambda: st.one_of(st.sampled_from(["init", "fit", "mean"]), scalars())),
+    ("layer_spectra.min_tail", "min_tail", lambda v: sa.layer_spectra(AMODEL, min_tail=v), int_at_least(2),
+     lambda: small_ints(-2, 40)),
+    ("layer_spectra.confidence", "confidence", lambda v: sa.layer_spectra(AMODEL, confidence=v),
+     real_in(0, 1, lo_open=True, hi_open=True), bounded),
+    ("layer_spectra.mask_draws", "mask_draws", lambda v: sa.layer_spectra(AMODEL, mask_draws=v),
+     lambda v: False if isinstance(v, numbers.Integral) and not isinstance(v, bool) and v == 1 else int_at_least(0)(v),
+     lambda: small_ints(-2, 6)),
+    ("layer_spectra.tokens", "tokens", lambda v: sa.layer_spectra(AMODEL, tokens=v),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 6)),
+    ("layer_law.n_out", "n_out", lambda v: sa.layer_law(v, 5), int_at_least(1), lambda: small_ints(-2, 40)),
+    ("layer_law.sigma_w", "sigma_w", lambda v: sa.layer_law(4, 5, v), real_in(0, lo_open=True), scalars),
+    ("power_law_fit.x", "x", sa.power_law_fit, _tail_ok,
+     lambda: st.one_of(arrays(), st.sampled_from([X_PL, -X_PL, np.ones(20), X_PL[:5], X_PL * 1e200]))),
+    ("power_law_fit.min_tail", "min_tail", lambda v: sa.power_law_fit(X_PL, min_tail=v),
+     lambda v: int_at_least(2)(v) if int_at_least(2)(v) is not True else v <= 50, lambda: small_ints(-2, 60)),
+    ("power_law_fit.x_min", "x_min", lambda v: sa.power_law_fit(X_PL, x_min=v),
+     lambda v: True if v is None else (real_in(0, lo_open=True)(v) and (float(v) <= X_PL[-2] or False)), scalars),
+    ("spike_threshold.ratio", "ratio", sa.spike_threshold, real_in(0, 1, lo_open=True), scalars),
+    ("spike_threshold.scale", "scale", lambda v: sa.spike_threshold(0.5, v), real_in(0, lo_open=True), scalars),
+    ("spike_strength.eig", "eig", lambda v: sa.spike_strength(v, 1.0), _eig_above_edge,
+     lambda: st.one_of(scalars(), arrays(), st.sampled_from([4.0, 6.25, [5.0, 9.0], 3.0]))),
+    ("dkw_bound.n", "n", sa.dkw_bound, int_at_least(1), lambda: small_ints(-2, 40)),
+    ("dkw_bound.confidence", "confidence", lambda v: sa.dkw_bound(10, v),
+     real_in(0, 1, lo_open=True, hi_open=True), bounded),
+    ("jacobian_against_law.x", "x", lambda v: sa.jacobian_against_law(JMODEL, JNET, v), _rows_ok, tensors),
+    ("jacobian_against_law.net", "net", lambda v: sa.jacobian_against_law(JMODEL, v, PX), lambda v: v is JNET,
+     lambda: st.one_of(st.just(JNET), scalars())),
+    ("jacobian_against_law.law", "law", lambda v: sa.jacobian_against_law(JMODEL, JNET, PX, law=v),
+     lambda v: v is None or isinstance(v, MarchenkoPastur),
+     lambda: st.one_of(st.sampled_from([None, MarchenkoPastur(0.5), "mp"]), scalars())),
+    ("ntk_against_law.input_law", "input_law", lambda v: sa.ntk_against_law(NMODEL, NNET, PX, input_law=v),
+     lambda v: (isinstance(v, str) and v in ("gaussian", "data")) or isinstance(v, MarchenkoPastur),
+     lambda: st.one_of(st.sampled_from(["gaussian", "data", "uniform", MarchenkoPastur(0.5)]), scalars())),
+    ("fan_wang_ntk.model", "model", lambda v: sa.fan_wang_ntk(v, PX), lambda v: v is NMODEL,
+     lambda: st.one_of(st.sampled_from([NMODEL, PMODEL, torch.nn.Linear(3, 1)]), scalars())),
+    ("fan_wang_ntk.output", "output", lambda v: sa.fan_wang_ntk(NMODEL, PX, output=v),
+     lambda v: int_at_least(0)(v) if int_at_least(0)(v) is not True else v < 1, lambda: small_ints(-2, 3)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", AUDIT, ids=[c[0] for c in AUDIT])
+def test_spectral_audit(name, arg, call, valid, values):
+    """The per-layer audit table, the power-law fit, the spiked-model threshold and strength, the DKW band, and
+    the Jacobian and NTK against their laws (23 × 10 cases): a finite result or a named refusal."""
+    check_generated("spectral_audit", 10, name, arg, call, valid, values())
+
+
 @pytest.mark.parametrize("name, arg, call, valid, values", PROBES, ids=[c[0] for c in PROBES])
 def test_probes(name, arg, call, valid, values):
     """Jacobian spectra, the empirical NTK and weight spectra of small torch models (14 × 15 cases). A model that

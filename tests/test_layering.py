@@ -38,8 +38,8 @@ LAYERS = {
                        "rmtnet.spectra.stability"),
     "sampling": ("rmtnet.spectra", "rmtnet.spectra.sampling"),
     "tools": ("rmtnet.plot", "rmtnet.experiments", "rmtnet.cli", "rmtnet.figures"),
-    "nets": ("rmtnet.nets",),
-    "studies": ("rmtnet.studies",),
+    "nets": ("rmtnet.nets", "rmtnet.nets.spectral_audit"),
+    "studies": ("rmtnet.studies", "rmtnet.studies.trained_spectra"),
 }
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # rmtnet.spectra's theory modules must not be reached by prefix "rmtnet.spectra" (the facade) alone.

@@ -3,7 +3,8 @@
 Layers (:mod:`.layers`): static masks (stored dense or sparse), token/channel and permuted mixing, Monarch, the EMN
 layers. Models (:mod:`.models`): MLP, MLPMixer, RPMixer, SWMLP, MonarchMLP, EMN. Offline data (:mod:`.data`), one
 training loop (:mod:`.training`), probes of spectra and kernels (:mod:`.probes`), the loss Hessian's and the NTK's
-top eigenvalues and trace along training (:mod:`.sharpness`), CKA (:mod:`.similarity`); the
+top eigenvalues and trace along training (:mod:`.sharpness`), the spectra of (trained) layers, Jacobians and NTKs
+against their laws at initialisation (:mod:`.spectral_audit`), CKA (:mod:`.similarity`); the
 subnetwork-ensemble methods of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State University, 2023) —
 children by noise, pruning or annealing, partition masks, ensemble prediction (:mod:`.ensembles`) — and their metrics
 (:mod:`.metrics`).
@@ -15,7 +16,7 @@ first use (this package never imports the studies). ``rmtnet.spectra`` never imp
 predictions.
 """
 from .._deprecation import moved_names
-from . import data, ensembles, layers, metrics, models, probes, sharpness, similarity, training
+from . import data, ensembles, layers, metrics, models, probes, sharpness, similarity, spectral_audit, training
 from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      SparseMaskedLinear, TokenMixing, commutation)
@@ -23,6 +24,8 @@ from .models import EMN, MLP, MLPMixer, MonarchMLP, RPMixer, SWMLP
 from .probes import effective_singular_values, empirical_ntk, input_jacobian, jacobian_spectrum, weight_singular_values
 from .sharpness import hessian_top_eigenvalues, hessian_trace, ntk_top_eigenvalues, sharpness_probe
 from .similarity import MinibatchCKA, cka, cka_between, hsic, layer_features
+from .spectral_audit import (fan_wang_ntk, jacobian_against_law, layer_spectra, ntk_against_law, power_law_fit,
+                             weight_spectra)
 from .training import DivergenceError, evaluate, train
 
 __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", "MonarchLinear", "PermutedMixing",
@@ -32,7 +35,8 @@ __all__ = ["AdjacencyLinear", "ChannelMixing", "ClusterLinear", "MaskedLinear", 
            "hsic", "layer_features", "evaluate", "train", "DivergenceError", "data", "layers", "models", "probes", "similarity",
            "training", "ensembles", "sharpness", "hessian_top_eigenvalues", "hessian_trace", "ntk_top_eigenvalues",
            "sharpness_probe", "metrics", "ensemble_predict", "noisy_children",
-           "partition_masks", "pruned_children", "stochastic_children"]
+           "partition_masks", "pruned_children", "stochastic_children", "spectral_audit", "layer_spectra",
+           "weight_spectra", "power_law_fit", "jacobian_against_law", "ntk_against_law", "fan_wang_ntk"]
 
 
 # The Ensemble Mask Network names, moved to rmtnet.studies.emn: deprecated aliases, resolved on first access (PEP 562).

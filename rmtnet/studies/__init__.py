@@ -11,12 +11,15 @@
   Amari, AISTATS 2019; Hayase & Karakida, AISTATS 2021), trained over depth and learning rate.
 - :mod:`.sharpness` — the loss Hessian's top eigenvalue along gradient descent against 2/η (Cohen et al., ICLR
   2021; Lewkowycz et al. 2020).
+- :mod:`.trained_spectra` — MLP, MLP-Mixer, RP-Mixer, SW-MLP and EMN trained, every layer's spectrum (and the MLP's
+  Jacobian and NTK) against its law at initialisation before and after training.
 - :mod:`.wider_nets` — the static-sparsity control of Golubeva, Neyshabur & Gur-Ari (ICLR 2021, arXiv 2010.14495):
   one-hidden-layer MLPs widened at a fixed number of weights.
 
 The library they use — models, layers, training, probes, the subnetwork-ensemble methods — is :mod:`rmtnet.nets`
 (and :mod:`rmtnet.spectra` for predictions); nothing in those imports this package.
 """
-from . import emn, freeness, mixer_width, red_line, sharpness, subnetwork_ensembles, wider_nets
+from . import emn, freeness, mixer_width, red_line, sharpness, subnetwork_ensembles, trained_spectra, wider_nets
 
-__all__ = ["emn", "freeness", "mixer_width", "red_line", "sharpness", "subnetwork_ensembles", "wider_nets"]
+__all__ = ["emn", "freeness", "mixer_width", "red_line", "sharpness", "subnetwork_ensembles", "trained_spectra",
+           "wider_nets"]
