@@ -43,7 +43,7 @@ FULL_FAMILIES = QUICK_FAMILIES + (("data", "relu", "orthogonal", 1.0), ("data", 
 SIZES = {"tiny": dict(families=(("data", "relu", "gaussian", 1.0), ("one_sample", "relu", "orthogonal", ROOT2)),
                       depths=(2, 3), widths={"data": 32, "one_sample": 24}, n_data=8, n_seeds=1, steps=15, n_grid=5,
                       bisections=1),
-         "quick": dict(families=QUICK_FAMILIES, depths=(2, 3, 4, 6), widths={"data": 256, "one_sample": 96},
+         "quick": dict(families=QUICK_FAMILIES, depths=(2, 3, 4, 6), widths={"data": 192, "one_sample": 96},
                        n_data=32, n_seeds=3, steps=40, n_grid=7, bisections=3),
          "full": dict(families=FULL_FAMILIES, depths=(2, 3, 4, 6, 8, 12, 16, 24, 32),
                       widths={"data": 512, "one_sample": 256}, n_data=32, n_seeds=5, steps=100, n_grid=9,
@@ -80,6 +80,10 @@ def _by_depth(runs):
             row.update({f"{col}_mean": g[col].mean(), f"{col}_min": g[col].min(), f"{col}_max": g[col].max()})
         row.update(stability_border=g.stability_border.mean(), divergence_border=g.divergence_border.mean(),
                    on_side_law=g.on_side_law.mean(), on_side_empirical=g.on_side_empirical.mean())
+        for name in ("stability", "divergence"):        # the seeds behind each mean, and those the grid censored
+            row[f"{name}_seeds"] = int((g[f"{name}_censored"] == "no").sum())
+            row[f"{name}_above_grid"] = int((g[f"{name}_censored"] == "above").sum())
+            row[f"{name}_below_grid"] = int((g[f"{name}_censored"] == "below").sum())
         out.append(row)
     return pd.DataFrame(out)
 

@@ -103,5 +103,18 @@ def test_red_line_run_brackets_its_borders_in_its_grid():
         ratio = row[f"{name}_border"] / row["reference"]
         assert factors[i - 1] < ratio < factors[i]
     assert set(row["grid"]) <= set("CSTD") and row["grid"][0] == "C"
+    assert row["stability_censored"] == row["divergence_censored"] == "no"
     assert row["eta_law"] == pytest.approx(fisher.critical_learning_rate(
         rl.red_line_description("one_sample", "tanh", "orthogonal", 1.0, 2, 24)), rel=1e-12)
+
+
+def test_a_border_the_grid_does_not_bracket_is_censored_not_guessed():
+    # a linear network at a tiny reference: nothing in 0.1× … 10× of it is unstable, so both borders lie above
+    net = rl.red_line_description("data", "linear", "gaussian", 1.0, 2, 16)
+    data = rl.red_line_task("data", 16, 4, 0)
+    factors = np.geomspace(0.1, 10.0, 3)
+    outcomes = [rl.gradient_descent_outcome(net, data, f * 1e-4, 10)["outcome"] for f in factors]
+    assert rl._grid_border(factors, outcomes, lambda o: o != "converged") == (None, "above")
+    assert rl._grid_border(factors, ["diverged"] * 3, lambda o: o == "diverged") == (None, "below")
+    with pytest.raises(ValueError, match="max_depth"):
+        rl.red_line_run("data", "relu", "gaussian", 1.0, 3, 16, n_data=4, max_depth=2)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from rmtnet.nets import data as D
-from rmtnet.nets.training import evaluate, train
+from rmtnet.nets.training import DivergenceError, evaluate, train
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -321,3 +321,31 @@ def test_squared_loss_conventions_mse_is_half_the_mean_squared_error():
         T._loss_function("mse", None)                            # the notice is given once per process
     labels = torch.tensor([1, 0])                                # one-hot targets (0, 1) and (1, 0)
     assert float(T._loss_function("mean_squared", 2)(out, labels)) == pytest.approx((1 + 1 + 4 + 0) / 4)
+
+
+def test_a_loss_past_blowup_times_its_start_is_a_divergence():
+    # f(x) = Wx on 4 inputs: above the border 2Nk/λ_max(XXᵀ) the loss grows by (ηλ − 1)² per step
+    rng = np.random.default_rng(2)
+    x, y = torch.from_numpy(rng.standard_normal((4, 6))), torch.from_numpy(rng.standard_normal((4, 1)))
+    data = D.Dataset(x, y, x[:1], y[:1], n_classes=None, name="linear", shape=(6,))
+    border = 2 * 4 / float(np.linalg.eigvalsh((x @ x.T).numpy())[-1])
+    torch.manual_seed(0)
+    with pytest.raises(DivergenceError, match="blowup = 10"):
+        train(nn.Linear(6, 1, bias=False, dtype=torch.float64), data, epochs=100, batch_size=4, lr=1.5 * border,
+              momentum=0.0, loss="mse", blowup=10.0, progress=False)
+    table = train(nn.Linear(6, 1, bias=False, dtype=torch.float64), data, epochs=100, batch_size=4,
+                  lr=0.5 * border, momentum=0.0, loss="mse", blowup=10.0, progress=False)
+    assert len(table) == 101
+    with pytest.raises(ValueError, match="blowup"):
+        train(nn.Linear(6, 1, dtype=torch.float64), data, epochs=1, blowup=1.0, progress=False)
+
+
+def test_a_checkpoint_from_before_mse_took_its_half_is_not_resumed(tmp_path):
+    data, ckpt = tiny_regression(), tmp_path / "run.pt"
+    kwargs = dict(epochs=2, batch_size=8, loss="mse", checkpoint=ckpt, progress=False)
+    train(nn.Linear(3, 1, dtype=torch.float64), data, **kwargs)
+    state = torch.load(ckpt, weights_only=True)
+    del state["config"]["squared_loss_factor"]                  # what rmtnet 0.1 wrote
+    torch.save(state, ckpt)
+    with pytest.raises(ValueError, match="squared_loss_factor"):
+        train(nn.Linear(3, 1, dtype=torch.float64), data, **{**kwargs, "epochs": 3})

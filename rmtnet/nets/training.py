@@ -28,12 +28,11 @@ from rmtnet.nets.data import Dataset
 from rmtnet._validation import integer_at_least, one_of, real_scalar
 from rmtnet.spectra.stability import SQUARED_LOSSES
 
-__all__ = ["train", "evaluate", "DivergenceError"]
+__all__ = ["train", "evaluate", "loss_function", "DivergenceError"]
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "onecycle", "step")
 LOSSES = ("cross_entropy", "mse", "mean_squared")
-SQUARED_LOSS_CONVENTIONS = SQUARED_LOSSES       # c in L = c · mean over samples and outputs of (f − y)²
 
 
 class DivergenceError(FloatingPointError, OverflowError):
@@ -129,7 +128,8 @@ _MSE_NOTICE_GIVEN = False
 def _loss_function(loss, n_classes, notice=True):
     """``(output, y) ↦ mean loss`` for ``loss`` ∈ {"cross_entropy", "mse", "mean_squared", callable}; None picks
     cross-entropy for classification and "mse" for regression. The squared losses compare the output with one-hot
-    targets for class labels: "mse" is ½·mean((f − y)²) over samples and outputs (:data:`rmtnet.spectra.stability.SQUARED_LOSSES`),
+    targets for class labels: "mse" is ½·mean((f − y)²) over samples and outputs
+    (:data:`rmtnet.spectra.stability.SQUARED_LOSSES`),
     "mean_squared" the mean without ½."""
     if loss is None:
         loss = "mse" if n_classes is None else "cross_entropy"
@@ -143,7 +143,7 @@ def _loss_function(loss, n_classes, notice=True):
         return F.cross_entropy
     if loss == "mse" and notice:
         _mse_notice()
-    factor = SQUARED_LOSS_CONVENTIONS[loss]
+    factor = SQUARED_LOSSES[loss]
 
     def squared(output, y):
         return factor * F.mse_loss(output, _one_hot_targets(output, y, n_classes, loss))
@@ -302,6 +302,21 @@ def _checked_probes(probes, probe_every):
     return dict(probes), _positive_int("probe_every", probe_every)
 
 
+def _loss_config(loss, n_classes):
+    """What the checkpoint remembers of the loss: its name and, for the squared losses, the factor c of
+    L = c·mean (f − y)², so that a run saved before "mse" took its ½ (rmtnet 0.2) is not resumed under it."""
+    name = ("mse" if n_classes is None else "cross_entropy") if loss is None else loss
+    factor = SQUARED_LOSSES.get(name) if isinstance(name, str) else None
+    return {"loss": _name(loss), **({"squared_loss_factor": factor} if factor is not None else {})}
+
+
+def _extra_config(loss, n_classes, probes, probe_every, blowup):
+    """What the checkpoint remembers of the loss, the probes and ``blowup`` (only what was given, so that older
+    checkpoints still resume where nothing changed)."""
+    return {**_loss_config(loss, n_classes), **_probe_config(probes, probe_every),
+            **({"blowup": blowup} if blowup is not None else {})}
+
+
 def _probe_config(probes, probe_every):
     """What the checkpoint remembers of the probes (nothing without probes, so older checkpoints still resume)."""
     return {"probes": sorted(probes), "probe_every": probe_every} if probes else {}
@@ -324,8 +339,9 @@ class _Run:
     optimisation steps, the evaluation that appends a row, and the checkpoint's writing and reading."""
 
     def __init__(self, model, data, batches, opt, sched, loss_fn, *, config, checkpoint, metrics, eval_batch_size,
-                 settings, probes=None, probe_every=1):
+                 settings, probes=None, probe_every=1, blowup=None):
         self.model, self.data, self.batches, self.loss_fn = model, data, batches, loss_fn
+        self.blowup = blowup
         self.probes, self.probe_every = probes or {}, probe_every
         self.opt, self.sched = opt, sched
         self.config, self.checkpoint, self.metrics = config, checkpoint, metrics
@@ -418,6 +434,10 @@ class _Run:
         """Evaluate both splits (unless ``row`` holds them) and the probes (at every ``probe_every``-th row and the
         ``last``), append the row (and write the metrics file)."""
         row = self._evaluated() if row is None else row
+        if self.blowup is not None and self.rows and row["train_loss"] > self.blowup * self.rows[0]["train_loss"]:
+            raise DivergenceError(f"train_loss {row['train_loss']:.4g} exceeds blowup = {self.blowup:g} × its start "
+                                  f"{self.rows[0]['train_loss']:.4g} at epoch {self.epoch}, step {self.step} "
+                                  f"({self.settings})")
         if self.probes and (len(self.rows) % self.probe_every == 0 or last):
             row.update(self._probed())
         row["wall_s"] = self.wall_before + time.perf_counter() - self.start
@@ -487,7 +507,8 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
           lr: float = 0.1, momentum: float = 0.9, weight_decay: float = 0.0, schedule: str | Callable = "constant",
           loss: str | Callable | None = None, device="cpu", seed: int = 0, checkpoint=None, metrics=None,
           progress: bool = True, eval_every: int = 1, dtype: torch.dtype | None = None,
-          callback: Callable | None = None, probes: dict | None = None, probe_every: int = 1) -> pd.DataFrame:
+          callback: Callable | None = None, probes: dict | None = None, probe_every: int = 1,
+          blowup: float | None = None) -> pd.DataFrame:
     """Train ``model`` on ``data`` for ``epochs`` passes over the training split; return the metrics table.
 
     Parameters
@@ -506,10 +527,9 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
         one-hot targets for class labels. ``"mse"`` is L = ½·mean over the N samples and k outputs of (f − y)², the
         convention of :func:`rmtnet.spectra.predict.gradient_descent_mse` and neural-tangents (since rmtnet 0.2; a
         FutureWarning says so once per process until 0.3); ``"mean_squared"`` is the mean without ½
-        (``torch.nn.functional.mse_loss``, what ``"mse"`` was before 0.2), whose gradients are twice as large. Full-batch
-        gradient descent on ``"mse"`` is linearly stable for η < 2/λ_max(∇²L) = 2Nk/λ_max(Θ), Θ the empirical NTK Gram
-        over the training set (:func:`rmtnet.spectra.stability.learning_rate_border`); on
-        ``"mean_squared"`` for η < Nk/λ_max(Θ).
+        (``torch.nn.functional.mse_loss``, what ``"mse"`` was before 0.2). Full-batch gradient descent is linearly
+        stable for η < Nk/(c·λ_max(Θ)), c = ½ or 1, Θ the empirical NTK Gram over the training set
+        (:func:`rmtnet.spectra.stability.learning_rate_border`).
     seed : seeds the global torch RNG (dropout and the like; ``torch.manual_seed``) and the generator that shuffles
         the training split. The model's initial weights are the caller's.
     checkpoint : a path; after every epoch the full state is saved there. If the file exists when ``train`` starts,
@@ -524,18 +544,18 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
         :func:`rmtnet.nets.sharpness.sharpness_probe`), run at every ``probe_every``-th evaluation (epoch 0's
         included) and the last, written as columns ``name`` or ``name_key`` (NaN on the other rows) before the row,
         the CSV and the checkpoint (a resumed run keeps them); a non-finite value is a divergence.
+    blowup : a float > 1: an evaluation whose ``train_loss`` exceeds ``blowup`` × epoch 0's is a divergence too.
 
     Returns
     -------
     pandas.DataFrame with one row per evaluation: ``epoch``, ``step`` (optimisation steps so far), ``lr`` (the
     learning rate of the most recent step; on row 0 that of the first step), ``train_loss``, ``test_loss`` (means over
     the whole split, model in eval mode), ``train_error``, ``test_error`` (1 − accuracy; classification) or
-    ``train_mse``, ``test_mse`` (regression), the probe columns, ``wall_s`` (seconds of this run, resumed segments
-    included).
+    ``train_mse``, ``test_mse`` (regression: mean (f − y)², twice the "mse" loss), probe columns, ``wall_s`` (seconds
+    of this run, resumed segments included).
 
-    Raises :class:`DivergenceError` (a FloatingPointError, and an OverflowError), naming the epoch, the step and lr,
-    momentum and weight_decay, as soon as a training loss is not finite (before the update is applied) or an
-    evaluation's metrics are not.
+    Raises :class:`DivergenceError` (a FloatingPointError and an OverflowError), naming the epoch, step, lr, momentum
+    and weight_decay, once a training loss (before its update), a metric or a probe is not finite, or passes blowup.
 
     Examples
     --------
@@ -553,13 +573,13 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
         data, epochs, batch_size, eval_every, lr, momentum, weight_decay, optimizer, schedule, callback, seed, dtype)
     checkpoint, metrics = _path("checkpoint", checkpoint), _path("metrics", metrics)
     probes, probe_every = _checked_probes(probes, probe_every)
-    loss_fn = _loss_function(loss, data.n_classes)
-    dtype = _training_dtype(model, dtype, lr, weight_decay)
-
+    blowup = None if blowup is None else real_scalar("blowup", blowup, lo=1.0, lo_open=True)
+    loss_fn, dtype = _loss_function(loss, data.n_classes), _training_dtype(model, dtype, lr, weight_decay)
     config = dict(epochs=epochs, batch_size=batch_size, optimizer=optimizer, lr=lr, momentum=momentum, seed=seed,
-                  weight_decay=weight_decay, schedule=_name(schedule), loss=_name(loss), eval_every=eval_every,
-                  dtype=str(dtype), data=data.name, n_train=data.n_train, **_probe_config(probes, probe_every))
+                  weight_decay=weight_decay, schedule=_name(schedule), eval_every=eval_every, dtype=str(dtype),
+                  data=data.name, n_train=data.n_train,
+                  **_extra_config(loss, data.n_classes, probes, probe_every, blowup))
     run = _Run.start(model.to(device=device, dtype=dtype), data.to(device, dtype), loss_fn, schedule, config,
-                     checkpoint=checkpoint, metrics=metrics, probes=probes, probe_every=probe_every)
+                     checkpoint=checkpoint, metrics=metrics, probes=probes, probe_every=probe_every, blowup=blowup)
     run.epochs_with_bar(epochs, eval_every, callback, progress)
     return pd.DataFrame(run.rows)

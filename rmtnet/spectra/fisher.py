@@ -186,8 +186,8 @@ def critical_learning_rate(net, q0=None, loss="mse"):
     The law is that of Θ = Θ_SP/n, Θ_SP = JJᵀ the n × n NTK of one input with respect to the weights of the torch
     network in the standard parameterisation (:meth:`rmtnet.nets.MLP.from_description`, σ_b = 0). Trained on that
     one input with the loss L = c·mean over its n outputs of (f − y)², ∇²L's Gauss–Newton part is (2c/n)JᵀJ, whose
-    top is 2c·λ_max(Θ): η* = 1/(c·λ_max). The source statement "η > 1/λ_max diverges" is ``loss="mean_squared"``
-    (c = 1); the default ``"mse"`` (c = ½, rmtnet's and neural-tangents') gives 2/λ_max. Where the law is δ₀ (an
+    top is 2c·λ_max(Θ): η* = 1/(c·λ_max): 2/λ_max for the default ``"mse"`` (c = ½, rmtnet's and
+    neural-tangents'), 1/λ_max for ``"mean_squared"`` (c = 1). Where the law is δ₀ (an
     input with q0 = 0, e.g. ReLU's fixed point in the ordered phase) no learning rate diverges: ValueError naming
     net and q0.
 

@@ -3,8 +3,8 @@
 Convention (the one of :func:`rmtnet.nets.train`, :func:`rmtnet.spectra.predict.gradient_descent_mse` and
 neural-tangents): the loss over N training inputs and k outputs is
 
-    L(θ) = c · (1/(N k)) Σ_{i, a} (f_a(x_i; θ) − y_{i a})²,      c = ½ (``"mse"``, the default) or 1 (``"mean_squared"``,
-                                                                   torch's ``mse_loss``),
+    L(θ) = c · (1/(N k)) Σ_{i, a} (f_a(x_i; θ) − y_{i a})²,
+    c = ½ (``"mse"``, the default) or 1 (``"mean_squared"``, torch's ``mse_loss``),
 
 so ∇²L = (2c/(N k)) JᵀJ + Σ_{i,a} (2c/(N k)) r_{i a} ∇²f_a(x_i), with J the (N k) × P Jacobian of the outputs and r the
 residuals. The first term's nonzero spectrum is (2c/(N k)) times that of the NTK Gram Θ = JJᵀ over the training set;
@@ -12,11 +12,14 @@ in the linearised (lazy) regime it is the whole Hessian, and gradient descent θ
 
     η < η* = 2/λ_max(∇²L) = N k / (c · λ_max(Θ)):      2Nk/λ_max(Θ) for "mse",  Nk/λ_max(Θ) for "mean_squared".
 
-The statement "η > 1/λ_max diverges" of Karakida, Akaho & Amari (AISTATS 2019, arXiv 1806.01316) and of Hayase's
-lectures is the second convention with N k = 1; Lewkowycz et al. (2020, arXiv 2003.02218) and Cohen et al. (ICLR
-2021, arXiv 2103.00065) state 2/λ for the Hessian of the loss as written. Above η* a nonlinear network need not blow
-up: its curvature can fall while the loss spikes (the catapult phase, η* < η < η_max ≈ 2η* for two-layer ReLU nets in
-Lewkowycz et al.), and only beyond that does the loss grow without bound.
+Karakida, Akaho & Amari (AISTATS 2019, arXiv 1806.01316) and Hayase & Karakida (2021) write the loss as E = (1/2T)
+Σ_t ‖y_t − f(x_t)‖² (½, the mean over the T samples, the sum over outputs), whose border is 2/λ_max(F) with F =
+(1/T)Σ_t J_tᵀJ_t the Fisher information: E = k·L for L the "mse" loss, so its border is 2T/λ_max(Θ), k times below
+"mse"'s. With the mean without ½ at N k = 1 the border reads η* = 1/λ_max. Lewkowycz et al. (2020, arXiv 2003.02218)
+and Cohen et al. (ICLR 2021, arXiv 2103.00065) state 2/λ for the Hessian of the loss as written. Above η* a nonlinear
+network need not blow up: its curvature can fall while the loss spikes and then converge (the catapult phase of
+Lewkowycz et al.: up to η_max = 4/λ₀, i.e. 2η*, for their two-layer linear model, and about 12/λ₀ for deep ReLU
+networks), and only beyond that does the loss grow without bound.
 
 The predicted λ_max(Θ) comes from a law: :func:`ntk_learning_rate` reads it off the right edge of the Fan–Wang NTK law
 over N inputs (:func:`rmtnet.spectra.ntk.ntk_law`), :func:`rmtnet.spectra.fisher.critical_learning_rate` off the
@@ -30,7 +33,7 @@ from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
 from .network import check_network
 from .ntk import ntk_law
 
-__all__ = ["SQUARED_LOSSES", "learning_rate_border", "ntk_learning_rate"]
+__all__ = ["SQUARED_LOSSES", "squared_loss_factor", "learning_rate_border", "ntk_learning_rate"]
 
 #: The squared losses by name: the factor c in L = c · mean over samples and outputs of (f − y)².
 SQUARED_LOSSES = {"mse": 0.5, "mean_squared": 1.0}
@@ -121,7 +124,7 @@ def ntk_learning_rate(net, n_data, loss="mse", parameterization="standard", fini
     Returns
     -------
     float
-        η* = 2N/(c′ λ_edge), c′ = 2c·(d for "standard", 1 for "ntk").
+        η* = N/(c · s · λ_edge), s = d ("standard") or 1 ("ntk"), c the loss factor.
 
     Examples
     --------
@@ -135,6 +138,7 @@ def ntk_learning_rate(net, n_data, loss="mse", parameterization="standard", fini
     """
     net = check_network("net", net)
     n = integer_at_least("n_data", n_data, 1)
+    squared_loss_factor(loss)
     one_of("parameterization", parameterization, PARAMETERIZATIONS)
     scale = 1.0
     if parameterization == "standard":

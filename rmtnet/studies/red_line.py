@@ -46,16 +46,15 @@ import time
 import numpy as np
 import torch
 
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
 from rmtnet.nets.data import Dataset
 from rmtnet.nets.models import MLP
-from rmtnet.nets.probes import empirical_ntk
 from rmtnet.nets.sharpness import hessian_top_eigenvalues, ntk_top_eigenvalues
-from rmtnet.nets.training import DivergenceError, train
+from rmtnet.nets.training import DivergenceError, loss_function, train
 from rmtnet.spectra.fisher import fisher_law
 from rmtnet.spectra.meanfield import normalised_activation
 from rmtnet.spectra.network import mlp
-from rmtnet.spectra.stability import learning_rate_border, ntk_learning_rate, squared_loss_factor
+from rmtnet.spectra.stability import learning_rate_border, ntk_learning_rate
 
 __all__ = ["SETTINGS", "OUTCOMES", "red_line_description", "red_line_task", "gradient_descent_outcome",
            "predicted_learning_rates", "border", "red_line_run"]
@@ -65,6 +64,7 @@ OUTCOMES = ("converged", "spiked", "stalled", "diverged")
 #: One letter per outcome, for a grid's outcomes as one string.
 LETTERS = {"converged": "C", "spiked": "S", "stalled": "T", "diverged": "D"}
 BLOWUP, FLOOR, RISE = 1e3, 1e-10, 1e-3
+MSE = loss_function("mse", None)        # ½·mean over samples and outputs, rmtnet's "mse"
 DATA_STREAM = 0x5EED       # the data's random stream, apart from the initial weights' (seeded by the same seed)
 
 
@@ -152,8 +152,6 @@ class _Watch:
     def __call__(self, epoch, model, row):
         loss = row["train_loss"]
         l0 = self.losses[0] if self.losses else loss
-        if loss > BLOWUP * l0:
-            raise DivergenceError(f"train_loss {loss:.3g} exceeds {BLOWUP:g} × its initial {l0:.3g} at step {epoch}")
         if self.losses and self.losses[-1] > FLOOR * l0 and loss > self.losses[-1] * (1 + RISE):
             self.rose = True
         self.losses.append(loss)
@@ -195,11 +193,11 @@ def gradient_descent_outcome(description, data, learning_rate, steps, seed=0, st
     eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
     steps = integer_at_least("steps", steps, 1)
     model = MLP.from_description(description, seed=integer_at_least("seed", seed, 0), dtype=torch.float64)
-    watch = _Watch(bool(stop_at_rise))
+    watch = _Watch(boolean("stop_at_rise", stop_at_rise))
     outcome = None
     try:
         train(model, data, epochs=steps, batch_size=len(data.y_train), optimizer="sgd", lr=eta, momentum=0.0,
-              loss="mse", progress=False, dtype=torch.float64, callback=watch)
+              loss=MSE, progress=False, dtype=torch.float64, callback=watch, blowup=BLOWUP)
     except DivergenceError:
         outcome = "diverged"
     except _Stop:
@@ -217,8 +215,7 @@ def _fisher_lines(activation, weights, sigma_w, max_depth):
     """The one-sample law's η* = 2/λ_max for depths 1 … max_depth, from one recursion (fisher_law, return_all)."""
     net = mlp(max_depth, 100, activation=activation, weights=weights, sigma_w=sigma_w, sigma_b=0.0,
               last_activation=False, q0=1.0)
-    c = squared_loss_factor("mse")
-    return tuple(1.0 / (c * law.hull()[1]) for law in fisher_law(net, return_all=True))
+    return tuple(learning_rate_border(law.hull()[1], 1, 1, "mse") for law in fisher_law(net, return_all=True))
 
 
 def predicted_learning_rates(setting, description, data, seed=0, max_depth=None):
@@ -258,10 +255,13 @@ def predicted_learning_rates(setting, description, data, seed=0, max_depth=None)
     one_of("setting", setting, SETTINGS)
     model = MLP.from_description(description, seed=integer_at_least("seed", seed, 0), dtype=torch.float64)
     x, k = data.x_train, description.widths[-1]
-    lam = float(ntk_top_eigenvalues(model, x, k=1)[0]) if len(x) * k > 2 else float(
-        np.linalg.eigvalsh(empirical_ntk(model, x).numpy())[-1])
+    lam = float(ntk_top_eigenvalues(model, x, k=1)[0])
     empirical = learning_rate_border(lam, len(x), k, "mse")
-    hessian = 2.0 / float(hessian_top_eigenvalues(model, data, loss="mse", k=1)[0])
+    top = float(hessian_top_eigenvalues(model, data, loss="mse", k=1)[0])
+    if not top > 0:
+        raise FloatingPointError(f"the loss Hessian's top eigenvalue at initialisation is {top!r}, not positive: no "
+                                 f"curvature bounds the learning rate of this network (depth {description.depth})")
+    hessian = 2.0 / top
     if setting == "one_sample":
         depth = description.depth
         lines = _fisher_lines(description.activation.name, description.weights, float(description.sigma_w),
@@ -305,12 +305,13 @@ def border(unstable, lo, hi, iterations):
 
 
 def _grid_border(factors, outcomes, is_unstable):
-    """The bracket (f_lo, f_hi) around the first grid factor that ``is_unstable``; None if there is none (or the
-    first factor already is)."""
+    """Where the grid puts a border: ``(bracket, censored)`` — the factors (f_lo, f_hi) around the first that
+    ``is_unstable`` and ``"no"``, or ``(None, "below")`` when the grid's first point already is (the border lies below
+    0.1×), ``(None, "above")`` when none is (above 10×)."""
     for i, o in enumerate(outcomes):
         if is_unstable(o):
-            return (factors[i - 1], factors[i]) if i > 0 else None
-    return None
+            return ((factors[i - 1], factors[i]), "no") if i > 0 else (None, "below")
+    return None, "above"
 
 
 def _fraction_on_side(factors, reference, line, outcomes):
@@ -349,8 +350,11 @@ def red_line_run(setting, activation, weights, sigma_w, depth, width, n_data=1, 
     dict
         The predictions (``eta_law``, ``eta_empirical``, ``lambda_max``), ``reference``, ``grid`` (one letter per
         grid point: C converged, S spiked, T stalled, D diverged), the borders ``stability_border`` and
-        ``divergence_border`` (NaN where the grid has none: stable, or never diverging, up to 10×), their ratios to
-        each line, and the fractions of grid cells on the predicted side of each line, ``seconds``.
+        ``divergence_border`` with ``stability_censored`` and ``divergence_censored`` (``"no"`` where the border was
+        bisected; ``"below"`` where the grid's first point, 0.1×, is already past it and ``"above"`` where no point
+        up to 10× is, and then the border is NaN), their ratios to each line (law, empirical, Hessian), the
+        fractions of grid cells on the predicted side of the law's and the empirical line (NaN where there is no law),
+        ``seconds``.
 
     Examples
     --------
@@ -360,24 +364,28 @@ def red_line_run(setting, activation, weights, sigma_w, depth, width, n_data=1, 
     """
     t0 = time.perf_counter()
     net = red_line_description(setting, activation, weights, sigma_w, depth, width)
+    steps, bisections = integer_at_least("steps", steps, 1), integer_at_least("bisections", bisections, 0)
+    factors = np.geomspace(0.1, 10.0, integer_at_least("n_grid", n_grid, 2))
+    if max_depth is not None and integer_at_least("max_depth", max_depth, 2) < net.depth:
+        raise ValueError(f"max_depth must be at least depth = {net.depth} (the deepest network of the sweep), "
+                         f"got {max_depth!r}")
     data = red_line_task(setting, width, n_data, seed)
     pred = predicted_learning_rates(setting, net, data, seed, max_depth)
     reference = pred["law"] if pred["law"] is not None else pred["empirical"]
-    factors = np.geomspace(0.1, 10.0, integer_at_least("n_grid", n_grid, 2))
-    runs = [gradient_descent_outcome(net, data, f * reference, steps, seed) for f in factors]
-    outcomes = [r["outcome"] for r in runs]
+    outcomes = [gradient_descent_outcome(net, data, f * reference, steps, seed)["outcome"] for f in factors]
     row = {"eta_law": np.nan if pred["law"] is None else pred["law"], "eta_empirical": pred["empirical"],
            "eta_hessian": pred["hessian"], "lambda_max": pred["lambda_max"], "reference": reference,
            "grid": "".join(LETTERS[o] for o in outcomes)}
     tests = {"stability": (lambda o: o != "converged", True), "divergence": (lambda o: o == "diverged", False)}
     for name, (is_unstable, at_rise) in tests.items():
-        bracket = _grid_border(factors, outcomes, is_unstable)
+        bracket, censored = _grid_border(factors, outcomes, is_unstable)
         value = np.nan
         if bracket is not None:
             def unstable(eta, is_unstable=is_unstable, at_rise=at_rise):
-                return is_unstable(gradient_descent_outcome(net, data, eta, steps, seed, stop_at_rise=at_rise)["outcome"])
+                run = gradient_descent_outcome(net, data, eta, steps, seed, stop_at_rise=at_rise)
+                return is_unstable(run["outcome"])
             value = border(unstable, bracket[0] * reference, bracket[1] * reference, bisections)
-        row[f"{name}_border"] = value
+        row[f"{name}_border"], row[f"{name}_censored"] = value, censored
         for line in ("law", "empirical", "hessian"):
             row[f"{name}_over_{line}"] = value / row[f"eta_{line}"]
     for line in ("law", "empirical"):
