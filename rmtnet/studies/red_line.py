@@ -253,6 +253,10 @@ def predicted_learning_rates(setting, description, data, seed=0, max_depth=None)
     (0.666666666667, 0.666666666667)
     """
     one_of("setting", setting, SETTINGS)
+    square = len(set(description.widths)) == 1
+    if (setting == "one_sample") != square or (setting == "data" and description.widths[-1] != 1):
+        raise ValueError(f"setting={setting!r} does not describe this network (widths {description.widths}): "
+                         "'one_sample' is square, 'data' has one output (red_line_description)")
     model = MLP.from_description(description, seed=integer_at_least("seed", seed, 0), dtype=torch.float64)
     x, k = data.x_train, description.widths[-1]
     lam = float(ntk_top_eigenvalues(model, x, k=1)[0])
@@ -296,8 +300,9 @@ def border(unstable, lo, hi, iterations):
     >>> print(f"{border(lambda eta: eta > 2.0, 1.0, 4.0, 20):.5f}")
     2.00000
     """
-    lo = real_scalar("lo", lo, lo=0.0, lo_open=True)
-    hi = real_scalar("hi", hi, lo=lo, lo_open=True)
+    lo, hi = real_scalar("lo", lo, lo=0.0, lo_open=True), real_scalar("hi", hi, lo=0.0, lo_open=True)
+    if not lo < hi:
+        raise ValueError(f"lo must be below hi (a bracket 0 < lo < hi), got lo = {lo!r}, hi = {hi!r}")
     for _ in range(integer_at_least("iterations", iterations, 0)):
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if unstable(mid) else (mid, hi)
