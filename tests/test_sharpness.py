@@ -157,3 +157,27 @@ def test_bad_arguments_name_themselves():
         S.ntk_top_eigenvalues(net, x, k=18)
     with pytest.raises(ValueError, match="n_examples"):
         S.sharpness_probe(n_examples=0)
+
+
+def test_train_stops_a_blown_up_run_at_the_first_evaluation_past_blowup_times_the_initial_loss():
+    """Full-batch GD on a linear model at η = 3/λ_max(∇²L): the top mode's error grows ×|1 − 3| = 2 a step, the loss
+    ×4; with blowup = 100 the run raises DivergenceError at the first evaluation above 100× epoch 0's loss, and the
+    rows it recorded before all lie below that line (without blowup the same 6 steps finish)."""
+    from rmtnet.nets import DivergenceError
+    data = _regression()
+    lam = S.hessian_top_eigenvalues(torch.nn.Linear(3, 1, dtype=torch.float64), data, "mse", tol=1e-12)[0]
+    kw = dict(epochs=6, batch_size=data.n_train, momentum=0.0, lr=3.0 / lam, loss=loss_function("mse", None),
+              progress=False)
+    torch.manual_seed(0)
+    free = train(torch.nn.Linear(3, 1, dtype=torch.float64), data, **kw)
+    assert free["train_loss"].iloc[-1] > 100 * free["train_loss"].iloc[0]
+    rows = []
+    torch.manual_seed(0)
+    with pytest.raises(DivergenceError, match="blowup 100"):
+        train(torch.nn.Linear(3, 1, dtype=torch.float64), data, blowup=100.0,
+              callback=lambda epoch, model, row: rows.append(row["train_loss"]), **kw)
+    first_above = int(np.argmax(free["train_loss"].to_numpy() > 100 * free["train_loss"].iloc[0]))
+    np.testing.assert_allclose(rows, free["train_loss"].iloc[:first_above], rtol=1e-12)
+    for bad in (1.0, 0.5, math.inf, "10", True):
+        with pytest.raises(ValueError, match="blowup must be a float > 1 or None"):
+            train(torch.nn.Linear(3, 1, dtype=torch.float64), data, blowup=bad, **kw)

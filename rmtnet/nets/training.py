@@ -302,6 +302,15 @@ def _checked_probes(probes, probe_every):
     return dict(probes), _positive_int("probe_every", probe_every)
 
 
+def _checked_blowup(blowup):
+    """``blowup`` as a float > 1, or None."""
+    if blowup is None:
+        return None
+    if isinstance(blowup, bool) or not isinstance(blowup, numbers.Real) or not math.isfinite(blowup) or blowup <= 1:
+        raise ValueError(f"blowup must be a float > 1 or None, got {blowup!r:.60}")
+    return float(blowup)
+
+
 def _probe_config(probes, probe_every):
     """What the checkpoint remembers of the probes (nothing without probes, so older checkpoints still resume)."""
     return {"probes": sorted(probes), "probe_every": probe_every} if probes else {}
@@ -324,9 +333,9 @@ class _Run:
     optimisation steps, the evaluation that appends a row, and the checkpoint's writing and reading."""
 
     def __init__(self, model, data, batches, opt, sched, loss_fn, *, config, checkpoint, metrics, eval_batch_size,
-                 settings, probes=None, probe_every=1):
+                 settings, probes=None, probe_every=1, blowup=None):
         self.model, self.data, self.batches, self.loss_fn = model, data, batches, loss_fn
-        self.probes, self.probe_every = probes or {}, probe_every
+        self.probes, self.probe_every, self.blowup = probes or {}, probe_every, blowup
         self.opt, self.sched = opt, sched
         self.config, self.checkpoint, self.metrics = config, checkpoint, metrics
         self.eval_batch_size, self.settings = eval_batch_size, settings
@@ -416,8 +425,13 @@ class _Run:
 
     def _record(self, row=None, last=False):
         """Evaluate both splits (unless ``row`` holds them) and the probes (at every ``probe_every``-th row and the
-        ``last``), append the row (and write the metrics file)."""
+        ``last``), append the row (and write the metrics file). A training loss above ``blowup`` × epoch 0's is a
+        divergence."""
         row = self._evaluated() if row is None else row
+        if self.blowup is not None and self.rows and row["train_loss"] > self.blowup * self.rows[0]["train_loss"]:
+            raise DivergenceError(f"training loss {row['train_loss']:g} exceeds blowup {self.blowup:g} × its epoch-0 "
+                                  f"value {self.rows[0]['train_loss']:g} after epoch {self.epoch}, step {self.step} "
+                                  f"({self.settings})")
         if self.probes and (len(self.rows) % self.probe_every == 0 or last):
             row.update(self._probed())
         row["wall_s"] = self.wall_before + time.perf_counter() - self.start
@@ -487,7 +501,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
           lr: float = 0.1, momentum: float = 0.9, weight_decay: float = 0.0, schedule: str | Callable = "constant",
           loss: str | Callable | None = None, device="cpu", seed: int = 0, checkpoint=None, metrics=None,
           progress: bool = True, eval_every: int = 1, dtype: torch.dtype | None = None,
-          callback: Callable | None = None, probes: dict | None = None, probe_every: int = 1) -> pd.DataFrame:
+          callback: Callable | None = None, probes: dict | None = None, probe_every: int = 1, blowup=None) -> pd.DataFrame:
     """Train ``model`` on ``data`` for ``epochs`` passes over the training split; return the metrics table.
 
     Parameters
@@ -524,6 +538,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
         :func:`rmtnet.nets.sharpness.sharpness_probe`), run at every ``probe_every``-th evaluation (epoch 0's
         included) and the last, written as columns ``name`` or ``name_key`` (NaN on the other rows) before the row,
         the CSV and the checkpoint (a resumed run keeps them); a non-finite value is a divergence.
+    blowup : a float > 1: an evaluation whose ``train_loss`` exceeds ``blowup`` × epoch 0's is a divergence (None: off).
 
     Returns
     -------
@@ -534,8 +549,8 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     included).
 
     Raises :class:`DivergenceError` (a FloatingPointError, and an OverflowError), naming the epoch, the step and lr,
-    momentum and weight_decay, as soon as a training loss is not finite (before the update is applied) or an
-    evaluation's metrics are not.
+    momentum and weight_decay, as soon as a training loss is not finite (before the update is applied), an
+    evaluation's metrics are not, or (with ``blowup``) the training loss exceeds ``blowup`` × its epoch-0 value.
 
     Examples
     --------
@@ -552,14 +567,13 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     epochs, batch_size, eval_every, lr, momentum, weight_decay, seed = _checked_arguments(
         data, epochs, batch_size, eval_every, lr, momentum, weight_decay, optimizer, schedule, callback, seed, dtype)
     checkpoint, metrics = _path("checkpoint", checkpoint), _path("metrics", metrics)
-    probes, probe_every = _checked_probes(probes, probe_every)
+    probes, probe_every, blowup = *_checked_probes(probes, probe_every), _checked_blowup(blowup)
     loss_fn = _loss_function(loss, data.n_classes)
     dtype = _training_dtype(model, dtype, lr, weight_decay)
-
     config = dict(epochs=epochs, batch_size=batch_size, optimizer=optimizer, lr=lr, momentum=momentum, seed=seed,
                   weight_decay=weight_decay, schedule=_name(schedule), loss=_name(loss), eval_every=eval_every,
                   dtype=str(dtype), data=data.name, n_train=data.n_train, **_probe_config(probes, probe_every))
     run = _Run.start(model.to(device=device, dtype=dtype), data.to(device, dtype), loss_fn, schedule, config,
-                     checkpoint=checkpoint, metrics=metrics, probes=probes, probe_every=probe_every)
+                     checkpoint=checkpoint, metrics=metrics, probes=probes, probe_every=probe_every, blowup=blowup)
     run.epochs_with_bar(epochs, eval_every, callback, progress)
     return pd.DataFrame(run.rows)
