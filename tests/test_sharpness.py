@@ -181,3 +181,68 @@ def test_train_stops_a_blown_up_run_at_the_first_evaluation_past_blowup_times_th
     for bad in (1.0, 0.5, math.inf, "10", True):
         with pytest.raises(ValueError, match="blowup must be a float > 1 or None"):
             train(torch.nn.Linear(3, 1, dtype=torch.float64), data, blowup=bad, **kw)
+
+
+def test_small_sizes_check_every_argument_before_their_shortcut():
+    """P = 1 (one weight) and Nk = 1 (one output of one input) need no Lanczos, but bad arguments are still refused."""
+    one = torch.nn.Linear(1, 1, bias=False, dtype=torch.float64)
+    x, y = torch.ones(3, 1, dtype=torch.float64), torch.zeros(3, 1, dtype=torch.float64)
+    assert S.hessian_top_eigenvalues(one, (x, y))[0] == pytest.approx(1.0, rel=1e-12)     # ∇²L = mean x² = 1
+    assert S.ntk_top_eigenvalues(one, x[:1])[0] == pytest.approx(1.0, rel=1e-12)          # Θ = x² = 1
+    for name, value in (("tol", -1), ("tol", 1.5), ("seed", -5), ("maxiter", 0), ("ncv", 2), ("ncv", "4")):
+        with pytest.raises(ValueError, match=name):
+            S.hessian_top_eigenvalues(one, (x, y), **{name: value})
+        with pytest.raises(ValueError, match=name):
+            S.ntk_top_eigenvalues(one, x[:1], **{name: value})
+
+
+def test_ncv_is_at_least_k_plus_two_everywhere():
+    net, x = small()
+    y = torch.zeros(9, 2, dtype=torch.float64)
+    for call in (lambda v: S.hessian_top_eigenvalues(net, (x, y), k=2, ncv=v), lambda v: S.ntk_top_eigenvalues(
+            net, x, k=2, ncv=v)):
+        with pytest.raises(ValueError, match="ncv must be an integer >= 4"):
+            call(3)
+        assert np.all(np.isfinite(call(4)))
+    with pytest.raises(ValueError, match="ncv must be an integer >= 3"):
+        S.sharpness_probe(ncv=2)
+    assert S.sharpness_probe(ncv=3).ncv == 3
+
+
+def test_an_overflowing_loss_is_a_divergence():
+    """Weights of 10²⁰ in float32 give finite outputs (10²⁰ < 3.4·10³⁸) whose squares overflow: DivergenceError."""
+    from rmtnet.nets import DivergenceError
+    lin = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        lin.weight.fill_(1e20)
+    x, y = torch.ones(4, 2), torch.zeros(4, 1)
+    for call in (lambda: S.hessian_top_eigenvalues(lin, (x, y)), lambda: S.hessian_trace(lin, (x, y))):
+        with pytest.raises(DivergenceError, match="not finite"):
+            call()
+
+
+def test_the_probe_evaluates_in_eval_mode_and_restores_the_mode():
+    """With dropout p = 0.5 in train mode the loss is random; the probe's value is that of the model in eval mode
+    (dropout off), and the model comes back in the mode it was in."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    model = model.double()
+    data = _regression()
+    probe = S.sharpness_probe("mse", tol=1e-10)
+    for mode in (True, False):
+        model.train(mode)
+        row = probe(model, data)
+        assert model.training is mode
+        model.eval()
+        assert row["hessian"] == pytest.approx(S.hessian_top_eigenvalues(model, data, tol=1e-10)[0], rel=1e-8)
+        assert row["ntk"] == pytest.approx(S.ntk_top_eigenvalues(model, data.x_train, tol=1e-10)[0], rel=1e-8)
+
+
+def test_the_hessian_operator_counts_its_products_and_matches_the_dense_hessian():
+    net, x = small()
+    y = torch.randn(9, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    H = S.HessianOperator(net, (x, y), "mse")
+    dense = dense_hessian(net, x, y, "mse")
+    assert H.dim == dense.shape[0] and H.products == 0
+    np.testing.assert_allclose(H.hvp(np.eye(H.dim)[:, :5]), dense[:, :5], rtol=1e-10, atol=1e-12)
+    assert H.products == 5
