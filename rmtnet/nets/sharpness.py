@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from scipy.sparse.linalg import ArpackError
 from torch.func import functional_call, grad, jvp, vjp
 
 from rmtnet._validation import integer_at_least, real_scalar
@@ -164,6 +165,19 @@ def _lanczos_options(k, dim, tol, maxiter, ncv, seed):
                 seed=integer_at_least("seed", seed, 0))
 
 
+def _top(operator, k, dim, options):
+    """The k top eigenvalues of a symmetric ``operator`` (dim × dim, on P × b arrays) by Lanczos; a zero operator
+    (a ReLU net whose units are all dead has ∇²L = 0 and Θ = 0), on which ARPACK stops ("starting vector is zero":
+    its Krylov space collapses), has k zeros."""
+    try:
+        return top_eigenvalues(operator, k, dim=dim, **options)
+    except ArpackError:
+        v = np.random.default_rng(options["seed"]).standard_normal((dim, 1))
+        if np.any(operator(v)):           # H v = 0 for a Gaussian v only when H = 0 (with probability one)
+            raise
+        return np.zeros(k)
+
+
 def _top_k(k, dim, name):
     """``k`` as an int in [1, dim − 1] (k = 1 also when dim = 1), or ValueError naming ``k``."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(dim, 2):
@@ -219,7 +233,7 @@ def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=N
     options = _lanczos_options(k, H.dim, tol, maxiter, ncv, seed)
     if H.dim < 2:
         return np.array([float(H.hvp(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(H.hvp, k, dim=H.dim, **options)
+    return _top(H.hvp, k, H.dim, options)
 
 
 def hessian_trace(model, data, loss="mse", *, n_probes=64, seed=0):
@@ -318,7 +332,7 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, ncv=None, see
 
     if m < 2:
         return np.array([float(gram(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(gram, k, dim=m, **options)
+    return _top(gram, k, m, options)
 
 
 # ------------------------------------------------------------------------------------------------------------------
