@@ -246,3 +246,52 @@ def test_the_hessian_operator_counts_its_products_and_matches_the_dense_hessian(
     assert H.dim == dense.shape[0] and H.products == 0
     np.testing.assert_allclose(H.hvp(np.eye(H.dim)[:, :5]), dense[:, :5], rtol=1e-10, atol=1e-12)
     assert H.products == 5
+
+
+def test_a_dead_relu_net_has_zero_sharpness():
+    """Every ReLU unit off (bias −100) and no read-out bias: f ≡ 0 near θ, so ∇²L = 0 and Θ = 0 (ARPACK alone stops
+    there, its Krylov space collapsing)."""
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2, bias=False)).double()
+    with torch.no_grad():
+        net[0].bias.fill_(-100.0)
+    _, x = small()
+    y = torch.randn(9, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert S.hessian_top_eigenvalues(net, (x, y), k=2).tolist() == [0.0, 0.0]
+    assert S.ntk_top_eigenvalues(net, x).tolist() == [0.0]
+
+
+def test_the_study_marks_a_blown_up_run_and_gives_no_loss_notice(monkeypatch):
+    """An erf MLP 784-8-10 on 16 digits at η = 0.5 · 2/λ₀ converges; at 200 · 2/λ₀ the loss passes 10³ × its start
+    and the run is stopped and marked (the steps after it NaN); the study's own training gives no notice of the
+    squared-loss convention (it hands train the loss itself)."""
+    import warnings
+    from rmtnet.nets import training
+    from rmtnet.studies import sharpness as study
+    monkeypatch.setattr(training, "_MSE_NOTICE_GIVEN", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        runs = study.sharpness_sweep([0.5, 200.0], width=8, depth=2, n_train=16, steps=6, probe_every=2,
+                                     activation="erf")
+    stable, blown = runs.iloc[0], runs.iloc[1]
+    assert stable.diverged == 0 and stable.steps_done == 6 and stable.eta * stable.hessian / 2 == pytest.approx(0.5)
+    assert stable.hessian_0 == pytest.approx(stable.hessian, rel=1e-3)           # the probe at step 0 is λ₀
+    losses = blown[[f"loss_{t}" for t in range(7)]].to_numpy(dtype=float)
+    done = int(blown.steps_done)
+    assert blown.diverged == 1 and done < 6 and np.isnan(losses[done + 1:]).all()
+    assert np.all(losses[:done + 1] <= 1e3 * losses[0])
+    long = study.curves(runs)
+    assert len(long) == 2 * 7 and long.hessian.notna().sum() == 4 + (done // 2 + 1)
+
+
+def test_the_study_refuses_bad_arguments_before_any_work():
+    from rmtnet.studies import sharpness as study
+    for kw, name in ((dict(activation="gelu"), "activation"), (dict(tol=0.0), "tol"), (dict(ncv=2), "ncv"),
+                     (dict(seed=-1), "seed"), (dict(n_train=0), "n_train"), (dict(width=0), "width")):
+        with pytest.raises(ValueError, match=name):
+            study.sharpness_run(0.5, **{**dict(width=4, depth=2, n_train=4, steps=1, probe_every=1), **kw})
+    for args, name in ((([],), "eta_factors"), ((0.5,), "eta_factors"), (([0.5], []), "seeds"),
+                       (([0.5], [-1]), "seeds")):
+        with pytest.raises(ValueError, match=name):
+            study.sharpness_sweep(*args, width=4, depth=2, n_train=4, steps=1, probe_every=1)
+    with pytest.raises(ValueError, match="runs must"):
+        study.curves({"eta": 1})
