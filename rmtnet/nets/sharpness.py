@@ -114,6 +114,8 @@ class HessianOperator:
 
     def __init__(self, model, data, loss="mse"):
         check_model(model)
+        if not (callable(loss) or isinstance(loss, str)):
+            raise ValueError(f"loss must be a str or a callable (output, y) -> scalar, got {loss!r:.60}")
         self.params, self.fixed = trainable_state(model)
         self.xs, self.y, n_classes = _batch(model, data)
         self.loss_fn = loss_function(loss, n_classes)

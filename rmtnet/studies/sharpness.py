@@ -255,6 +255,9 @@ def sharpness_run(eta_factor, *, width, depth, n_train, steps, probe_every, acti
     model = MLP.from_arch(net, seed=seed)
     start = initial_sharpness(model, net, data, seed=seed)
     eta = eta_factor * 2.0 / start["hessian"]
+    if not (eta > 0 and math.isfinite(2.0 / eta) and eta <= torch.finfo(data.x_train.dtype).max):
+        raise ValueError(f"eta_factor must give a step η = c·2/λ₀ (λ₀ = {start['hessian']:.4g}) with η and 2/η finite in "
+                         f"{data.x_train.dtype}, got c = {eta_factor!r}")
     rows, diverged = _train_with_probes(model, data, eta, steps, probe_every, probe)
     out = {**start, "eta": eta, "two_over_eta": 2.0 / eta, "diverged": int(diverged), "steps_done": rows[-1]["step"]}
     nk = data.n_train * N_CLASSES
