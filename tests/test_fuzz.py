@@ -1234,8 +1234,8 @@ def _pairs():
 
 
 def _pair_ok(v):
-    return True if any(v is p for p in S_PAIRS) else (None if isinstance(v, tuple) and v[0].dtype == torch.float32
-                                                      and v[1] is SY else False)
+    return True if any(v is p for p in S_PAIRS) else (None if isinstance(v, tuple) and len(v) == 2 and v[1] is SY
+                                                      and v[0].dtype == torch.float32 else False)
 
 
 def _lanczos_tol(v):
@@ -1264,9 +1264,17 @@ SHARPNESS = [
     ("hessian_trace.n_probes", "n_probes", lambda v: sharp.hessian_trace(PMODEL, (PX, SY), n_probes=v),
      int_at_least(2), lambda: small_ints(-2, 12)),
     ("hessian_trace.data", "data", lambda v: sharp.hessian_trace(PMODEL, v, n_probes=3), _pair_ok, _pairs),
+    ("hessian_trace.seed", "seed", lambda v: sharp.hessian_trace(PMODEL, (PX, SY), n_probes=3, seed=v),
+     int_at_least(0), lambda: small_ints(-3, 10 ** 6)),
+    ("HessianOperator.data", "data", lambda v: sharp.HessianOperator(PMODEL, v).hvp(np.eye(26)[:, :2]), _pair_ok,
+     _pairs),
     ("ntk_top_eigenvalues.x", "x", lambda v: sharp.ntk_top_eigenvalues(PMODEL, v), _rows_ok, tensors),
     ("ntk_top_eigenvalues.k", "k", lambda v: sharp.ntk_top_eigenvalues(PMODEL, PX, k=v), _below(4),
      lambda: small_ints(-2, 6)),
+    ("ntk_top_eigenvalues.tol", "tol", lambda v: sharp.ntk_top_eigenvalues(PMODEL, PX, tol=v), _lanczos_tol,
+     scalars),
+    ("ntk_top_eigenvalues.seed", "seed", lambda v: sharp.ntk_top_eigenvalues(PMODEL, PX, seed=v), int_at_least(0),
+     lambda: small_ints(-3, 10 ** 6)),
     ("ntk_top_eigenvalues.ncv", "ncv", lambda v: sharp.ntk_top_eigenvalues(PMODEL, PX, ncv=v),
      lambda v: v is None or (int_at_least(3)(v) if int_at_least(2)(v) is not False else False),
      lambda: small_ints(-2, 8)),
@@ -1361,6 +1369,75 @@ def test_sharpness(name, arg, call, valid, values):
     """The loss Hessian's and the NTK's top eigenvalues, Hutchinson's trace and the sharpness probe of a 3-4-2 MLP
     on 2 inputs, and train's probes (15 cases each): finite numbers, or a named refusal."""
     check_generated("sharpness", 15, name, arg, call, valid, values())
+
+
+from rmtnet.studies import sharpness as sharp_study                       # noqa: E402
+
+SS_NET = network.mlp(2, widths=[3, 4, 2], activation="erf", sigma_w=1.0, last_activation=False)
+SS_MODEL = nm.MLP.from_arch(SS_NET, seed=0, dtype=torch.float64)
+SS_DATA = nd.Dataset(PX, SL, PX, SL, 2, "two", (3,))
+SS_RUN = dict(width=2, depth=2, n_train=4, steps=1, probe_every=1)        # a run of one step: about 0.1 s
+
+
+def _sequence_of(ok):
+    """A non-empty list, tuple or 1-D array whose every element passes ``ok``."""
+    def valid(v):
+        if isinstance(v, np.ndarray) and v.ndim == 1:
+            v = v.tolist()
+        if not isinstance(v, (list, tuple)) or not v:
+            return False
+        verdicts = [ok(e) for e in v]
+        return False if False in verdicts else (None if None in verdicts else True)
+    return valid
+
+
+def _eta_factor(v):
+    """c > 0; a huge one makes η beyond float32 (train's refusal of lr) or underflows it: either outcome."""
+    ok = real_in(0, None, lo_open=True)(v)
+    return None if ok and (v > 1e30 or v < 1e-30) else ok
+
+
+SHARPNESS_STUDY = [
+    ("description.width", "width", lambda v: sharp_study.description(v, 3), int_at_least(1), small_ints),
+    ("description.depth", "depth", lambda v: sharp_study.description(8, v), int_at_least(2), small_ints),
+    ("description.activation", "activation", lambda v: sharp_study.description(8, 3, v),
+     one_of(*sharp_study.ACTIVATIONS), lambda: st.one_of(st.sampled_from(["relu", "erf", "tanh", "gelu"]), scalars())),
+    ("mnist_subset.n_train", "n_train", lambda v: sharp_study.mnist_subset(v, 4),
+     lambda v: int_at_least(1)(v) and v <= 4000, lambda: st.one_of(small_ints(), st.sampled_from([4000, 4001]))),
+    ("mnist_subset.n_test", "n_test", lambda v: sharp_study.mnist_subset(4, v),
+     lambda v: int_at_least(1)(v) and v <= 1000, lambda: st.one_of(small_ints(), st.sampled_from([1000, 1001]))),
+    ("initial_sharpness.data", "data", lambda v: sharp_study.initial_sharpness(SS_MODEL, SS_NET, v),
+     lambda v: v is SS_DATA, lambda: st.one_of(st.sampled_from([SS_DATA, nd.Dataset(PX, SY, PX, SY, None, "r", (3,)),
+                                                                (PX, SL)]), scalars())),
+    ("initial_sharpness.net", "net", lambda v: sharp_study.initial_sharpness(SS_MODEL, v, SS_DATA),
+     lambda v: v is SS_NET, lambda: st.one_of(st.sampled_from([SS_NET, "mlp", SS_MODEL]), scalars())),
+    ("initial_sharpness.model", "model", lambda v: sharp_study.initial_sharpness(v, SS_NET, SS_DATA),
+     lambda v: v is SS_MODEL, lambda: st.one_of(st.sampled_from([SS_MODEL, SS_NET]), scalars())),
+    ("initial_sharpness.tol", "tol", lambda v: sharp_study.initial_sharpness(SS_MODEL, SS_NET, SS_DATA, tol=v),
+     _lanczos_tol, scalars),
+    ("initial_sharpness.seed", "seed", lambda v: sharp_study.initial_sharpness(SS_MODEL, SS_NET, SS_DATA, seed=v),
+     int_at_least(0), lambda: small_ints(-3, 10 ** 6)),
+    ("sharpness_run.eta_factor", "eta_factor", lambda v: sharp_study.sharpness_run(v, **SS_RUN), _eta_factor,
+     scalars),
+    ("sharpness_run.steps", "steps", lambda v: sharp_study.sharpness_run(0.5, **{**SS_RUN, "steps": v}),
+     int_at_least(1), lambda: small_ints(-2, 2)),
+    ("sharpness_run.ncv", "ncv", lambda v: sharp_study.sharpness_run(0.5, **{**SS_RUN, "ncv": v}),
+     lambda v: v is None or int_at_least(3)(v) if int_at_least(2)(v) is not False or v is None else False,
+     lambda: small_ints(-2, 6)),
+    ("sharpness_sweep.eta_factors", "eta_factors", lambda v: sharp_study.sharpness_sweep(v, **SS_RUN),
+     _sequence_of(_eta_factor), lambda: st.one_of(st.sampled_from(
+         [[0.5], (1.0,), np.array([0.5]), [], [-1.0], [math.nan], [0.5, "a"], np.array([[0.5]]), 0.5]), scalars())),
+    ("sharpness_sweep.seeds", "seeds", lambda v: sharp_study.sharpness_sweep([0.5], v, **SS_RUN),
+     _sequence_of(int_at_least(0)), lambda: st.one_of(st.sampled_from(
+         [(0,), [1], np.array([2]), (), [-1], [0.5], ["a"], [True], 0]), scalars())),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", SHARPNESS_STUDY, ids=[c[0] for c in SHARPNESS_STUDY])
+def test_sharpness_study(name, arg, call, valid, values):
+    """The sharpness study's networks, data, initial sharpness (of a 3-4-2 erf MLP on 2 inputs), runs of one step
+    of a 784-2-10 MLP on 4 digits and their sweeps (8 cases each): finite numbers, or a named refusal."""
+    check_generated("sharpness_study", 8, name, arg, call, valid, values())
 
 
 _r = np.random.default_rng(0)

@@ -157,3 +157,141 @@ def test_bad_arguments_name_themselves():
         S.ntk_top_eigenvalues(net, x, k=18)
     with pytest.raises(ValueError, match="n_examples"):
         S.sharpness_probe(n_examples=0)
+
+
+def test_train_stops_a_blown_up_run_at_the_first_evaluation_past_blowup_times_the_initial_loss():
+    """Full-batch GD on a linear model at η = 3/λ_max(∇²L): the top mode's error grows ×|1 − 3| = 2 a step, the loss
+    ×4; with blowup = 100 the run raises DivergenceError at the first evaluation above 100× epoch 0's loss, and the
+    rows it recorded before all lie below that line (without blowup the same 6 steps finish)."""
+    from rmtnet.nets import DivergenceError
+    data = _regression()
+    lam = S.hessian_top_eigenvalues(torch.nn.Linear(3, 1, dtype=torch.float64), data, "mse", tol=1e-12)[0]
+    kw = dict(epochs=6, batch_size=data.n_train, momentum=0.0, lr=3.0 / lam, loss=loss_function("mse", None),
+              progress=False)
+    torch.manual_seed(0)
+    free = train(torch.nn.Linear(3, 1, dtype=torch.float64), data, **kw)
+    assert free["train_loss"].iloc[-1] > 100 * free["train_loss"].iloc[0]
+    rows = []
+    torch.manual_seed(0)
+    with pytest.raises(DivergenceError, match="blowup = 100"):
+        train(torch.nn.Linear(3, 1, dtype=torch.float64), data, blowup=100.0,
+              callback=lambda epoch, model, row: rows.append(row["train_loss"]), **kw)
+    first_above = int(np.argmax(free["train_loss"].to_numpy() > 100 * free["train_loss"].iloc[0]))
+    np.testing.assert_allclose(rows, free["train_loss"].iloc[:first_above], rtol=1e-12)
+    for bad in (1.0, 0.5, math.inf, "10", True):
+        with pytest.raises(ValueError, match=r"blowup must (lie in \(1.0, inf\]|be a finite real number)"):
+            train(torch.nn.Linear(3, 1, dtype=torch.float64), data, blowup=bad, **kw)
+
+
+def test_small_sizes_check_every_argument_before_their_shortcut():
+    """P = 1 (one weight) and Nk = 1 (one output of one input) need no Lanczos, but bad arguments are still refused."""
+    one = torch.nn.Linear(1, 1, bias=False, dtype=torch.float64)
+    x, y = torch.ones(3, 1, dtype=torch.float64), torch.zeros(3, 1, dtype=torch.float64)
+    assert S.hessian_top_eigenvalues(one, (x, y))[0] == pytest.approx(1.0, rel=1e-12)     # ∇²L = mean x² = 1
+    assert S.ntk_top_eigenvalues(one, x[:1])[0] == pytest.approx(1.0, rel=1e-12)          # Θ = x² = 1
+    for name, value in (("tol", -1), ("tol", 1.5), ("seed", -5), ("maxiter", 0), ("ncv", 2), ("ncv", "4")):
+        with pytest.raises(ValueError, match=name):
+            S.hessian_top_eigenvalues(one, (x, y), **{name: value})
+        with pytest.raises(ValueError, match=name):
+            S.ntk_top_eigenvalues(one, x[:1], **{name: value})
+
+
+def test_ncv_is_at_least_k_plus_two_everywhere():
+    net, x = small()
+    y = torch.zeros(9, 2, dtype=torch.float64)
+    for call in (lambda v: S.hessian_top_eigenvalues(net, (x, y), k=2, ncv=v), lambda v: S.ntk_top_eigenvalues(
+            net, x, k=2, ncv=v)):
+        with pytest.raises(ValueError, match="ncv must be an integer >= 4"):
+            call(3)
+        assert np.all(np.isfinite(call(4)))
+    with pytest.raises(ValueError, match="ncv must be an integer >= 3"):
+        S.sharpness_probe(ncv=2)
+    assert S.sharpness_probe(ncv=3).ncv == 3
+
+
+def test_an_overflowing_loss_is_a_divergence():
+    """Weights of 10²⁰ in float32 give finite outputs (10²⁰ < 3.4·10³⁸) whose squares overflow: DivergenceError."""
+    from rmtnet.nets import DivergenceError
+    lin = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        lin.weight.fill_(1e20)
+    x, y = torch.ones(4, 2), torch.zeros(4, 1)
+    for call in (lambda: S.hessian_top_eigenvalues(lin, (x, y)), lambda: S.hessian_trace(lin, (x, y))):
+        with pytest.raises(DivergenceError, match="not finite"):
+            call()
+
+
+def test_the_probe_evaluates_in_eval_mode_and_restores_the_mode():
+    """With dropout p = 0.5 in train mode the loss is random; the probe's value is that of the model in eval mode
+    (dropout off), and the model comes back in the mode it was in."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    model = model.double()
+    data = _regression()
+    probe = S.sharpness_probe("mse", tol=1e-10)
+    for mode in (True, False):
+        model.train(mode)
+        row = probe(model, data)
+        assert model.training is mode
+        model.eval()
+        assert row["hessian"] == pytest.approx(S.hessian_top_eigenvalues(model, data, tol=1e-10)[0], rel=1e-8)
+        assert row["ntk"] == pytest.approx(S.ntk_top_eigenvalues(model, data.x_train, tol=1e-10)[0], rel=1e-8)
+
+
+def test_the_hessian_operator_counts_its_products_and_matches_the_dense_hessian():
+    net, x = small()
+    y = torch.randn(9, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    H = S.HessianOperator(net, (x, y), "mse")
+    dense = dense_hessian(net, x, y, "mse")
+    assert H.dim == dense.shape[0] and H.products == 0
+    np.testing.assert_allclose(H.hvp(np.eye(H.dim)[:, :5]), dense[:, :5], rtol=1e-10, atol=1e-12)
+    assert H.products == 5
+
+
+def test_a_dead_relu_net_has_zero_sharpness():
+    """Every ReLU unit off (bias −100) and no read-out bias: f ≡ 0 near θ, so ∇²L = 0 and Θ = 0 (ARPACK alone stops
+    there, its Krylov space collapsing)."""
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2, bias=False)).double()
+    with torch.no_grad():
+        net[0].bias.fill_(-100.0)
+    _, x = small()
+    y = torch.randn(9, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert S.hessian_top_eigenvalues(net, (x, y), k=2).tolist() == [0.0, 0.0]
+    assert S.ntk_top_eigenvalues(net, x).tolist() == [0.0]
+
+
+def test_the_study_marks_a_blown_up_run_and_gives_no_loss_notice(monkeypatch):
+    """An erf MLP 784-8-10 on 16 digits at η = 0.5 · 2/λ₀ converges; at 200 · 2/λ₀ the loss passes 10³ × its start
+    and the run is stopped and marked (the steps after it NaN); the study's own training gives no notice of the
+    squared-loss convention (it hands train the loss itself)."""
+    import warnings
+    from rmtnet.nets import training
+    from rmtnet.studies import sharpness as study
+    monkeypatch.setattr(training, "_MSE_NOTICE_GIVEN", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        runs = study.sharpness_sweep([0.5, 200.0], width=8, depth=2, n_train=16, steps=6, probe_every=2,
+                                     activation="erf")
+    stable, blown = runs.iloc[0], runs.iloc[1]
+    assert stable.diverged == 0 and stable.steps_done == 6 and stable.eta * stable.hessian / 2 == pytest.approx(0.5)
+    assert stable.hessian_0 == pytest.approx(stable.hessian, rel=1e-3)           # the probe at step 0 is λ₀
+    losses = blown[[f"loss_{t}" for t in range(7)]].to_numpy(dtype=float)
+    done = int(blown.steps_done)
+    assert blown.diverged == 1 and done < 6 and np.isnan(losses[done + 1:]).all()
+    assert np.all(losses[:done + 1] <= 1e3 * losses[0])
+    long = study.curves(runs)
+    assert len(long) == 2 * 7 and long.hessian.notna().sum() == 4 + (done // 2 + 1)
+
+
+def test_the_study_refuses_bad_arguments_before_any_work():
+    from rmtnet.studies import sharpness as study
+    for kw, name in ((dict(activation="gelu"), "activation"), (dict(tol=0.0), "tol"), (dict(ncv=2), "ncv"),
+                     (dict(seed=-1), "seed"), (dict(n_train=0), "n_train"), (dict(width=0), "width")):
+        with pytest.raises(ValueError, match=name):
+            study.sharpness_run(0.5, **{**dict(width=4, depth=2, n_train=4, steps=1, probe_every=1), **kw})
+    for args, name in ((([],), "eta_factors"), ((0.5,), "eta_factors"), (([0.5], []), "seeds"),
+                       (([0.5], [-1]), "seeds")):
+        with pytest.raises(ValueError, match=name):
+            study.sharpness_sweep(*args, width=4, depth=2, n_train=4, steps=1, probe_every=1)
+    with pytest.raises(ValueError, match="runs must"):
+        study.curves({"eta": 1})

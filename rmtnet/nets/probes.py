@@ -49,9 +49,10 @@ def _model_device(model):
     return None if p is None else p.device
 
 
-def _inputs(model, x, name="x", batched=True):
+def batch_inputs(model, x, name="x", batched=True):
     """``x`` (tensor or tuple of tensors) as a tuple of tensors on the model's device; with ``batched``, check that
-    all share a leading dimension n ≥ 1 and return n too."""
+    all share a leading dimension n ≥ 1 and return n too. The input check of every probe in :mod:`rmtnet.nets`
+    (also :mod:`rmtnet.nets.sharpness`)."""
     xs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
     if not xs:
         raise ValueError(f"{name} must be a tensor or a non-empty tuple of tensors")
@@ -79,9 +80,10 @@ def _inputs(model, x, name="x", batched=True):
     return tuple(out), n
 
 
-def _applied(model, xs, name, batched=True):
+def checked_forward(model, xs, name, batched=True):
     """One forward pass on the inputs ``xs`` (a batch, or one example when not ``batched``), before any Jacobian: a
-    model that cannot take them, or whose output on them is not finite, is reported naming ``name``."""
+    model that cannot take them, or whose output on them is not finite, is reported naming ``name``. Shared with
+    :mod:`rmtnet.nets.sharpness`."""
     with torch.no_grad():
         out = apply_to(model, xs if batched else tuple(t.unsqueeze(0) for t in xs), name)
     if not isinstance(out, torch.Tensor):
@@ -98,10 +100,6 @@ def _per_example(model):
     def f(x, *context):
         return model(x.unsqueeze(0), *(c.unsqueeze(0) for c in context)).reshape(-1)
     return f
-
-
-#: The input checks under public names, for the other probes of this package (:mod:`rmtnet.nets.sharpness`).
-batch_inputs, checked_forward = _inputs, _applied
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -137,12 +135,12 @@ def input_jacobian(model, x):
     (2, 3) True
     """
     check_model(model)
-    x, *context = _inputs(model, x, batched=False)
+    x, *context = batch_inputs(model, x, batched=False)
     if not x.is_floating_point():
         raise ValueError(f"x must be floating point (the Jacobian is taken with respect to it), got dtype {x.dtype}")
     if x.numel() == 0:
         raise ValueError(f"x must hold at least one number, got shape {tuple(x.shape)}")
-    _applied(model, (x, *context), "x", batched=False)
+    checked_forward(model, (x, *context), "x", batched=False)
     J = jacrev(_per_example(model))(x, *context)
     return J.reshape(J.shape[0], x.numel()).detach()
 
@@ -197,10 +195,10 @@ def jacobian_spectrum(model, x, batched=False):
     check_model(model)
     if not boolean("batched", batched):
         return _gram_eigs(input_jacobian(model, x)).cpu().numpy()
-    (x, *context), n = _inputs(model, x)
+    (x, *context), n = batch_inputs(model, x)
     if not x.is_floating_point():
         raise ValueError(f"x must be floating point (the Jacobian is taken with respect to it), got dtype {x.dtype}")
-    _applied(model, (x, *context), "x")
+    checked_forward(model, (x, *context), "x")
     J = vmap(jacrev(_per_example(model)))(x, *context)
     J = J.reshape(n, J.shape[1], x[0].numel()).detach()
     return _gram_eigs(J).reshape(-1).cpu().numpy()
@@ -209,18 +207,15 @@ def jacobian_spectrum(model, x, batched=False):
 # ------------------------------------------------------------------------------------------------------------------
 # Empirical neural tangent kernel
 
-def _split_state(model):
-    """Trainable parameters (differentiated) and everything else (buffers, frozen parameters; held fixed)."""
+def trainable_state(model):
+    """Trainable parameters (differentiated) and everything else (buffers, frozen parameters; held fixed), as two
+    dicts for ``torch.func.functional_call``. Shared with :mod:`rmtnet.nets.sharpness`."""
     params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
     fixed = {k: v.detach() for k, v in model.named_parameters() if not v.requires_grad}
     fixed.update({k: v for k, v in model.named_buffers()})
     if not params:
         raise ValueError("model has no trainable parameters (requires_grad=True): its NTK is empty")
     return params, fixed
-
-
-#: The trainable parameters and the held state of a model, under a public name (:mod:`rmtnet.nets.sharpness`).
-trainable_state = _split_state
 
 
 def parameter_jacobian(model, x, chunk_size=None):
@@ -261,11 +256,11 @@ def parameter_jacobian(model, x, chunk_size=None):
     True True
     """
     check_model(model)
-    xs, _ = _inputs(model, x)
+    xs, _ = batch_inputs(model, x)
     if chunk_size is not None:
         chunk_size = integer_at_least("chunk_size", chunk_size, 1)
-    _applied(model, xs, "x")
-    params, fixed = _split_state(model)
+    checked_forward(model, xs, "x")
+    params, fixed = trainable_state(model)
 
     def f(p, x, *context):
         out = functional_call(model, {**p, **fixed}, (x.unsqueeze(0), *(c.unsqueeze(0) for c in context)))
@@ -285,7 +280,7 @@ def _ntk_jacobian(model, xs1, xs2, chunk_size):
 def _ntk_products(model, xs1, xs2, chunk_size):
     """Θ = J₁J₂ᵀ one column at a time: the vjp with a basis vector eⱼ of the n₂k outputs gives the parameter-shaped
     cotangent J₂ᵀeⱼ, and the jvp of the first batch along it gives J₁J₂ᵀeⱼ; vmap runs all columns at once."""
-    params, fixed = _split_state(model)
+    params, fixed = trainable_state(model)
     xs2 = xs1 if xs2 is None else xs2
 
     def batch_output(xs):
@@ -358,11 +353,11 @@ def empirical_ntk(model, x1, x2=None, method="jacobian", layout="matrix", chunk_
     one_of("layout", layout, LAYOUTS)
     if chunk_size is not None:
         chunk_size = integer_at_least("chunk_size", chunk_size, 1)
-    xs1, n1 = _inputs(model, x1, "x1")
-    xs2, n2 = (None, n1) if x2 is None else _inputs(model, x2, "x2")
-    _applied(model, xs1, "x1")
+    xs1, n1 = batch_inputs(model, x1, "x1")
+    xs2, n2 = (None, n1) if x2 is None else batch_inputs(model, x2, "x2")
+    checked_forward(model, xs1, "x1")
     if xs2 is not None:
-        _applied(model, xs2, "x2")
+        checked_forward(model, xs2, "x2")
     if method == "jacobian":
         theta = _ntk_jacobian(model, xs1, xs2, chunk_size)                      # (n₁, k, n₂, k)
         k = theta.shape[1]

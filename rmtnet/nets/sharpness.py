@@ -20,7 +20,9 @@ Conventions.
     Θv = J(Jᵀv). For ``"mse"`` the Gauss–Newton part of the Hessian is JᵀJ/(Nk), whose non-zero eigenvalues are those
     of Θ/(Nk): near a global minimum, and at initialisation of a wide net, λ_max(∇²L) ≈ λ_max(Θ)/(Nk).
   * Everything is computed in the model's dtype and returned in float64; the forward pass must be deterministic
-    (``model.eval()`` first for dropout or BatchNorm). Parameters with ``requires_grad=False`` and buffers are held.
+    (``model.eval()`` first for dropout or BatchNorm; :func:`sharpness_probe` does that itself and restores the
+    model's mode). A non-finite loss at θ raises :class:`rmtnet.nets.DivergenceError`. Parameters with
+    ``requires_grad=False`` and buffers are held.
 """
 from __future__ import annotations
 
@@ -30,17 +32,18 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from scipy.sparse.linalg import ArpackError
 from torch.func import functional_call, grad, jvp, vjp
 
 from rmtnet._validation import integer_at_least, real_scalar
 from rmtnet.nets._modules import check_model
 from rmtnet.nets.data import Dataset
 from rmtnet.nets.probes import batch_inputs, checked_forward, trainable_state
-from rmtnet.nets.training import apply_model, loss_function
+from rmtnet.nets.training import DivergenceError, apply_model, loss_function
 from rmtnet.spectra.sampling.lanczos import top_eigenvalues
 
-__all__ = ["hessian_top_eigenvalues", "hessian_trace", "ntk_top_eigenvalues", "TraceEstimate", "SharpnessProbe",
-           "sharpness_probe"]
+__all__ = ["hessian_top_eigenvalues", "hessian_trace", "ntk_top_eigenvalues", "HessianOperator", "TraceEstimate",
+           "SharpnessProbe", "sharpness_probe"]
 
 
 class TraceEstimate(NamedTuple):
@@ -82,11 +85,37 @@ def _batch(model, data):
     return xs, y.to(xs[0].device), n_classes
 
 
-class _Loss:
-    """θ ↦ L(θ) on one batch, with the trainable parameters θ as a dict and as one flat vector."""
+class HessianOperator:
+    """The training-loss Hessian ∇²L(θ) at the model's trainable parameters θ as a matrix-free operator: ``hvp(V)``
+    is ∇²L V for the columns of a P × b float64 array (P = ``dim``), and ``products`` counts the Hessian-vector
+    products taken so far. What :func:`hessian_top_eigenvalues` and :func:`hessian_trace` use; give ``hvp`` to any
+    eigensolver or trace estimator (and read ``products`` to count its cost).
 
-    def __init__(self, model, data, loss):
+    Parameters
+    ----------
+    model, data, loss
+        As in :func:`hessian_top_eigenvalues`.
+
+    Raises
+    ------
+    rmtnet.nets.DivergenceError
+        When the loss at θ is not finite (the weights have diverged).
+
+    Examples
+    --------
+    f(x) = Wx on X = diag(1, 2), ½·mean squared loss: ∇²L = XᵀX/N = diag(1, 4)/2.
+
+    >>> lin = torch.nn.Linear(2, 1, bias=False, dtype=torch.float64)
+    >>> x, y = torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=torch.float64), torch.zeros(2, 1, dtype=torch.float64)
+    >>> H = HessianOperator(lin, (x, y))
+    >>> print(H.dim, H.hvp(np.eye(2)).tolist(), H.products)
+    2 [[0.5, 0.0], [0.0, 2.0]] 2
+    """
+
+    def __init__(self, model, data, loss="mse"):
         check_model(model)
+        if not (callable(loss) or isinstance(loss, str)):
+            raise ValueError(f"loss must be a str or a callable (output, y) -> scalar, got {loss!r:.60}")
         self.params, self.fixed = trainable_state(model)
         self.xs, self.y, n_classes = _batch(model, data)
         self.loss_fn = loss_function(loss, n_classes)
@@ -96,10 +125,10 @@ class _Loss:
         self.sizes = [self.params[k].numel() for k in self.names]
         self.dim = sum(self.sizes)
         first = self.params[self.names[0]]
-        self.dtype, self.device, self.pullback = first.dtype, first.device, None
+        self.dtype, self.device, self.pullback, self.products = first.dtype, first.device, None, 0
         value = float(self(self.params))
         if not math.isfinite(value):
-            raise ValueError(f"the loss at the model's parameters is not finite ({value})")
+            raise DivergenceError(f"the loss at the model's parameters is not finite ({value}): they have diverged")
 
     def __call__(self, p):
         return self.loss_fn(functional_call(self.model, {**p, **self.fixed}, self.xs), self.y)
@@ -117,16 +146,45 @@ class _Loss:
         if self.pullback is None:
             _, self.pullback = vjp(grad(self), self.params)
         cols = [self.flatten(self.pullback(self.unflatten(V[:, j]))[0]) for j in range(V.shape[1])]
+        self.products += V.shape[1]
         return np.stack(cols, axis=1)
 
 
-def _ncv(ncv, dim):
-    """The Lanczos basis size, at most the dimension (None: ARPACK's default)."""
-    return None if ncv is None else min(integer_at_least("ncv", ncv, 2), dim)
+def _checked_ncv(ncv, k):
+    """The Lanczos basis size for the k top eigenvalues: None (ARPACK's default) or an integer ≥ k + 2 (ARPACK's rule
+    for its thick restarts; :func:`rmtnet.spectra.sampling.lanczos.top_eigenvalues`)."""
+    return None if ncv is None else integer_at_least("ncv", ncv, k + 2)
 
 
-def _tol(tol):
-    return real_scalar("tol", tol, lo=0.0, hi=1.0, lo_open=True)
+def _lanczos_options(k, dim, tol, maxiter, ncv, seed):
+    """The Lanczos arguments of the k top eigenvalues of a dim × dim operator, all checked (also where ``dim`` < 2
+    needs no Lanczos); ``ncv`` at most ``dim`` (then ARPACK's default where that leaves fewer than k + 2)."""
+    ncv = _checked_ncv(ncv, k)
+    if ncv is not None:
+        ncv = min(ncv, dim) if min(ncv, dim) >= k + 2 else None
+    return dict(tol=real_scalar("tol", tol, lo=0.0, hi=1.0, lo_open=True),
+                maxiter=None if maxiter is None else integer_at_least("maxiter", maxiter, 1), ncv=ncv,
+                seed=integer_at_least("seed", seed, 0))
+
+
+def _top(operator, k, dim, options):
+    """The k top eigenvalues of a symmetric ``operator`` (dim × dim, on P × b arrays) by Lanczos; a zero operator
+    (a ReLU net whose units are all dead has ∇²L = 0 and Θ = 0), on which ARPACK stops ("starting vector is zero":
+    its Krylov space collapses), has k zeros."""
+    try:
+        return top_eigenvalues(operator, k, dim=dim, **options)
+    except ArpackError:
+        v = np.random.default_rng(options["seed"]).standard_normal((dim, 1))
+        if np.any(operator(v)):           # H v = 0 for a Gaussian v only when H = 0 (with probability one)
+            raise
+        return np.zeros(k)
+
+
+def _top_k(k, dim, name):
+    """``k`` as an int in [1, dim − 1] (k = 1 also when dim = 1), or ValueError naming ``k``."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(dim, 2):
+        raise ValueError(f"k must be an integer in [1, {name} - 1] = [1, {dim - 1}], got {k!r}")
+    return int(k)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -152,8 +210,8 @@ def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=N
     tol : float, default 1e-8
         Relative residual asked of each Ritz pair (the eigenvalue's error is of order tol² × its gap ratio).
     maxiter, ncv : int, optional
-        Lanczos restarts and basis size (ARPACK's defaults when None; a small ``ncv`` such as k + 3 takes fewer
-        products when the top is well separated).
+        Lanczos restarts (≥ 1) and basis size (≥ k + 2, ARPACK's rule; at most P is used); ARPACK's defaults when
+        None; a small ``ncv`` such as k + 3 takes fewer products when the top is well separated.
     seed : int, default 0
         The start vector.
 
@@ -172,13 +230,12 @@ def hessian_top_eigenvalues(model, data, loss="mse", k=1, *, tol=1e-8, maxiter=N
     >>> print(np.round(hessian_top_eigenvalues(lin, (x, y)), 10))
     [2.]
     """
-    L = _Loss(model, data, loss)
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(L.dim, 2):
-        raise ValueError(f"k must be an integer in [1, P - 1] = [1, {L.dim - 1}] (P trainable parameters), got {k!r}")
-    if L.dim < 2:
-        return np.array([float(L.hvp(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(L.hvp, int(k), tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, L.dim),
-                           seed=integer_at_least("seed", seed, 0), dim=L.dim)
+    H = HessianOperator(model, data, loss)
+    k = _top_k(k, H.dim, "P (trainable parameters)")
+    options = _lanczos_options(k, H.dim, tol, maxiter, ncv, seed)
+    if H.dim < 2:
+        return np.array([float(H.hvp(np.ones((1, 1)))[0, 0])])
+    return _top(H.hvp, k, H.dim, options)
 
 
 def hessian_trace(model, data, loss="mse", *, n_probes=64, seed=0):
@@ -212,9 +269,9 @@ def hessian_trace(model, data, loss="mse", *, n_probes=64, seed=0):
     """
     n_probes = integer_at_least("n_probes", n_probes, 2)
     seed = integer_at_least("seed", seed, 0)
-    L = _Loss(model, data, loss)
-    z = np.where(np.random.default_rng(seed).random((L.dim, n_probes)) < 0.5, -1.0, 1.0)
-    quad = np.einsum("pi,pi->i", z, L.hvp(z))
+    H = HessianOperator(model, data, loss)
+    z = np.where(np.random.default_rng(seed).random((H.dim, n_probes)) < 0.5, -1.0, 1.0)
+    quad = np.einsum("pi,pi->i", z, H.hvp(z))
     return TraceEstimate(float(quad.mean()), float(quad.std(ddof=1) / math.sqrt(n_probes)), n_probes)
 
 
@@ -265,8 +322,8 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, ncv=None, see
     y, pullback = vjp(out, params)
     first = next(iter(params.values()))
     m = y.numel()
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(m, 2):
-        raise ValueError(f"k must be an integer in [1, Nk - 1] = [1, {m - 1}] (Nk outputs over the batch), got {k!r}")
+    k = _top_k(k, m, "Nk (outputs over the batch)")
+    options = _lanczos_options(k, m, tol, maxiter, ncv, seed)
 
     def gram(V):
         cols = []
@@ -277,8 +334,7 @@ def ntk_top_eigenvalues(model, x, k=1, *, tol=1e-10, maxiter=None, ncv=None, see
 
     if m < 2:
         return np.array([float(gram(np.ones((1, 1)))[0, 0])])
-    return top_eigenvalues(gram, int(k), tol=_tol(tol), maxiter=maxiter, ncv=_ncv(ncv, m),
-                           seed=integer_at_least("seed", seed, 0), dim=m)
+    return _top(gram, k, m, options)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -302,14 +358,22 @@ class SharpnessProbe:
         return x, pick(data.y_train)
 
     def __call__(self, model, data):
+        """The row ``{"hessian": …, "ntk": …}`` of ``model`` on ``data``, evaluated in eval mode (dropout off,
+        BatchNorm's running statistics: the loss that :func:`rmtnet.nets.evaluate` reports); the model's mode is
+        restored afterwards."""
         if not isinstance(data, Dataset):
             raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
         x, y = self._subset(data)
         xy = Dataset(x, y, x, y, data.n_classes, data.name, data.shape)
         lanczos = dict(tol=self.tol, ncv=self.ncv, seed=self.seed)
-        row = {"hessian": float(hessian_top_eigenvalues(model, xy, self.loss, **lanczos)[0])}
-        if self.ntk:
-            row["ntk"] = float(ntk_top_eigenvalues(model, x, **lanczos)[0])
+        was_training = model.training
+        model.eval()
+        try:
+            row = {"hessian": float(hessian_top_eigenvalues(model, xy, self.loss, **lanczos)[0])}
+            if self.ntk:
+                row["ntk"] = float(ntk_top_eigenvalues(model, x, **lanczos)[0])
+        finally:
+            model.train(was_training)
         return row
 
 
@@ -330,7 +394,7 @@ def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, ncv=None
     tol : float, default 1e-6
         Lanczos' relative residual.
     ncv : int, optional
-        Lanczos' basis size (:func:`hessian_top_eigenvalues`).
+        Lanczos' basis size, ≥ 3 (k + 2 for the probe's one eigenvalue; :func:`hessian_top_eigenvalues`).
     seed : int, default 0
         The subset and the Lanczos start vectors.
 
@@ -353,5 +417,5 @@ def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, ncv=None
         n_examples = integer_at_least("n_examples", n_examples, 1)
     if not isinstance(ntk, (bool, np.bool_)):
         raise ValueError(f"ntk must be True or False, got {ntk!r:.60}")
-    ncv = None if ncv is None else integer_at_least("ncv", ncv, 3)
-    return SharpnessProbe(loss, n_examples, bool(ntk), _tol(tol), integer_at_least("seed", seed, 0), ncv)
+    options = _lanczos_options(1, 3, tol, None, ncv, seed)         # the probe's k = 1: ncv ≥ 3
+    return SharpnessProbe(loss, n_examples, bool(ntk), options["tol"], options["seed"], _checked_ncv(ncv, 1))

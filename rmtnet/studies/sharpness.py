@@ -28,7 +28,8 @@ What the literature says happens, and what was seen (N = 256, W = 128, depth 4, 
     1500 steps end at λ_max ≈ 9.9 and 9.3, far
     below 2/η = 85 and 42, so η set from λ₀ never meets the edge of stability from below; erf (odd, no mean mode)
     is the activation of the figure.
-  * Divergence: non-finite, or loss above 10³ × its initial value: the run is stopped and marked.
+  * Divergence: non-finite, or loss above 10³ × its initial value (``train(..., blowup=1e3)``): the run is stopped
+    and marked.
 
 What is predicted, and how well. For the squared loss ∇²L = JᵀJ/(Nk) + (residual term), J the N k × P Jacobian;
 the first (Gauss–Newton) term has the non-zero eigenvalues of Θ/(Nk), Θ = JJᵀ. At initialisation of a wide net Θ
@@ -63,10 +64,13 @@ import pandas as pd
 import torch
 
 from rmtnet import experiments
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
 from rmtnet.nets import MLP, DivergenceError, data as nets_data, train
+from rmtnet.nets._modules import check_model
 from rmtnet.nets.sharpness import hessian_top_eigenvalues, ntk_top_eigenvalues, sharpness_probe
+from rmtnet.nets.training import loss_function
 from rmtnet.spectra import kernels
+from rmtnet.spectra import network
 from rmtnet.spectra.network import mlp
 
 __all__ = ["mnist_subset", "description", "initial_sharpness", "sharpness_run", "sharpness_sweep", "curves"]
@@ -114,8 +118,8 @@ def _mnist5k(dtype):
 
 
 def description(width, depth, activation="relu"):
-    """The network: ``depth`` weight layers 784 → W → … → 10, σ_w² = 2 for ReLU, σ_w = 1 for erf and tanh (the critical points at small q),
-    no biases, linear read-out (:func:`rmtnet.spectra.network.mlp`).
+    """The network: ``depth`` weight layers 784 → W → … → 10, σ_w² = 2 for ReLU, σ_w = 1 for erf and tanh (the
+    critical points at small q), no biases, linear read-out (:func:`rmtnet.spectra.network.mlp`).
 
     Parameters
     ----------
@@ -123,7 +127,7 @@ def description(width, depth, activation="relu"):
         W, the hidden width.
     depth : int
         Weight layers, ≥ 2.
-    activation : {"relu", "tanh"}, default "relu"
+    activation : {"relu", "erf", "tanh"}, default "relu"
         φ.
 
     Returns
@@ -145,16 +149,16 @@ def description(width, depth, activation="relu"):
 def initial_sharpness(model, net, data, *, tol=1e-6, seed=0):
     """λ_max(∇²L(θ₀)) by Lanczos, the Gauss–Newton part λ_max(Θ)/(Nk), and the infinite-width prediction
     λ_max(K)/(Nk) of ``net``'s standard-parameterisation NTK K over the training inputs (module docstring); loss
-    "mse".
+    "mse" (½·mean over the N samples and k outputs of (f − y)², one-hot targets for the k classes).
 
     Parameters
     ----------
     model : torch.nn.Module
-        The network at initialisation.
+        The network at initialisation (its inputs flattened are ``net``'s).
     net : rmtnet.spectra.network.MLP
         Its description (for the kernel).
     data : rmtnet.nets.data.Dataset
-        The training split is used.
+        A classification data set with as many classes as the model has outputs; the training split is used.
     tol : float, default 1e-6
         Lanczos' relative residual.
     seed : int, default 0
@@ -165,35 +169,51 @@ def initial_sharpness(model, net, data, *, tol=1e-6, seed=0):
     dict
         ``hessian``, ``gauss_newton``, ``kernel_prediction`` and the ratios ``gauss_newton_over_hessian``,
         ``prediction_over_hessian``.
+
+    Examples
+    --------
+    A linear read-out of a wide erf layer at initialisation, on 24 Gaussian inputs with 2 classes: at width 256 the
+    Gauss–Newton part and the kernel's prediction are within 1 % of the Hessian's top:
+
+    >>> net = mlp(2, widths=[3, 256, 2], activation="erf", sigma_w=1.0, last_activation=False)
+    >>> model = MLP.from_arch(net, seed=0, dtype=torch.float64)
+    >>> g = torch.Generator().manual_seed(0)
+    >>> x, y = torch.randn(24, 3, generator=g, dtype=torch.float64), torch.randint(0, 2, (24,), generator=g)
+    >>> out = initial_sharpness(model, net, nets_data.Dataset(x, y, x, y, 2, "gauss", (3,)))
+    >>> print([round(out[key], 1) for key in ("hessian", "gauss_newton", "kernel_prediction")])
+    [21.0, 21.0, 20.9]
     """
-    n, k = data.n_train, N_CLASSES
+    check_model(model)
+    _check_data(net, data)
+    n, k = data.n_train, data.n_classes
     hessian = float(hessian_top_eigenvalues(model, data, "mse", tol=tol, seed=seed)[0])
     gauss_newton = float(ntk_top_eigenvalues(model, data.x_train, tol=tol, seed=seed)[0]) / (n * k)
-    X = data.x_train.reshape(n, -1).double().numpy()
+    X = data.x_train.reshape(n, -1).double().cpu().numpy()
     K = kernels.ntk_kernel(net, X, parameterization="standard")
     predicted = float(np.linalg.eigvalsh(K)[-1]) / (n * k)
     return {"hessian": hessian, "gauss_newton": gauss_newton, "kernel_prediction": predicted,
             "gauss_newton_over_hessian": gauss_newton / hessian, "prediction_over_hessian": predicted / hessian}
 
 
-class _BlownUp(Exception):
-    """Raised from train's callback when the loss passes BLOW_UP × its initial value."""
+def _check_data(net, data):
+    """``data`` a classification Dataset whose flattened inputs are ``net``'s; ``net`` an MLP description."""
+    if not isinstance(net, network.MLP):
+        raise ValueError(f"net must be an rmtnet.spectra.network.MLP, got {type(net).__name__}")
+    if not isinstance(data, nets_data.Dataset) or data.n_classes is None:
+        raise ValueError(f"data must be a classification rmtnet.nets.data.Dataset, got {type(data).__name__}")
+    if isinstance(data.x_train, tuple) or math.prod(data.x_train.shape[1:]) != net.widths[0]:
+        raise ValueError(f"data's inputs ({data.shape}) must flatten to net's {net.widths[0]} inputs")
 
 
 def _train_with_probes(model, data, eta, steps, probe_every, probe):
-    """Full-batch GD; the rows so far (also when the run diverges) and whether it diverged."""
+    """Full-batch GD on "mse", stopped (diverged) when the loss is not finite or exceeds BLOW_UP × its initial value;
+    the rows evaluated before that, and whether it diverged."""
     rows = []
-
-    def watch(epoch, model, row):
-        rows.append(row)
-        if row["train_loss"] > BLOW_UP * rows[0]["train_loss"]:
-            raise _BlownUp
     try:
-        train(model, data, epochs=steps, batch_size=data.n_train, optimizer="sgd", momentum=0.0, lr=eta, loss="mse",
-              progress=False, probes={"sharp": probe}, probe_every=probe_every, callback=watch)
-    except (DivergenceError, _BlownUp, ValueError) as exc:
-        if isinstance(exc, ValueError) and "not finite" not in str(exc):
-            raise
+        train(model, data, epochs=steps, batch_size=data.n_train, optimizer="sgd", momentum=0.0, lr=eta,
+              loss=loss_function("mse", data.n_classes), progress=False, probes={"sharp": probe},
+              probe_every=probe_every, blowup=BLOW_UP, callback=lambda epoch, model, row: rows.append(row))
+    except DivergenceError:
         return rows, True
     return rows, False
 
@@ -210,12 +230,12 @@ def sharpness_run(eta_factor, *, width, depth, n_train, steps, probe_every, acti
         c > 0 in η = c · 2/λ₀.
     width, depth, n_train, steps, probe_every : int
         The net, the data, the run and the probes' spacing in steps.
-    activation : {"relu", "tanh"}, default "relu"
+    activation : {"relu", "erf", "tanh"}, default "relu"
         φ.
     tol : float, default 1e-3
-        The probes' Lanczos residual.
+        The probes' Lanczos residual, in (0, 1).
     ncv : int, default 4
-        The probes' Lanczos basis.
+        The probes' Lanczos basis, ≥ 3.
     seed : int, default 0
         The initial weights.
 
@@ -230,11 +250,14 @@ def sharpness_run(eta_factor, *, width, depth, n_train, steps, probe_every, acti
     steps = integer_at_least("steps", steps, 1)
     probe_every = integer_at_least("probe_every", probe_every, 1)
     net = description(width, depth, activation)
+    probe = sharpness_probe("mse", tol=tol, ncv=ncv, seed=seed)
     data = mnist_subset(n_train)
     model = MLP.from_arch(net, seed=seed)
     start = initial_sharpness(model, net, data, seed=seed)
     eta = eta_factor * 2.0 / start["hessian"]
-    probe = sharpness_probe("mse", tol=tol, ncv=ncv, seed=seed)
+    if not (eta > 0 and math.isfinite(2.0 / eta) and eta <= torch.finfo(data.x_train.dtype).max):
+        raise ValueError(f"eta_factor must give a step η = c·2/λ₀ (λ₀ = {start['hessian']:.4g}) with η and 2/η finite in "
+                         f"{data.x_train.dtype}, got c = {eta_factor!r}")
     rows, diverged = _train_with_probes(model, data, eta, steps, probe_every, probe)
     out = {**start, "eta": eta, "two_over_eta": 2.0 / eta, "diverged": int(diverged), "steps_done": rows[-1]["step"]}
     nk = data.n_train * N_CLASSES
@@ -254,9 +277,9 @@ def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=False, **se
     Parameters
     ----------
     eta_factors : sequence of float
-        The factors c.
+        The factors c > 0 (at least one).
     seeds : sequence of int, default (0,)
-        Initial weights.
+        Initial weights (at least one, each ≥ 0).
     store : path, optional
         The sweep's CSV (None: kept in memory only).
     progress : bool, default False
@@ -269,10 +292,20 @@ def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=False, **se
     pandas.DataFrame
         One row per run.
     """
-    factors = [real_scalar("eta_factors", c, lo=0.0, lo_open=True) for c in eta_factors]
+    factors = [real_scalar("eta_factors", c, lo=0.0, lo_open=True) for c in _sequence("eta_factors", eta_factors)]
+    seeds = [integer_at_least("seeds", seed, 0) for seed in _sequence("seeds", seeds)]
+    boolean("progress", progress)
     grid = {"eta_factor": factors, **{k: [v] for k, v in settings.items()}}
-    return experiments.sweep(sharpness_run, grid, seeds=list(seeds), store=store, progress=progress,
-                             on_error="raise")
+    return experiments.sweep(sharpness_run, grid, seeds=seeds, store=store, progress=progress, on_error="raise")
+
+
+def _sequence(name, values):
+    """``values`` as a non-empty list (of a list, tuple or 1-D array), or ValueError naming ``name``."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        values = values.tolist()
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ValueError(f"{name} must be a non-empty list or tuple, got {values!r:.60}")
+    return list(values)
 
 
 def curves(runs):
@@ -288,9 +321,13 @@ def curves(runs):
     -------
     pandas.DataFrame
     """
+    needed = {"eta_factor", "seed", "eta", "two_over_eta"}
+    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
+        raise ValueError(f"runs must be the DataFrame of sharpness_sweep (columns {sorted(needed)}, loss_<t>, …), got "
+                         f"{type(runs).__name__}")
+    steps = sorted(int(c[5:]) for c in runs.columns if c.startswith("loss_"))
     long = []
     for _, r in runs.iterrows():
-        steps = sorted(int(c[5:]) for c in runs.columns if c.startswith("loss_"))
         for t in steps:
             long.append({"eta_factor": r["eta_factor"], "seed": r["seed"], "step": t, "eta": r["eta"],
                          "two_over_eta": r["two_over_eta"], "train_loss": r[f"loss_{t}"],
