@@ -46,8 +46,8 @@ SIZES = {"tiny": dict(families=(("data", "relu", "gaussian", 1.0), ("one_sample"
          "quick": dict(families=QUICK_FAMILIES, depths=(2, 4, 6), widths={"data": 192, "one_sample": 96},
                        n_data=32, n_seeds=3, steps=40, n_grid=7, bisections=3),
          "full": dict(families=FULL_FAMILIES, depths=(2, 3, 4, 6, 8, 12, 16, 24, 32),
-                      widths={"data": 512, "one_sample": 256}, n_data=32, n_seeds=5, steps=100, n_grid=9,
-                      bisections=5)}
+                      widths={"data": 256, "one_sample": 128}, n_data=32, n_seeds=3, steps=60, n_grid=9,
+                      bisections=4)}
 COLOURS = {"C": "tab:green", "S": "tab:blue", "T": "0.6", "D": "tab:red"}
 NAMES = {"C": "converged", "S": "spiked then converged", "T": "stalled", "D": "diverged"}
 
@@ -90,10 +90,11 @@ def _by_depth(runs):
 
 def compute(size="quick", seed=0, backend=None, store="figures"):
     """Tables "runs" (one row per network and seed) and "borders by depth"; the runs are kept in
-    STORE/red_line_runs.csv."""
+    STORE/red_line_runs.csv (STORE/red_line_full_runs.csv for the full size)."""
     s = figures.settings(SIZES, size)
     runs = experiments.sweep(red_line.red_line_run, _grid(s), seeds=figures.seeds(seed, s["n_seeds"]),
-                             store=figures.output_dir(store) / "red_line_runs.csv", progress=False,
+                             store=figures.output_dir(store) / f"red_line{'_full' * (size == 'full')}_runs.csv",
+                             progress=False,
                              on_error="raise", n_jobs=-1 if size == "full" else 1)
     runs = runs.drop(columns=["run_key"], errors="ignore")
     runs.insert(0, "family", [_family(r) for r in runs.itertuples()])
