@@ -3,28 +3,34 @@
 η* = 2Nk/λ_max(Θ) that the NTK spectrum at initialisation predicts (Karakida, Akaho & Amari, AISTATS 2019, arXiv
 1806.01316; Hayase & Karakida, AISTATS 2021, arXiv 2006.07814) — from the law, and from each network's own NTK.
 
-Loss ½·mean over samples and outputs of (f − y)² (rmtnet's "mse"; with the mean without ½ every η halves: the source's
-"η > 1/λ_max"). Top row: one panel per network family; dots are the runs of the grid (0.1× to 10× the law's line, all
-seeds; green converged, blue spiked then converged — the catapult of Lewkowycz et al. 2020, arXiv 2003.02218 —, grey
-stalled, red diverged), the red line is the law's η* (Hayase–Karakida's one-sample Fisher law, or the right edge of
-Fan & Wang's NTK law over N inputs), the dashed line the empirical NTK's, the dotted one 2/λ_max of the loss Hessian
-at initialisation (Gauss–Newton part and residual term), black diamonds the measured stability border
-(the smallest η whose loss rises at some step; mean and range over seeds), open triangles the divergence border.
-Bottom row: the borders divided by the law's line, by depth. Settings and protocol: rmtnet.studies.red_line.
+Loss ½·mean over samples and outputs of (f − y)² (rmtnet's "mse"; with the mean without ½, every η halves: 1/λ_max
+instead of 2/λ_max at Nk = 1). Top row: one panel per network family; dots are the runs of the grid (0.1× to 10× the
+law's line, all seeds; green converged, blue spiked then converged — the catapult of Lewkowycz et al. 2020, arXiv
+2003.02218 —, grey stalled, red diverged), the red line is the law's η* (Hayase–Karakida's one-sample Fisher law, or
+the right edge of Fan & Wang's NTK law over N inputs), the dashed line the empirical NTK's, the dotted one 2/λ_max of
+the loss Hessian at initialisation (Gauss–Newton part and residual term), black diamonds the measured stability
+border (the smallest η whose loss rises at some step; mean and range over seeds), open triangles the divergence
+border. Bottom row: the borders divided by the predicted lines, by depth. Settings and protocol:
+rmtnet.studies.red_line.
 
-Measured (quick, 3 seeds): the stability border sits at the line at depth 2 (ratio 0.9–1.2) and, in the data setting
-and for ReLU with one sample, rises above it with depth — the early sharpness reduction of networks whose depth/width
-is not small (Kalra & Barkeshli, NeurIPS 2023, arXiv 2311.02076): the top of the NTK falls in the first steps before
-the unstable mode grows. For tanh with orthogonal weights and one sample (dynamical isometry, Hayase & Karakida's
-case) the border stays at 0.92–0.98 of the line at every depth. The divergence border lies 2–8× above the line: the
-catapult band.
+Measured (quick, 3 seeds; ratio of the stability border to the law's line at depths 2 / 4 / 6, range over seeds):
+data ReLU 1.05–1.27 / 1.54–2.05 / 0.79–0.87 (to the empirical line 1.06–1.23 / 1.62–2.02 / 1.19–1.45: at depth 6
+the law's edge is below the finite network's top eigenvalue); data tanh 1.05–1.27 / 1.15–1.40 / 1.54–2.49; one-sample
+tanh with orthogonal weights (dynamical isometry, Hayase & Karakida's case) 0.95 / 0.95 / 0.95–1.05; one-sample ReLU
+with orthogonal weights 1.05 / 2.05–2.49 / 3.32–4.02. At depth 2 the border is the line within 27 %; with depth it
+moves above the line where the network is not lazy (one input and n outputs at width n, or depth/width not small):
+the top of the NTK falls in the first steps, before the unstable mode has grown (the early sharpness reduction of
+Kalra & Barkeshli, NeurIPS 2023, arXiv 2311.02076). The divergence border lies 1.9–4× above the law's line (the
+catapult band); one-sample ReLU nets did not diverge up to 10×.
 
-Quick (default, ~45 s on one core): data setting (N = 32 Gaussian inputs, width 256, one output; ReLU and tanh,
-normalised, Gaussian weights, σ_w = 1) and one-sample setting (width 96; tanh orthogonal σ_w = 1, ReLU orthogonal
-σ_w = √2), depths 2, 3, 4, 6, 3 seeds, 40 steps per run. ``--full`` (about 50 min on 2 cores): depths 2 … 32 (9 of
-them), width 512 / 256, five families per setting including σ_w away from criticality (tanh σ_w = 1.5), 5 seeds, 100
-steps. Runs are stored as they finish in OUTDIR/red_line_runs.csv (rmtnet.experiments.sweep): an interrupted run
-resumes. Writes figures/red_line.png and figures/red_line.csv.
+Quick (default, about 55 s on one core): data setting (N = 32 Gaussian inputs on the sphere, width 192, one output;
+ReLU and tanh, normalised, Gaussian weights, σ_w = 1) and one-sample setting (width 96; tanh orthogonal σ_w = 1, ReLU
+orthogonal σ_w = √2), depths 2, 4, 6, 3 seeds, 40 steps per run, a 7-point grid, 3 bisections. ``--full``: depths 2 …
+32 (9 of them), width 256 / 128, nine families (with Gaussian and orthogonal weights in both settings and σ_w away
+from criticality, tanh at σ_w = 1.5), 3 seeds, 60 steps, a 9-point grid, 4 bisections, its sweep on every core
+(about 40 minutes on 2 cores). Runs are stored as they finish in OUTDIR/red_line_runs.csv
+(OUTDIR/red_line_full_runs.csv for --full; rmtnet.experiments.sweep): an interrupted run resumes. Writes
+figures/red_line.png and figures/red_line.csv.
 """
 from __future__ import annotations
 
