@@ -36,7 +36,7 @@ import torch
 from rmtnet._validation import integer_at_least, one_of, real_scalar
 from rmtnet.nets import data as datasets
 from rmtnet.nets.models import EMN, MLP, MLPMixer, RPMixer, SWMLP
-from rmtnet.nets.spectral_audit import jacobian_against_law, layer_spectra, ntk_against_law, weight_spectra
+from rmtnet.nets.spectral_audit import jacobian_against_law, ntk_against_law, spectrum_table, weight_spectra
 from rmtnet.nets.training import train
 from rmtnet.spectra.meanfield import normalised_activation
 from rmtnet.spectra.network import mlp
@@ -125,8 +125,9 @@ def _kernels(net, width, x_jac, x_ntk, laws):
 
 
 def _audit(net, stage, model, width, kernel_inputs):
-    table = layer_spectra(net).assign(stage=stage)
-    eigs = {layer.name: layer.eigs.tolist() for layer in weight_spectra(net, mask_draws=0)}
+    layers = weight_spectra(net)                                # every layer's SVD, once
+    table = spectrum_table(layers).assign(stage=stage)
+    eigs = {layer.name: layer.eigs.tolist() for layer in layers}
     kernels = _kernels(net, width, *kernel_inputs) if model == "mlp" else {}
     return table, eigs, kernels
 
