@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import json
 import time
 from pathlib import Path
@@ -81,16 +80,10 @@ def build(model, width, seed, n_nodes=20):
     return cls(TOKENS, IN_CHANNELS, width, DEPTH, 10, seed=seed, **extra)
 
 
-@functools.lru_cache(maxsize=4)
-def _mnist5k(seed):
-    """MNIST-5k, loaded once per process and seed (reading its CSV takes seconds)."""
-    return datasets.mnist5k(seed=seed)
-
-
 def image_data(model, seed=0, n_train=None):
     """MNIST-5k for ``model``: flattened, centred by the training mean image, each image scaled to ‖x‖² = 784
     (the MLP), or as 7 × 7 patches (the Mixers); the first ``n_train`` training images only, if given."""
-    data = _mnist5k(seed)
+    data = datasets.mnist5k(seed=seed)                        # read once per process, split afresh
     if n_train is not None:
         n = integer_at_least("n_train", n_train)
         data = dataclasses.replace(data, x_train=data.x_train[:n], y_train=data.y_train[:n])
