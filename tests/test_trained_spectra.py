@@ -203,3 +203,15 @@ def test_a_spike_on_a_masked_layer_is_read_against_its_own_law():
     table = sa.layer_spectra(SWMLP(8, 49, 8, 1, 10, storage="dense", seed=0))
     masked = table.kind == "masked"
     assert table.theta_c[masked].isna().all() and table.theta_c[~masked].notna().all()
+
+
+def test_the_study_takes_each_layers_svd_once(monkeypatch):
+    """studies.trained_spectra audits a model with one SVD per weight layer (the table and the kept eigenvalues from
+    the same weight_spectra; it took two before): RP-Mixer C = 4 of depth 2, 10 layers, 10 calls (20 before)."""
+    from rmtnet.studies import trained_spectra as ts
+    calls = []
+    original = sa._squared_sv
+    monkeypatch.setattr(sa, "_squared_sv", lambda w: calls.append(1) or original(w))
+    net = ts.build("rp", 4, seed=0)
+    table, eigs, _ = ts._audit(net, "init", "rp", 4, None)
+    assert len(table) == len(eigs) == len(calls) == 10
