@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from rmtnet import cli, experiments, figures
-from rmtnet.nets.spectral_audit import layer_law
+from rmtnet.spectra.diagnostics import layer_law
 from rmtnet.studies import trained_spectra as ts
 
 NAMES = {"mlp": "MLP", "mixer": "MLP-Mixer", "rp": "RP-Mixer", "swmlp": "SW-MLP", "emn": "EMN"}

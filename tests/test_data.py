@@ -60,6 +60,11 @@ def test_mnist5k_stratified():
     assert np.array_equal(class_counts(data.y_test, 10), np.full(10, 100))
     x = data.x_train.double()
     assert abs(x.mean().item()) < 1e-6 and abs(x.std(unbiased=False).item() - 1) < 1e-6
+    # the digits are read once per process; each call returns new tensors: changing one leaves the next call alone
+    before = data.x_train.clone()
+    data.x_train.add_(1.0)
+    again = D.mnist5k(test_fraction=0.2, seed=3)
+    assert torch.equal(again.x_train, before) and torch.equal(again.y_test, data.y_test)
 
 
 def test_mnist1d_generated_locally_and_restandardised():

@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -1204,14 +1205,126 @@ AUDIT = [
      lambda: st.one_of(st.sampled_from([NMODEL, PMODEL, torch.nn.Linear(3, 1)]), scalars())),
     ("fan_wang_ntk.output", "output", lambda v: sa.fan_wang_ntk(NMODEL, PX, output=v),
      lambda v: int_at_least(0)(v) if int_at_least(0)(v) is not True else v < 1, lambda: small_ints(-2, 3)),
+    ("ntk_against_law.x", "x", lambda v: sa.ntk_against_law(NMODEL, NNET, v),
+     lambda v: _rows_ok(v) if _rows_ok(v) is False else None, tensors),    # a constant x: a named all-zero refusal
+    ("ntk_against_law.output", "output", lambda v: sa.ntk_against_law(NMODEL, NNET, PX, output=v),
+     lambda v: int_at_least(0)(v) if int_at_least(0)(v) is not True else v < 1, lambda: small_ints(-2, 3)),
+    ("weight_spectra.model", "model", sa.weight_spectra, lambda v: isinstance(v, torch.nn.Module),  # no layers: []
+     lambda: st.one_of(st.sampled_from([AMODEL, torch.nn.ReLU()]), scalars())),
+    ("weight_spectra.sigma_w", "sigma_w", lambda v: sa.weight_spectra(AMODEL, sigma_w=v),
+     lambda v: real_in(0, lo_open=True)(v) if not isinstance(v, dict) else None,
+     lambda: st.one_of(scalars(), st.sampled_from([{"layers.0": 2.0}, {"layers.0": -1.0}, {"layers.1": "x"}]))),
+    ("weight_spectra.scale", "scale", lambda v: sa.weight_spectra(AMODEL, scale=v), one_of("init", "fit"),
+     lambda: st.one_of(st.sampled_from(["init", "fit", "mean"]), scalars())),
+    ("weight_spectra.channels", "channels", lambda v: sa.weight_spectra(AMODEL, channels=v),
+     lambda v: True if v is None else int_at_least(1)(v), lambda: small_ints(-2, 6)),
+    ("weight_spectra.mask_draws", "mask_draws", lambda v: sa.weight_spectra(AMODEL, mask_draws=v),
+     lambda v: False if isinstance(v, numbers.Integral) and not isinstance(v, bool) and v == 1 else int_at_least(0)(v),
+     lambda: small_ints(-2, 6)),
+    ("weight_spectra.confidence", "confidence", lambda v: sa.weight_spectra(AMODEL, confidence=v),
+     real_in(0, 1, lo_open=True, hi_open=True), bounded),
+    ("spectrum_table.layers", "layers", sa.spectrum_table,
+     lambda v: isinstance(v, list) and all(isinstance(x, sa.LayerSpectrum) for x in v),
+     lambda: st.one_of(st.sampled_from([sa.weight_spectra(AMODEL), [], [1, 2], "layers", (AMODEL,)]), scalars())),
+    ("tracy_widom_margin.n_min", "n_min", lambda v: sa.tracy_widom_margin(v, 40),
+     lambda v: int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 40, lambda: small_ints(-2, 60)),
+    ("tracy_widom_margin.scale", "scale", lambda v: sa.tracy_widom_margin(10, 40, v), real_in(0, lo_open=True),
+     scalars),
+    ("spike_strength_in.eig", "eig", lambda v: sa.spike_strength_in(v, X_PL, 0.5),
+     lambda v: finite_real_array(v) and bool(np.size(v)) and bool(np.all(np.asarray(v, dtype=float) > X_PL[-1])) or
+     (None if finite_real_array(v) is not False and np.size(v) == 0 else False),
+     lambda: st.one_of(scalars(), arrays(), st.sampled_from([30.0, [25.0, 40.0], 5.0]))),
+    ("spike_strength_in.bulk", "bulk", lambda v: sa.spike_strength_in(1e3, v, 0.5),
+     lambda v: (finite_real_array(v) and np.size(v) > 0 and bool(np.all(np.asarray(v, dtype=float) >= 0))
+                and bool(np.max(np.asarray(v, dtype=float)) < 1e3)) or False, arrays),
+    ("mp_bulk_scale.eigs", "eigs", lambda v: sa.mp_bulk_scale(v, 0.5),
+     lambda v: (finite_real_array(v) and np.size(v) > 0 and bool(np.all(np.asarray(v, dtype=float) >= 0))
+                and bool(np.any(np.asarray(v, dtype=float) > 0))) or False, arrays),
+    ("mp_bulk_scale.ratio", "ratio", lambda v: sa.mp_bulk_scale(X_PL, v), real_in(0, 1, lo_open=True), scalars),
 ]
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", AUDIT, ids=[c[0] for c in AUDIT])
 def test_spectral_audit(name, arg, call, valid, values):
     """The per-layer audit table, the power-law fit, the spiked-model threshold and strength, the DKW band, and
-    the Jacobian and NTK against their laws (23 × 10 cases): a finite result or a named refusal."""
+    the Jacobian and NTK against their laws, the per-layer spectra and table, the Tracy–Widom margin, the
+    D-transform spike strength and the MP bulk scale (38 × 10 cases): a finite result or a named refusal."""
     check_generated("spectral_audit", 10, name, arg, call, valid, values())
+
+
+# --- the trained-spectra study ----------------------------------------------------------------------------------------
+from rmtnet.studies import trained_spectra as ts  # noqa: E402
+
+_TS_RUNS = {}
+TS_DIR = tempfile.mkdtemp(prefix="rmtnet-fuzz-ts-")
+
+
+def ts_runs():
+    """One tiny MLP-Mixer run (C = 2, 8 training images, 1 epoch) as a sweep's table, made once."""
+    if not _TS_RUNS:
+        _TS_RUNS["runs"] = pd.DataFrame([dict(model="mixer", seed=0, **_ts_run())])
+    return _TS_RUNS["runs"]
+
+
+def _ts_run(**kw):
+    args = dict(model="mixer", width=2, epochs=1, lr=0.05, seed=0, n_train=8)
+    args.update(kw)
+    return ts.spectra_run(**args)
+
+
+def _runs_values():
+    r = ts_runs()
+    return st.one_of(st.sampled_from([r, r.iloc[:0], r.drop(columns=["layers", "kernels", "eigs"]), r.to_dict(),
+                                      "runs"]), scalars())
+
+
+TRAINED = [
+    ("description.width", "width", ts.description, int_at_least(1), lambda: small_ints(-2, 40)),
+    ("build.model", "model", lambda v: ts.build(v, 2, 0, n_nodes=3), one_of(*ts.MODELS),
+     lambda: st.one_of(st.sampled_from(list(ts.MODELS) + ["foo", "MLP"]), scalars())),
+    ("build.width", "width", lambda v: ts.build("rp", v, 0), int_at_least(1), lambda: small_ints(-2, 8)),
+    ("build.seed", "seed", lambda v: ts.build("mlp", 2, v), int_at_least(0), lambda: small_ints(-2, 8)),
+    ("build.n_nodes", "n_nodes", lambda v: ts.build("emn", 2, 0, n_nodes=v), int_at_least(2),
+     lambda: small_ints(-2, 6)),
+    ("image_data.model", "model", lambda v: ts.image_data(v, n_train=8), one_of(*ts.IMAGE_MODELS),
+     lambda: st.one_of(st.sampled_from(list(ts.MODELS) + ["foo"]), scalars())),
+    ("image_data.seed", "seed", lambda v: ts.image_data("mlp", v, n_train=8), int_at_least(0),
+     lambda: small_ints(-2, 4)),
+    ("image_data.n_train", "n_train", lambda v: ts.image_data("rp", n_train=v),
+     lambda v: True if v is None else (int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 4000),
+     lambda: st.one_of(small_ints(-2, 8), st.sampled_from([None, 4000, 4001]))),
+    ("spectra_run.model", "model", lambda v: _ts_run(model=v), one_of(*ts.MODELS),    # (EMN's test_error is NaN)
+     lambda: st.one_of(st.sampled_from(["mixer", "rp", "foo", "Mixer"]), scalars())),
+    ("spectra_run.epochs", "epochs", lambda v: _ts_run(epochs=v), int_at_least(1), lambda: small_ints(-2, 1)),
+    ("spectra_run.lr", "lr", lambda v: _ts_run(lr=v), real_in(0, lo_open=True), bounded),
+    ("spectra_run.seed", "seed", lambda v: _ts_run(seed=v), int_at_least(0), lambda: small_ints(-2, 2)),
+    ("spectra_run.n_kernel", "n_kernel", lambda v: _ts_run(n_kernel=v), int_at_least(2), lambda: small_ints(-2, 4)),
+    ("spectra_run.n_train", "n_train", lambda v: _ts_run(n_train=v),
+     lambda v: int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 4000,
+     lambda: st.one_of(small_ints(-2, 8), st.sampled_from([4001]))),
+    ("spectra_run.jacobian", "jacobian", lambda v: _ts_run(jacobian=v), lambda v: isinstance(v, (bool, np.bool_)),
+     lambda: st.one_of(st.booleans(), scalars())),
+    ("spectra_run.weights_dir", "weights_dir", lambda v: _ts_run(weights_dir=v),
+     lambda v: v is None or isinstance(v, (str, Path)),
+     lambda: st.one_of(st.sampled_from([None, TS_DIR, Path(TS_DIR)]), scalars().filter(lambda v: not isinstance(v, str)))),
+    ("layer_table.runs", "runs", ts.layer_table, lambda v: v is ts_runs(), _runs_values),
+    ("kernel_table.runs", "runs", ts.kernel_table, lambda v: v is ts_runs(), _runs_values),
+    ("eigenvalues.runs", "runs", lambda v: ts.eigenvalues(v, "mixer", 0, "stem"), lambda v: v is ts_runs(),
+     _runs_values),
+    ("eigenvalues.model", "model", lambda v: ts.eigenvalues(ts_runs(), v, 0, "stem"), lambda v: v == "mixer",
+     lambda: st.one_of(st.sampled_from(["mixer", "mlp", "foo"]), scalars())),
+    ("eigenvalues.seed", "seed", lambda v: ts.eigenvalues(ts_runs(), "mixer", v, "stem"),
+     lambda v: int_at_least(0)(v) if int_at_least(0)(v) is not True else v == 0, lambda: small_ints(-2, 3)),
+    ("eigenvalues.layer", "layer", lambda v: ts.eigenvalues(ts_runs(), "mixer", 0, v), lambda v: v == "stem",
+     lambda: st.one_of(st.sampled_from(["stem", "nope", "blocks"]), scalars())),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", TRAINED, ids=[c[0] for c in TRAINED])
+def test_trained_spectra_study(name, arg, call, valid, values):
+    """The trained-spectra study's public functions (22 × 6 cases; a valid run is a 1-epoch C = 2 Mixer on 8
+    images): a finite result or a named refusal (ValueError naming the argument and what it may be)."""
+    check_generated("trained_spectra", 6, name, arg, call, valid, values())
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", PROBES, ids=[c[0] for c in PROBES])

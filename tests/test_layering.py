@@ -36,7 +36,7 @@ LAYERS = {
                        "rmtnet.spectra.jacobian", "rmtnet.spectra.fisher", "rmtnet.spectra.ntk",
                        "rmtnet.spectra.kernels", "rmtnet.spectra.predict", "rmtnet.spectra.mixer",
                        "rmtnet.spectra.stability"),
-    "sampling": ("rmtnet.spectra", "rmtnet.spectra.sampling"),
+    "sampling": ("rmtnet.spectra", "rmtnet.spectra.sampling", "rmtnet.spectra.diagnostics"),
     "tools": ("rmtnet.plot", "rmtnet.experiments", "rmtnet.cli", "rmtnet.figures"),
     "nets": ("rmtnet.nets", "rmtnet.nets.spectral_audit"),
     "studies": ("rmtnet.studies", "rmtnet.studies.trained_spectra"),

@@ -54,7 +54,12 @@ Conventions.
     120–135; the BBP transition of Baik, Ben Arous & Péché, Ann. Probab. 33, 2005): for W = X + θuvᵀ (X of the law's
     scale s), the top squared singular value separates from λ₊ iff θ > θ_c = √s·λ^{1/4}, and then tends to
     s(1 + t²)(λ + t²)/t², t = θ/√s. ``spikes`` counts the outliers that clear the TW₁ margin, i.e. whose θ̂ is above
-    θ_c by more than the edge's fluctuation.
+    θ_c by more than the edge's fluctuation. (These statistics live in :mod:`rmtnet.spectra.diagnostics`.)
+  * A masked layer's spikes are read against its own mask-weighted law, not MP: θ̂ solves D(√e) = θ^{−2} for the
+    D-transform of the law's pooled draws (:func:`rmtnet.spectra.diagnostics.spike_strength_in`; Benaych-Georges &
+    Nadakuditi 2012, Theorem 2.8, for spike directions generic with respect to the mask). A sample law has no sharp
+    BBP threshold (its D-transform diverges at its top draw), so such a layer's ``theta_c`` is NaN (not available);
+    its spikes are those past its Monte Carlo margin.
   * The tail exponent is the continuous power-law MLE α̂ = 1 + n_tail/Σ log(x_i/x_min) over the eigenvalues x ≥
     x_min (density ∝ x^{−α}), x_min the eigenvalue minimising the KS distance between the tail and the fitted law,
     with at least ``min_tail`` points in the tail (Clauset, Shalizi & Newman, SIAM Review 51, 2009, 661–703; the fit
@@ -80,15 +85,15 @@ from rmtnet import plot
 from rmtnet._validation import boolean, finite_array, integer_at_least, one_of, real_scalar
 from rmtnet.nets._modules import check_model
 from rmtnet.spectra import MarchenkoPastur
+from rmtnet.spectra.diagnostics import (TW1_99, dkw_bound, layer_law, mp_bulk_scale, power_law_fit, spike_strength,
+                                        spike_strength_in, spike_threshold, tracy_widom_margin)
 from rmtnet.spectra.measures import Empirical, Measure, gaussian_pushforward
 from rmtnet.spectra.mixer import mp_regime
 
-__all__ = ["LayerSpectrum", "layer_law", "weight_spectra", "layer_spectra", "power_law_fit", "spike_threshold",
-           "spike_strength", "dkw_bound", "jacobian_against_law", "fan_wang_ntk", "ntk_against_law", "TW1_99",
+__all__ = ["LayerSpectrum", "layer_law", "weight_spectra", "layer_spectra", "spectrum_table", "power_law_fit",
+           "spike_threshold", "spike_strength", "dkw_bound", "jacobian_against_law", "fan_wang_ntk", "ntk_against_law", "TW1_99",
            "COLUMNS", "MASK_SEED"]
 
-#: The 99 % quantile of the Tracy–Widom law TW₁ (Johnstone 2001, Table 1).
-TW1_99 = 2.0234
 #: The columns of :func:`layer_spectra`, in order.
 COLUMNS = ("layer", "kind", "shape", "repeat", "law", "sigma_w", "scale", "ratio", "n_eigs", "mp_regime", "ks",
            "ks_noise", "edge", "lambda_max", "outliers", "outlier_positions", "spikes", "spike_thetas",
@@ -125,38 +130,6 @@ class LayerSpectrum:
     n_max: int
     edge: float
     spike_margin: float
-
-
-def layer_law(n_out, n_in, sigma_w=1.0):
-    """The Marchenko–Pastur law MP(λ, s) of the min(n_out, n_in) squared singular values of an n_out × n_in matrix
-    with iid entries of variance σ_w²/n_in: λ = min/max of the sides, s = σ_w²·max(n_out, n_in)/n_in.
-
-    Parameters
-    ----------
-    n_out, n_in : int
-        The shape.
-    sigma_w : float, default 1.0
-        σ_w > 0.
-
-    Returns
-    -------
-    MarchenkoPastur
-
-    Examples
-    --------
-    A 50 × 200 layer has λ = ¼, s = σ_w², right edge σ_w²(1 + ½)²; its transpose (200 × 50) the same λ and
-    s = 4σ_w² (its 50 squared singular values are those of a 50 × 200 matrix of entry variance 4σ_w²/200):
-
-    >>> print(layer_law(50, 200), layer_law(200, 50, sigma_w=0.5).edges[1])
-    MarchenkoPastur(ratio=0.25, scale=1) 2.25
-    """
-    n_out, n_in = integer_at_least("n_out", n_out), integer_at_least("n_in", n_in)
-    sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
-    lo, hi = min(n_out, n_in), max(n_out, n_in)
-    scale = sigma_w * sigma_w * hi / n_in
-    if not (scale >= 1e-300 and math.isfinite(4 * scale)):
-        raise ValueError(f"sigma_w = {sigma_w!r} gives a law of scale {scale!r}, outside float64; give a σ_w nearer 1")
-    return MarchenkoPastur(lo / hi, scale=scale)
 
 
 def _squared_sv(w):
@@ -260,17 +233,15 @@ def _layer(name, kind, weight, repeat, s, density, law, scale, mask_draws, confi
                              edge, edge)
     mp = layer_law(*shape, s)
     if scale == "fit":
-        mp = MarchenkoPastur(mp.ratio, scale=_fitted_scale(eigs, mp.ratio))
+        mp = MarchenkoPastur(mp.ratio, scale=mp_bulk_scale(eigs, mp.ratio))
     if kind == "masked" and mask_draws:
         draws = _mask_draws(weight, s, density, mp.scale / layer_law(*shape, s).scale, mask_draws)
         tops = draws[:, -1]
         return LayerSpectrum(name, kind, shape, repeat, eigs, Empirical(draws), f"mask MC({mask_draws})", s,
                              mp.scale, mp.ratio, density, lo, hi, float(tops.max()),
                              float(max(tops.max(), tops.mean() + 3 * tops.std(ddof=1))))
-    layer = LayerSpectrum(name, kind, shape, repeat, eigs, mp, f"MP({mp.ratio:.3g})", s, mp.scale, mp.ratio,
-                          density, lo, hi, mp.edges[1], 0.0)
-    layer.spike_margin = _spike_margin(layer)
-    return layer
+    return LayerSpectrum(name, kind, shape, repeat, eigs, mp, f"MP({mp.ratio:.3g})", s, mp.scale, mp.ratio,
+                         density, lo, hi, mp.edges[1], tracy_widom_margin(lo, hi, mp.scale))
 
 
 def _mask_draws(weight, sigma_w, density, rescale, draws):
@@ -283,202 +254,26 @@ def _mask_draws(weight, sigma_w, density, rescale, draws):
     return np.sort(torch.linalg.svdvals(G * mask).square().numpy(), axis=1)
 
 
-def _fitted_scale(eigs, ratio, iterations=200):
-    """The fixed point of s = mean{x ≤ s(1 + √λ)²} (the mean of MP(λ, s) is s), from the mean of all."""
-    s, edge = float(np.mean(eigs)), (1 + math.sqrt(ratio)) ** 2
-    for _ in range(iterations):
-        kept = eigs[eigs <= s * edge]
-        new = float(np.mean(kept)) if kept.size else s
-        if new == s:
-            break
-        s = new
-    if not s > 0:
-        raise ValueError("the layer's eigenvalues are all zero: no scale can be fitted")
-    return s
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # Heavy tails, outliers and spikes
 
-def power_law_fit(x, min_tail=10, x_min=None):
-    """The continuous power-law fit of Clauset, Shalizi & Newman (SIAM Review 51, 2009, 661–703): for each
-    candidate x_min (each distinct value with at least ``min_tail`` values ≥ it) the MLE α̂ = 1 + n_tail/Σ
-    log(x_i/x_min) over the tail x_i ≥ x_min (density ∝ x^{−α}), and the x_min whose tail is closest to its
-    fitted law 1 − (x/x_min)^{1−α̂} in KS distance.
-
-    Parameters
-    ----------
-    x : array_like
-        Positive, finite values (at least ``min_tail``).
-    min_tail : int, default 10
-        The fewest values a tail may hold (≥ 2).
-    x_min : float, optional
-        Fix x_min instead of choosing it.
-
-    Returns
-    -------
-    dict
-        ``alpha``, ``alpha_se`` = (α̂ − 1)/√n_tail, ``x_min``, ``n_tail``, ``ks`` (of the chosen tail).
-
-    Examples
-    --------
-    The quantiles of a Pareto law with α = 3 (x_min = 1), (1 − u)^{−1/2}, recover α:
-
-    >>> u = (np.arange(4000) + 0.5) / 4000
-    >>> fit = power_law_fit((1 - u) ** -0.5)
-    >>> print(f"{fit['alpha']:.2f}", fit["x_min"] < 1.1)
-    3.00 True
-    """
-    xs = np.sort(finite_array("x", x).ravel())
-    min_tail = integer_at_least("min_tail", min_tail, 2)
-    if xs.size < min_tail:
-        raise ValueError(f"x must hold at least min_tail = {min_tail} values, got {xs.size}")
-    if not xs[0] > 0:
-        raise ValueError(f"x must be positive (a power law lives on (0, ∞)), got min {xs[0]!r}")
-    logs = np.log(xs)
-    suffix = np.cumsum(logs[::-1])[::-1]                         # Σ_{j ≥ i} log x_j
-    if x_min is not None:
-        x_min = real_scalar("x_min", x_min, lo=0.0, lo_open=True)
-        start = int(np.searchsorted(xs, x_min, side="left"))
-        if xs.size - start < 2:
-            raise ValueError(f"x_min = {x_min!r} leaves fewer than 2 values in the tail")
-        return _tail_fit(xs, logs, suffix, start, x_min)
-    best = None
-    starts = np.flatnonzero(np.r_[True, xs[1:] > xs[:-1]])
-    for i in starts[starts <= xs.size - min_tail]:
-        fit = _tail_fit(xs, logs, suffix, int(i), float(xs[i]))
-        if np.isfinite(fit["alpha"]) and (best is None or fit["ks"] < best["ks"]):
-            best = fit
-    if best is None:
-        raise ValueError("x has no tail of min_tail values that are not all equal")
-    return best
-
-
-def _tail_fit(xs, logs, suffix, i, x_min):
-    n_t = xs.size - i
-    spread = suffix[i] - n_t * math.log(x_min)
-    if not spread > 0:
-        return dict(alpha=np.nan, alpha_se=np.nan, x_min=x_min, n_tail=n_t, ks=np.inf)
-    alpha = 1.0 + n_t / spread
-    F = 1.0 - (xs[i:] / x_min) ** (1.0 - alpha)
-    k = np.arange(n_t)
-    ks = float(max(np.max(np.abs((k + 1) / n_t - F)), np.max(np.abs(k / n_t - F))))
-    return dict(alpha=alpha, alpha_se=(alpha - 1.0) / math.sqrt(n_t), x_min=x_min, n_tail=n_t, ks=ks)
-
-
-def _ratio_scale(ratio, scale):
-    return (real_scalar("ratio", ratio, lo=0.0, hi=1.0, lo_open=True),
-            real_scalar("scale", scale, lo=0.0, lo_open=True))
-
-
-def spike_threshold(ratio, scale=1.0):
-    """θ_c = √s·λ^{1/4}: a rank-one θuvᵀ added to a matrix whose squared singular values follow MP(λ, s) (λ ≤ 1) moves
-    the top singular value out of the bulk iff θ > θ_c (Benaych-Georges & Nadakuditi, J. Multivariate Anal. 111,
-    2012; the BBP transition of Baik, Ben Arous & Péché, Ann. Probab. 33, 2005).
-
-    Parameters
-    ----------
-    ratio : float
-        λ ∈ (0, 1].
-    scale : float, default 1.0
-        s > 0.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> print(f"{spike_threshold(1.0):.6f} {spike_threshold(1 / 16, scale=4.0):.6f}")   # 1 and 2·½
-    1.000000 1.000000
-    """
-    lam, s = _ratio_scale(ratio, scale)
-    return math.sqrt(s) * lam ** 0.25
-
-
-def spike_strength(eig, ratio, scale=1.0):
-    """θ̂, the spike whose squared singular value sits at ``eig``: the inverse of e = s(1 + t²)(λ + t²)/t², t = θ/√s
-    (Benaych-Georges & Nadakuditi 2012), the larger root of u² + (1 + λ − e/s)u + λ = 0 in u = t².
-
-    Parameters
-    ----------
-    eig : float or array_like
-        Squared singular values at or above the right edge s(1 + √λ)².
-    ratio : float
-        λ ∈ (0, 1].
-    scale : float, default 1.0
-        s > 0.
-
-    Returns
-    -------
-    numpy.ndarray
-        θ̂ (≥ θ_c, equal to it at the edge), the shape of ``eig``.
-
-    Examples
-    --------
-    λ = 1, s = 1: a spike θ = 2 puts its squared singular value at (1 + 4)²/4 = 6.25, and the inverse gives 2 back:
-
-    >>> print(spike_strength(6.25, 1.0))
-    2.0
-    """
-    lam, s = _ratio_scale(ratio, scale)
-    y = finite_array("eig", eig) / s
-    if np.any(y < (1 + math.sqrt(lam)) ** 2 * (1 - 1e-12)):
-        raise ValueError(f"eig must be at or above the right edge s(1 + √λ)² = {s * (1 + math.sqrt(lam)) ** 2!r}")
-    b = y - 1 - lam                                          # ≥ 2√λ > 0 at and above the edge
-    u = b * (1 + np.sqrt(np.maximum(1 - 4 * lam / b / b, 0.0))) / 2
-    return np.sqrt(s) * np.sqrt(u)
-
-
-def _spike_margin(layer):
-    """Johnstone's centring + TW₁ 99 % × scaling of the largest eigenvalue, in the law's units."""
-    n, m = layer.n_min, max(layer.n_max - 1, 1)
-    root = math.sqrt(m) + math.sqrt(n)
-    return layer.scale * (root ** 2 + TW1_99 * root * (1 / math.sqrt(m) + 1 / math.sqrt(n)) ** (1 / 3)) / layer.n_max
-
-
 def _outliers(layer):
+    """Outliers past the edge, spikes past the margin, their θ̂ against the layer's own law, and θ_c (module notes)."""
     above = layer.eigs[layer.eigs > layer.edge][::-1]
     spikes = above[above > layer.spike_margin]
-    mp_edge = layer.scale * (1 + math.sqrt(layer.ratio)) ** 2
-    thetas = (spike_strength(np.maximum(spikes, mp_edge), layer.ratio, layer.scale) if spikes.size
-              else np.empty(0))
+    out = dict(edge=layer.edge, outliers=int(above.size), outlier_positions=tuple(float(v) for v in above),
+               spikes=int(spikes.size))
     if layer.law_name == "σ²χ²₁":                     # 1 × 1 blocks: the "spike" is one large weight |w|
-        return dict(edge=layer.edge, outliers=int(above.size), outlier_positions=tuple(float(v) for v in above),
-                    spikes=int(spikes.size), spike_thetas=tuple(float(np.sqrt(v)) for v in spikes),
-                    theta_c=math.sqrt(layer.edge))
-    theta_c = spike_threshold(layer.ratio, layer.scale)
-    return dict(edge=layer.edge, outliers=int(above.size), outlier_positions=tuple(float(v) for v in above),
-                spikes=int(spikes.size), spike_thetas=tuple(float(t) for t in thetas), theta_c=theta_c)
+        return dict(out, spike_thetas=tuple(float(np.sqrt(v)) for v in spikes), theta_c=math.sqrt(layer.edge))
+    if isinstance(layer.law, Empirical):              # a masked layer's Monte Carlo law: its own D-transform
+        thetas = spike_strength_in(spikes, layer.law.samples, layer.ratio) if spikes.size else np.empty(0)
+        return dict(out, spike_thetas=tuple(float(t) for t in thetas), theta_c=math.nan)
+    thetas = spike_strength(spikes, layer.ratio, layer.scale) if spikes.size else np.empty(0)
+    return dict(out, spike_thetas=tuple(float(t) for t in thetas), theta_c=spike_threshold(layer.ratio, layer.scale))
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # The table
-
-def dkw_bound(n, confidence=0.99):
-    """√(log(2/α)/(2n)), α = 1 − confidence: n iid draws from a law are farther than this from it in KS distance
-    with probability ≤ α (Dvoretzky–Kiefer–Wolfowitz with Massart's constant, Ann. Probab. 18, 1990).
-
-    Parameters
-    ----------
-    n : int
-        The number of draws.
-    confidence : float, default 0.99
-        1 − α ∈ (0, 1).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> print(f"{dkw_bound(100, 0.99):.5f}")                 # √(log 200/200)
-    0.16276
-    """
-    n = integer_at_least("n", n)
-    alpha = 1.0 - real_scalar("confidence", confidence, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    return math.sqrt(math.log(2.0 / alpha) / (2.0 * n))
-
 
 def _ks(law, eigs):
     """KS to the law; MP(λ, s) as MP(λ, 1) against eigs/s (KS is scale-free; the cdf stays resolved at any s)."""
@@ -532,7 +327,8 @@ def layer_spectra(model, sigma_w=1.0, scale="init", min_tail=10, confidence=0.99
         Columns :data:`COLUMNS`: ``layer``, ``kind``, ``shape``, ``repeat``, ``law``, ``sigma_w``, ``scale`` (s),
         ``ratio`` (λ), ``n_eigs``, ``mp_regime`` (p·n_in/log n_in; p = 1 unmasked), ``ks``,
         ``ks_noise``, ``edge`` (λ₊), ``lambda_max``, ``outliers`` (count above λ₊), ``outlier_positions``
-        (descending), ``spikes`` (count past the TW₁ 99 % margin), ``spike_thetas`` (θ̂ of each), ``theta_c``,
+        (descending), ``spikes`` (count past the TW₁ 99 % margin), ``spike_thetas`` (θ̂ of each), ``theta_c`` (NaN for a
+        masked layer's Monte Carlo law: not available),
         ``alpha``, ``alpha_se``, ``x_min``, ``n_tail``, ``power_law_ks``.
 
     Examples
@@ -549,7 +345,38 @@ def layer_spectra(model, sigma_w=1.0, scale="init", min_tail=10, confidence=0.99
     >>> print(row.outliers, row.spikes, f"{row.theta_c:.3f}", abs(row.spike_thetas[0] - 3) < 0.3)
     1 1 1.189 True
     """
-    layers = weight_spectra(model, sigma_w, scale, tokens, channels, mask_draws, confidence)
+    min_tail = integer_at_least("min_tail", min_tail, 2)
+    return spectrum_table(weight_spectra(model, sigma_w, scale, tokens, channels, mask_draws, confidence), min_tail,
+                          confidence)
+
+
+def spectrum_table(layers, min_tail=10, confidence=0.99):
+    """The table of :func:`layer_spectra` from layers already read by :func:`weight_spectra` (each layer's SVD taken
+    once, e.g. to keep the eigenvalues as well as the table).
+
+    Parameters
+    ----------
+    layers : list of LayerSpectrum
+        From :func:`weight_spectra` (give it the same ``confidence``: it sets the edge of a σ²χ²₁ law).
+    min_tail : int, default 10
+        The fewest eigenvalues in a power-law tail (≥ 2).
+    confidence : float, default 0.99
+        The confidence of ``ks_noise`` (the DKW band).
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`layer_spectra`.
+
+    Examples
+    --------
+    >>> from rmtnet.nets.models import MLP
+    >>> layers = weight_spectra(MLP([20, 10, 3], seed=0))
+    >>> spectrum_table(layers).equals(layer_spectra(MLP([20, 10, 3], seed=0)))
+    True
+    """
+    if not isinstance(layers, (list, tuple)) or not all(isinstance(layer, LayerSpectrum) for layer in layers):
+        raise ValueError(f"layers must be a list of LayerSpectrum (from weight_spectra), got {type(layers).__name__}")
     min_tail = integer_at_least("min_tail", min_tail, 2)
     dkw_bound(1, confidence)
     return pd.DataFrame([_row(layer, min_tail, confidence) for layer in layers], columns=list(COLUMNS))

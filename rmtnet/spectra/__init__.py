@@ -6,7 +6,8 @@ Conventions (M as in Pennington, Schoenholz & Ganguli, AISTATS 2018): G(z) = ∫
 Layers, lowest first (each imports only those below it): the free-probability core (measures, laws, ⊠/⊞, transforms,
 series, symbolic), the network theory (the description :mod:`.network`, mean field, Jacobian, Fisher, NTK, kernels,
 Mixer), and the sampling wing :mod:`.sampling` (random matrices, network Monte Carlo, structured operators, Lanczos),
-which nothing in the theory imports.
+which nothing in the theory imports; beside it :mod:`.diagnostics` reads an empirical spectrum against a law (the KS
+band, the Tracy–Widom margin and BBP spikes past the edge, a power-law tail).
 """
 from rmtnet._validation import ConvergenceError
 from .measures import (Measure, PointMasses, Empirical, GridDensity, Mixture, Affine, OtherGram, GaussianPushforward,
@@ -25,6 +26,9 @@ from .predict import gradient_descent_mse
 from .network import MLP, mlp
 from . import activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, sampling, stability
 from .sampling import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
+from . import diagnostics
+from .diagnostics import (TW1_99, dkw_bound, layer_law, mp_bulk_scale, power_law_fit, spike_strength,
+                          spike_strength_in, spike_threshold, tracy_widom_margin)
 
 __all__ = [
     "ConvergenceError", "Measure", "PointMasses", "Empirical", "GridDensity", "Mixture", "Affine",
@@ -38,4 +42,6 @@ __all__ = [
     "ntk_learning_rate", "stability", "ntk", "kernels",
     "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
     "ntk_factor_variance", "sample_ntk_eigs", "fisher", "predict", "gradient_descent_mse",
+    "diagnostics", "TW1_99", "dkw_bound", "layer_law", "mp_bulk_scale", "power_law_fit", "spike_strength",
+    "spike_strength_in", "spike_threshold", "tracy_widom_margin",
 ]

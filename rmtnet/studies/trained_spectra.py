@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import json
 import time
 from pathlib import Path
@@ -33,10 +32,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
 from rmtnet.nets import data as datasets
 from rmtnet.nets.models import EMN, MLP, MLPMixer, RPMixer, SWMLP
-from rmtnet.nets.spectral_audit import jacobian_against_law, layer_spectra, ntk_against_law, weight_spectra
+from rmtnet.nets.spectral_audit import jacobian_against_law, ntk_against_law, spectrum_table, weight_spectra
 from rmtnet.nets.training import train
 from rmtnet.spectra.meanfield import normalised_activation
 from rmtnet.spectra.network import mlp
@@ -45,6 +44,8 @@ __all__ = ["MODELS", "description", "build", "image_data", "spectra_run", "layer
            "eigenvalues"]
 
 MODELS = ("mlp", "mixer", "rp", "swmlp", "emn")
+IMAGE_MODELS = MODELS[:4]
+N_TRAIN = 4000                                                  # MNIST-5k's training split
 PATCH, TOKENS, IN_CHANNELS, DEPTH = 7, 16, 49, 2
 
 
@@ -71,28 +72,41 @@ def build(model, width, seed, n_nodes=20):
     ('RPMixer', (784, 32, 32, 10))
     """
     one_of("model", model, MODELS)
-    width = integer_at_least("width", width)
+    width, seed = integer_at_least("width", width), integer_at_least("seed", seed, 0)
+    n_nodes = integer_at_least("n_nodes", n_nodes, 2)
     if model == "mlp":
         return MLP.from_description(description(width), seed=seed)
     if model == "emn":
-        return EMN(integer_at_least("n_nodes", n_nodes, 2), copies=(1,), seed=seed, dtype=torch.float64)
+        return EMN(n_nodes, copies=(1,), seed=seed, dtype=torch.float64)
     cls = {"mixer": MLPMixer, "rp": RPMixer, "swmlp": SWMLP}[model]
     extra = dict(storage="dense") if model == "swmlp" else {}
     return cls(TOKENS, IN_CHANNELS, width, DEPTH, 10, seed=seed, **extra)
 
 
-@functools.lru_cache(maxsize=4)
-def _mnist5k(seed):
-    """MNIST-5k, loaded once per process and seed (reading its CSV takes seconds)."""
-    return datasets.mnist5k(seed=seed)
-
-
 def image_data(model, seed=0, n_train=None):
     """MNIST-5k for ``model``: flattened, centred by the training mean image, each image scaled to ‖x‖² = 784
-    (the MLP), or as 7 × 7 patches (the Mixers); the first ``n_train`` training images only, if given."""
-    data = _mnist5k(seed)
-    if n_train is not None:
-        n = integer_at_least("n_train", n_train)
+    (the MLP), or as 7 × 7 patches (the Mixers); the first ``n_train`` training images only, if given.
+
+    Parameters
+    ----------
+    model : {"mlp", "mixer", "rp", "swmlp"}
+        EMN trains on graphs, not images.
+    seed : int, default 0
+        The split's shuffle (≥ 0).
+    n_train : int, optional
+        1 ≤ n_train ≤ 4000 (None: all 4000).
+
+    Returns
+    -------
+    rmtnet.nets.data.Dataset
+    """
+    one_of("model", model, IMAGE_MODELS)
+    seed = integer_at_least("seed", seed, 0)
+    n = None if n_train is None else integer_at_least("n_train", n_train)
+    data = datasets.mnist5k(seed=seed)                        # read once per process, split afresh
+    if n is not None:
+        if n > data.n_train:
+            raise ValueError(f"n_train must be at most the {data.n_train} training images, got {n}")
         data = dataclasses.replace(data, x_train=data.x_train[:n], y_train=data.y_train[:n])
     if model != "mlp":
         return data.map_x(lambda x: datasets.to_patches(x, PATCH))
@@ -125,8 +139,9 @@ def _kernels(net, width, x_jac, x_ntk, laws):
 
 
 def _audit(net, stage, model, width, kernel_inputs):
-    table = layer_spectra(net).assign(stage=stage)
-    eigs = {layer.name: layer.eigs.tolist() for layer in weight_spectra(net, mask_draws=0)}
+    layers = weight_spectra(net)                                # every layer's SVD, once
+    table = spectrum_table(layers).assign(stage=stage)
+    eigs = {layer.name: layer.eigs.tolist() for layer in layers}
     kernels = _kernels(net, width, *kernel_inputs) if model == "mlp" else {}
     return table, eigs, kernels
 
@@ -159,6 +174,14 @@ def spectra_run(model, width, epochs, lr, seed, n_nodes=20, n_kernel=120, n_trai
     one_of("model", model, MODELS)
     epochs, seed = integer_at_least("epochs", epochs), integer_at_least("seed", seed, 0)
     lr = real_scalar("lr", lr, lo=0.0, lo_open=True)
+    n_kernel, jacobian = integer_at_least("n_kernel", n_kernel, 2), boolean("jacobian", jacobian)
+    if n_train is not None:
+        n_train = integer_at_least("n_train", n_train)
+        if n_train > N_TRAIN or (model == "mlp" and n_train < n_kernel):
+            raise ValueError(f"n_train must be in [{n_kernel if model == 'mlp' else 1}, {N_TRAIN}] (MNIST-5k's training "
+                             f"images; the MLP's NTK takes n_kernel = {n_kernel} of them), got {n_train}")
+    if weights_dir is not None and not isinstance(weights_dir, (str, Path)):
+        raise ValueError(f"weights_dir must be a path (str or pathlib.Path) or None, got {type(weights_dir).__name__}")
     before, start = torch.get_num_threads(), time.perf_counter()
     torch.set_num_threads(1)
     try:
@@ -166,7 +189,7 @@ def spectra_run(model, width, epochs, lr, seed, n_nodes=20, n_kernel=120, n_trai
         data = image_data(model, seed, n_train) if model != "emn" else None
         kernel_inputs = None
         if model == "mlp":
-            x_ntk = data.x_train[:integer_at_least("n_kernel", n_kernel, 2)]
+            x_ntk = data.x_train[:n_kernel]
             kernel_inputs = (data.x_train[:8] if jacobian else None, x_ntk, _kernel_laws(width, x_ntk, jacobian))
         stages = {"init": _audit(net, "init", model, width, kernel_inputs)}
         _save(net, weights_dir, model, seed, "init")
@@ -189,9 +212,31 @@ def _save(net, weights_dir, model, seed, stage):
         torch.save(net.state_dict(), path / f"{model}-seed{seed}-{stage}.pt")
 
 
+def _runs(runs, columns):
+    """``runs``: a :func:`spectra_run` sweep's table (a DataFrame with ``columns``, at least one row)."""
+    if not isinstance(runs, pd.DataFrame):
+        raise ValueError(f"runs must be the pandas.DataFrame of a spectra_run sweep, got {type(runs).__name__}")
+    missing = [c for c in columns if c not in runs.columns]
+    if missing or runs.empty:
+        raise ValueError(f"runs must be a spectra_run sweep's table with columns {', '.join(columns)} and at least "
+                         f"one row; missing {missing}, {len(runs)} rows")
+    return runs
+
+
 def layer_table(runs):
     """The per-layer rows of every run of a :func:`spectra_run` sweep: the run's ``model`` and ``seed``, then the
-    :func:`rmtnet.nets.layer_spectra` columns and ``stage``."""
+    :func:`rmtnet.nets.layer_spectra` columns and ``stage``.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The sweep's table (columns ``model``, ``seed``, ``layers``, …; at least one row).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    runs = _runs(runs, ("model", "seed", "layers"))
     frames = [pd.read_json(_text(row.layers), orient="records").assign(model=row.model, seed=row.seed)
               for row in runs.itertuples()]
     out = pd.concat(frames, ignore_index=True)
@@ -199,16 +244,54 @@ def layer_table(runs):
 
 
 def kernel_table(runs):
-    """The Jacobian's and NTK's comparisons of the MLP runs, one row per (seed, stage)."""
+    """The Jacobian's and NTK's comparisons of the MLP runs, one row per (seed, stage).
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The sweep's table (columns ``model``, ``seed``, ``kernels``; at least one row).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Empty when no run is an MLP.
+    """
+    runs = _runs(runs, ("model", "seed", "kernels"))
     rows = [dict(model=row.model, seed=row.seed, stage=stage, **values)
             for row in runs.itertuples() for stage, values in json.loads(row.kernels).items() if values]
     return pd.DataFrame(rows)
 
 
 def eigenvalues(runs, model, seed, layer):
-    """{stage: eigenvalues (ascending)} of one layer of one run."""
-    row = runs[(runs.model == model) & (runs.seed == seed)].iloc[0]
-    return {stage: np.asarray(e[layer]) for stage, e in json.loads(row.eigs).items()}
+    """{stage: eigenvalues (ascending)} of one layer of one run.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The sweep's table (columns ``model``, ``seed``, ``eigs``).
+    model : {"mlp", "mixer", "rp", "swmlp", "emn"}
+    seed : int
+        A seed the sweep ran for ``model``.
+    layer : str
+        A weight layer's module name in that run.
+
+    Returns
+    -------
+    dict
+        {"init": array, "trained": array}.
+    """
+    runs = _runs(runs, ("model", "seed", "eigs"))
+    one_of("model", model, MODELS)
+    seed = integer_at_least("seed", seed, 0)
+    match = runs[(runs.model == model) & (runs.seed == seed)]
+    if match.empty:
+        ran = sorted(int(v) for v in set(runs.seed[runs.model == model]))
+        raise ValueError(f"seed must be one the sweep ran for model {model!r} ({ran}), got {seed}")
+    stages = json.loads(match.iloc[0].eigs)
+    names = sorted({name for e in stages.values() for name in e})
+    if not isinstance(layer, str) or layer not in names:
+        raise ValueError(f"layer must be one of the run's layers {names}, got {layer!r}")
+    return {stage: np.asarray(e[layer]) for stage, e in stages.items()}
 
 
 def _text(value):
