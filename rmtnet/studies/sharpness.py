@@ -56,7 +56,6 @@ Everything resumable: :func:`sharpness_sweep` stores one row per (η factor, see
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -98,23 +97,17 @@ def mnist_subset(n_train, n_test=200, dtype=torch.float32):
 
     Examples
     --------
-    >>> d = mnist_subset(32, 8)                             # doctest: +SKIP
-    >>> print(d.n_train, d.n_test)                          # doctest: +SKIP
+    >>> d = mnist_subset(32, 8)
+    >>> print(d.n_train, d.n_test)
     32 8
     """
     n_train = integer_at_least("n_train", n_train, 1)
     n_test = integer_at_least("n_test", n_test, 1)
     if n_train > 4000 or n_test > 1000:
         raise ValueError(f"n_train must be at most 4000 and n_test at most 1000, got {n_train}, {n_test}")
-    d = _mnist5k(dtype)
+    d = nets_data.mnist5k(seed=0, dtype=dtype)             # read once per process, split afresh
     return nets_data.Dataset(d.x_train[:n_train], d.y_train[:n_train], d.x_test[:n_test], d.y_test[:n_test],
                              N_CLASSES, f"mnist5k[:{n_train}]", d.shape)
-
-
-@functools.lru_cache(maxsize=2)
-def _mnist5k(dtype):
-    """MNIST-5k, split seed 0, loaded once per process and dtype (the runs of a sweep share it; it is not modified)."""
-    return nets_data.mnist5k(seed=0, dtype=dtype)
 
 
 def description(width, depth, activation="relu"):
