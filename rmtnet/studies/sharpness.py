@@ -293,11 +293,11 @@ def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=False, **se
 
 
 def _sequence(name, values):
-    """``values`` as a non-empty list (of a list, tuple or 1-D array), or ValueError naming ``name``."""
+    """``values`` as a non-empty list (of a list, tuple, range or 1-D array), or ValueError naming ``name``."""
     if isinstance(values, np.ndarray) and values.ndim == 1:
         values = values.tolist()
-    if not isinstance(values, (list, tuple)) or not values:
-        raise ValueError(f"{name} must be a non-empty list or tuple, got {values!r:.60}")
+    if not isinstance(values, (list, tuple, range)) or not len(values):
+        raise ValueError(f"{name} must be a non-empty list, tuple or range, got {values!r:.60}")
     return list(values)
 
 
