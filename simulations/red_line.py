@@ -28,9 +28,9 @@ ReLU and tanh, normalised, Gaussian weights, σ_w = 1) and one-sample setting (w
 orthogonal σ_w = √2), depths 2, 4, 6, 3 seeds, 40 steps per run, a 7-point grid, 3 bisections. ``--full``: depths 2 …
 32 (8 of them), width 256 / 128, eight families (Gaussian and orthogonal weights, ReLU and tanh, and σ_w away from
 criticality: tanh at σ_w = 1.5 in both settings), 3 seeds, the quick run's steps, grid and bisections, its sweep on
-every core (about 40 minutes on 2 cores). Runs are stored as they finish in OUTDIR/red_line_runs.csv
-(OUTDIR/red_line_full_runs.csv for --full; rmtnet.experiments.sweep): an interrupted run resumes. Writes
-figures/red_line.png and figures/red_line.csv.
+every core (about 40 minutes on 2 cores, estimated from the rate of a partial run). Runs are stored as they finish in
+OUTDIR/red_line_runs.csv (OUTDIR/red_line_full_runs.csv for --full; rmtnet.experiments.sweep): an interrupted run
+resumes. Writes figures/red_line.png and figures/red_line.csv.
 """
 from __future__ import annotations
 
