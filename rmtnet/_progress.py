@@ -1,9 +1,10 @@
 """Progress bars for long work: one helper, :func:`bar`, shared by the samplers, the Lanczos quadrature, the
 measures' cdf tables and the sweeps.
 
-A bar is a ``tqdm.auto`` bar (a text bar in a terminal, a widget in Jupyter) written to stderr, shown only when
-``progress`` is True *and* stderr is a terminal (tqdm's ``disable=None``): piped output, logs and the test suite
-stay quiet without anyone passing ``progress=False``. Setting the environment variable ``TQDM_DISABLE=1`` turns
+A bar is a ``tqdm.auto`` bar on stderr, shown only when ``progress`` is True *and* stderr is a terminal (tqdm's
+``disable=None``): piped output, logs and the test suite stay quiet without anyone passing ``progress=False`` (so
+does a Jupyter kernel, whose stderr is no terminal), and it appears only after ``delay`` seconds (0.5 by default),
+so that short calls never flash one. Setting the environment variable ``TQDM_DISABLE=1`` turns
 every bar off, the ones without a ``progress`` keyword (a measure's cdf table) included. A bar only counts: it
 draws no random numbers and changes no order of work, so results are the same with and without it.
 """
@@ -13,7 +14,7 @@ import os
 
 from rmtnet._validation import boolean
 
-__all__ = ["bar", "check_progress"]
+__all__ = ["bar", "check_progress", "tqdm_disable"]
 
 _OFF = ("1", "true", "yes", "on")
 
@@ -49,7 +50,20 @@ def check_progress(progress):
     return boolean("progress", progress)
 
 
-def bar(iterable=None, *, progress=True, desc=None, total=None, unit="it", delay=0.0, leave=False):
+def tqdm_disable(progress):
+    """tqdm's ``disable`` for a bar that should follow :func:`bar`'s rule: None (shown on a terminal) when
+    ``progress`` and no ``TQDM_DISABLE`` in the environment, else True.
+
+    Examples
+    --------
+    >>> tqdm_disable(True), tqdm_disable(False)
+    (None, True)
+    """
+    off = not check_progress(progress) or os.environ.get("TQDM_DISABLE", "").strip().lower() in _OFF
+    return True if off else None
+
+
+def bar(iterable=None, *, progress=True, desc=None, total=None, unit="it", delay=0.5, leave=False):
     """A progress bar over ``iterable`` (or, with ``iterable=None``, one advanced by ``update``), shown when
     ``progress`` is True and stderr is a terminal; otherwise an object with the same interface that shows nothing.
 
@@ -65,8 +79,9 @@ def bar(iterable=None, *, progress=True, desc=None, total=None, unit="it", delay
         The expected count (default ``len(iterable)`` where it has one; None: a counter without an end).
     unit : str, default "it"
         What one step is.
-    delay : float, default 0.0
-        Seconds before the bar appears (work that ends sooner shows none).
+    delay : float, default 0.5
+        Seconds before the bar appears: work that ends sooner shows none, so that a loop of short calls does not
+        flash a bar per call.
     leave : bool, default False
         Keep the finished bar on screen.
 
@@ -83,7 +98,7 @@ def bar(iterable=None, *, progress=True, desc=None, total=None, unit="it", delay
     >>> with bar(total=3, progress=False) as b:
     ...     b.update(3)
     """
-    if not check_progress(progress) or os.environ.get("TQDM_DISABLE", "").strip().lower() in _OFF:
+    if tqdm_disable(progress):
         return _NoBar(iterable)
     try:
         from tqdm.auto import tqdm

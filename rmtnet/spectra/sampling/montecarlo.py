@@ -381,7 +381,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     return_parts : bool, default False
         Also the Grams of :func:`ntk_gram`.
     progress : bool, default True
-        A bar over the layers' weights (all samples at once) and the Gram on a terminal
+        A bar over the two steps, drawing the weights (all samples at once) and the Gram, on a terminal
         (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
@@ -414,21 +414,24 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
             raise ValueError(f"X must have shape (d0, n_data) = ({widths[0]}, {n_data}) (inputs as columns), got "
                              f"{tuple(X.shape)}")
         x = xp.broadcast_to(xp.asarray(X), (n_samples,) + tuple(X.shape))
-    steps = bar(total=len(widths), progress=progress, desc="NTK samples", unit="step")
-    weights = []
-    for n_in, n_out in zip(widths[:-1], widths[1:]):
-        weights.append(rng.standard_normal((n_samples, n_out, n_in), dtype="float64"))
-        steps.update()
-    v = rng.standard_normal((n_samples, widths[-1], 1), dtype="float64")
-    if readout == "sphere":
-        v = v * (widths[-1] / xp.sum(v * v, axis=1, keepdims=True)) ** 0.5
-    out = ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
-    steps.update()
-    steps.close()
-    if not bool(xp.all(xp.isfinite(out[0] if return_parts else out))):
+    with bar(total=2, progress=progress, desc="NTK samples", unit="step") as steps:
+        weights = [rng.standard_normal((n_samples, n_out, n_in), dtype="float64")
+                   for n_in, n_out in zip(widths[:-1], widths[1:])]
+        v = rng.standard_normal((n_samples, widths[-1], 1), dtype="float64")
+        if readout == "sphere":
+            v = v * (widths[-1] / xp.sum(v * v, axis=1, keepdims=True)) ** 0.5
+        steps.update()                                              # the weights drawn
+        out = ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
+        steps.update()                                              # the Gram
+    _check_finite_ntk(out[0] if return_parts else out, x, xp)
+    return out
+
+
+def _check_finite_ntk(K, x, xp):
+    """OverflowError when the NTK Gram K overflowed float64 (inputs x far from norm 1)."""
+    if not bool(xp.all(xp.isfinite(K))):
         raise OverflowError("the NTK Gram matrix overflows float64: X's entries are too large (max |X| = "
                             f"{float(xp.max(xp.abs(x))):.3g}; inputs of norm ≈ 1 are the model's)")
-    return out
 
 
 def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian",
@@ -467,6 +470,15 @@ def _count(name, v):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise ValueError(f"{name} must be a positive integer, got {v!r}")
     return int(v)
+
+
+def _nngp_batch(sampler, widths, nb, S, max_bytes):
+    """How many of the S networks :func:`sample_nngp_kernel` draws at once within ``max_bytes``."""
+    if sampler == "weights":
+        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
+    else:
+        per_sample = 6 * 8 * nb * max(widths)
+    return int(max(1, min(S, max_bytes // per_sample)))
 
 
 def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None, sampler="weights",
@@ -521,12 +533,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     rng = B.rng(seed, backend)
     phi = net.activation.phi
     L, nb = net.depth, X.shape[0]
-    x0 = xp.asarray(X, dtype=xp.float64)
-    if sampler == "weights":
-        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
-    else:
-        per_sample = 6 * 8 * nb * max(widths)
-    batch = int(max(1, min(S, max_bytes // per_sample)))
+    x0, batch = xp.asarray(X, dtype=xp.float64), _nngp_batch(sampler, widths, nb, S, max_bytes)
     grams = [[] for _ in range(L)]
     networks = bar(total=S, progress=progress, desc="NNGP samples", unit="net")
     for start in range(0, S, batch):
