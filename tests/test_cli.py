@@ -302,13 +302,16 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     pools = {p["internal_api"]: p["num_threads"] for p in threadpool_info()}
     Path(outdir).mkdir(parents=True, exist_ok=True)
     (Path(outdir) / f"{Path(__file__).stem}.json").write_text(json.dumps(dict(
-        pools=pools, omp=os.environ.get("OMP_NUM_THREADS"), cores=experiments.available_cores())))
+        pools=pools, omp=os.environ.get("OMP_NUM_THREADS"), cores=experiments.available_cores(),
+        bars=os.environ.get("TQDM_DISABLE"))))
 '''
 
 
 def test_jobs_limit_every_thread_pool_of_their_workers(tmp_path, monkeypatch):
     """Each of --jobs 2's workers runs BLAS/OpenMP with cores // 2 threads (at least 1), and its sweeps with that many
-    workers; without the limit two workers would each start one BLAS thread per core and oversubscribe them."""
+    workers; without the limit two workers would each start one BLAS thread per core and oversubscribe them. Their
+    progress bars are off (TQDM_DISABLE=1): two workers' bars on one terminal would overwrite each other and the
+    parent's."""
     sims = tmp_path / "sims"
     sims.mkdir()
     for name in ("threads_a", "threads_b"):
@@ -322,6 +325,7 @@ def test_jobs_limit_every_thread_pool_of_their_workers(tmp_path, monkeypatch):
         seen = json.loads((out / f"{name}.json").read_text())
         assert seen["pools"] and set(seen["pools"].values()) == {share}, seen
         assert seen["omp"] == str(share) and seen["cores"] == share
+        assert seen["bars"] == "1"
     assert os.environ["OMP_NUM_THREADS"] == "7"                    # this process's own setting is restored
 
 
