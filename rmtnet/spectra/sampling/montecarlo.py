@@ -120,7 +120,8 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     return_floor : bool, default False
         Also return x₀.
     progress : bool, default True
-        A bar over the layers (all samples at once) and the final SVD on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
+        A bar over the layers (all samples at once) and the final SVD on a terminal (:func:`rmtnet._progress.bar`;
+        it changes no number).
 
     Returns
     -------
