@@ -3,6 +3,7 @@
     rmtnet list                          the simulations, one line each (from each script's docstring)
     rmtnet run NAME [NAME ...] [options] run some of them (quick sizes unless --full)
     rmtnet run --all [options]           run every one (`rmtnet run-all` is the same)
+    rmtnet --version                     the installed version
 
 options: --full (the larger sizes of each script), --seed N (default 0), --backend numpy|cupy (the array library of
 the spectral Monte Carlo; with cupy, effective_width also trains its models on CUDA; the other trained-network
@@ -10,7 +11,14 @@ simulations, whose small models gain little on a GPU, ignore it), --outdir DIR (
 ./figures), --scheduler ADDRESS (send the simulations' parameter sweeps, rmtnet.experiments.sweep, to the Dask
 scheduler at ADDRESS, e.g. tcp://head:8786; a simulation without a sweep runs locally and says so), --jobs N (how
 many simulations run at once, each in its own process with cores/N BLAS and torch threads; default: the number of
-cores this process may use).
+cores this process may use). Options are spelled out in full (`--ful` is an error, not `--full`).
+
+A name that is no simulation runs nothing and exits 1, naming the closest simulations and every one that begins
+with it (`rmtnet run ntk` lists ntk_dynamics, ntk_over_data, ntk_spectrum).
+
+Progress: a bar over the simulations, and, when they run one at a time, the bars of their own long steps (sweeps,
+Monte Carlo samplers, Lanczos quadrature, training); with --jobs N > 1 only the simulations' bar, so that the
+workers' bars do not overwrite each other. Bars appear only on a terminal; TQDM_DISABLE=1 turns them all off.
 
 Each simulation writes DIR/NAME.png and, beside it, DIR/NAME.csv, the numbers it plots; sweeping ones also keep
 their runs in DIR/NAME_runs.csv (a second call resumes from it). The command ends by listing where each went and
@@ -70,12 +78,22 @@ def names() -> list[str]:
     return [p.stem for p in scripts()]
 
 
+def suggestions(name: str, known: list[str]) -> list[str]:
+    """The known names a mistyped ``name`` may have meant: every one that begins with it (``ntk`` → ``ntk_dynamics``,
+    ``ntk_over_data``, ``ntk_spectrum``), then up to three close ones (:func:`difflib.get_close_matches`, similarity
+    ≥ 0.5), each once, in that order."""
+    stem = Path(name).name.removesuffix(".py")
+    starting = [k for k in known if stem and k.startswith(stem)]
+    close = difflib.get_close_matches(stem, known, n=3, cutoff=0.5)
+    return list(dict.fromkeys(starting + close))
+
+
 def _unknown(bad: list[str]) -> SystemExit:
-    """The error for simulation names that do not exist, with the closest known names."""
+    """The error for simulation names that do not exist, with the known names they may have meant."""
     known = names()
     lines = []
     for name in bad:
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        close = suggestions(name, known)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         lines.append(f"rmtnet: no simulation named {name!r}{hint}")
     lines.append("`rmtnet list` shows the available ones")
@@ -113,7 +131,8 @@ def script_args(doc, full_help, argv=None):
     ``--scheduler ADDRESS`` is applied here, through :func:`rmtnet.experiments.use_scheduler`, so that the script's
     sweeps go to that Dask scheduler without the script passing it on. ``--backend cupy`` without CuPy or a CUDA
     device is an argument error (exit status 2)."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--full", action="store_true", help=full_help)
     ap.add_argument("--outdir", default="figures")
     ap.add_argument("--seed", type=int, default=0)
@@ -166,8 +185,19 @@ def _positive_int(text):
     return value
 
 
+def version() -> str:
+    """The installed distribution's version (``importlib.metadata``), or ``rmtnet.__version__`` where rmtnet runs
+    from a source tree that was never installed."""
+    from importlib import metadata
+    try:
+        return metadata.version("rmtnet")
+    except metadata.PackageNotFoundError:
+        import rmtnet
+        return getattr(rmtnet, "__version__", "unknown")
+
+
 def _parser():
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--full", action="store_true", help="the larger sizes of each simulation (slower)")
     common.add_argument("--seed", type=int, default=0, help="the first seed of every simulation (default 0)")
     common.add_argument("--backend", choices=BACKENDS, default=None,
@@ -181,14 +211,16 @@ def _parser():
     common.add_argument("--jobs", type=_positive_int, default=available_cores(), metavar="N",
                         help="simulations run at once, each in its own process with cores/N threads "
                              f"(default: the cores available, here {available_cores()})")
-    ap = argparse.ArgumentParser(prog="rmtnet", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = argparse.ArgumentParser(prog="rmtnet", description=__doc__, formatter_class=argparse.RawTextHelpFormatter,
+                                 allow_abbrev=False)
+    ap.add_argument("--version", action="version", version=f"rmtnet {version()}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{list,run,run-all}")
-    sub.add_parser("list", help="the simulations, one line each")
-    run = sub.add_parser("run", parents=[common], help="run the named simulations (or --all)",
+    sub.add_parser("list", help="the simulations, one line each", allow_abbrev=False)
+    run = sub.add_parser("run", parents=[common], help="run the named simulations (or --all)", allow_abbrev=False,
                          description="Run figure scripts of simulations/ and say where their output went.")
     run.add_argument("names", nargs="*", metavar="NAME", help="simulations to run (see `rmtnet list`)")
     run.add_argument("--all", action="store_true", help="run every simulation")
-    alias = sub.add_parser("run-all", parents=[common], help="the same as `run --all`",
+    alias = sub.add_parser("run-all", parents=[common], help="the same as `run --all`", allow_abbrev=False,
                            description="Run every figure script of simulations/ (the same as `rmtnet run --all`).")
     alias.set_defaults(all=True, names=[])
     return ap, run
@@ -280,8 +312,10 @@ def _init_worker(threads):
     """A worker process of ``--jobs N``: BLAS, OpenMP and torch get ``threads`` threads (from the environment it
     inherited, see :func:`_thread_environment`; thread pools already loaded are limited again here through
     threadpoolctl), and so do its parameter sweeps (``RMTNET_CORES``, read by
-    :func:`rmtnet.experiments.available_cores`: a sweep with ``n_jobs=-1`` then runs that many workers)."""
+    :func:`rmtnet.experiments.available_cores`: a sweep with ``n_jobs=-1`` then runs that many workers). Its
+    progress bars are off (``TQDM_DISABLE``, see :mod:`rmtnet._progress`): the parent shows the simulations'."""
     os.environ.update({var: str(threads) for var in _THREAD_VARS})
+    os.environ["TQDM_DISABLE"] = "1"           # only the parent's bar: concurrent workers' bars would overwrite it
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:                        # pragma: no cover - scikit-learn, a dependency, brings it

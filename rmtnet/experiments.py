@@ -40,6 +40,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rmtnet._io import atomic_write
+from rmtnet._progress import tqdm_disable
 from rmtnet._system import affinity_cores
 
 __all__ = ["sweep", "use_scheduler", "default_scheduler", "expand_grid", "run_key", "read_store", "SweepError"]
@@ -502,6 +503,8 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     n_jobs : 1 runs in this process; n > 1 a local ``ProcessPoolExecutor`` of n workers ("forkserver" start where
         available, else "spawn"); -1 one worker per core this process may use (:func:`available_cores`: under
         ``rmtnet run --jobs N`` each simulation's share). Ignored when an executor or a scheduler is in force.
+    progress : a bar over the runs (True or False; shown only when stderr is a terminal and ``TQDM_DISABLE`` is not
+        set: :func:`rmtnet._progress.bar`'s rule).
     executor : anything with ``submit(fn, *args) -> concurrent.futures.Future`` (a thread or process pool, Dask's
         ``Client.get_executor()``), or a Dask ``distributed.Client`` itself. The caller keeps ownership.
     scheduler : the address of a Dask scheduler (``"tcp://host:8786"``) or a Dask cluster object: the runs go to
@@ -517,7 +520,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     of earlier attempts too) in grid order (configurations, then seeds): the config columns, ``seed``, the results,
     ``run_key``.
     """
-    n_jobs = _checked_jobs(fn, on_error, n_jobs)
+    n_jobs, disable = _checked_jobs(fn, on_error, n_jobs), tqdm_disable(progress)
     runs = _runs(grid, _seed_list(seeds))
     pool, address = _destination(executor, scheduler)
     writer = _open_store(store)
@@ -525,7 +528,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     todo = [run for run in runs if run[2] not in done]
 
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="sweep", unit="run",
-               disable=None if progress else True)
+               disable=disable)
     outcomes = _Outcomes(writer, on_error, bar)
     try:
         if pool is None and address is None and n_jobs == 1:

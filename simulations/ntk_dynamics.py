@@ -160,7 +160,7 @@ def compute(size="quick", seed=0, backend=None, store="figures", widths=None, n_
                                          if v})
     widths, n_nets, steps = tuple(s["widths"]), s["n_nets"], s["steps"]
     runs = experiments.sweep(train_run, {"width": list(widths), "steps": [steps]}, seeds=figures.seeds(seed, n_nets),
-                             store=figures.output_dir(store) / "ntk_dynamics_runs.csv", progress=False,
+                             store=figures.output_dir(store) / "ntk_dynamics_runs.csv",
                              on_error="raise")
     curves, gaps, preds = [], [], []
     for width in widths:

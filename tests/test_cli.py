@@ -119,7 +119,52 @@ def test_unknown_names_exit_nonzero_with_close_matches():
     assert "mp_and_fuss_catalan" not in msg            # the known name is not reported
 
 
+def test_version_is_the_installed_distribution_s(capsys):
+    from importlib import metadata
+    import rmtnet
+    try:
+        expected = metadata.version("rmtnet")
+    except metadata.PackageNotFoundError:
+        expected = rmtnet.__version__
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"rmtnet {expected}"
+    assert cli.version() == expected
+
+
+def test_a_prefix_lists_every_simulation_starting_with_it_and_runs_nothing(monkeypatch):
+    ran = []
+    monkeypatch.setattr(cli, "_run_all", lambda chosen, a: ran.append(chosen))
+    monkeypatch.setattr(cli.runpy, "run_path", lambda *a, **k: ran.append(a))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "ntk", "--outdir", "/nonexistent/never-written"])
+    msg = str(e.value.code)
+    assert "no simulation named 'ntk' (did you mean ntk_dynamics, ntk_over_data, ntk_spectrum?)" in msg
+    assert ran == [] and not Path("/nonexistent/never-written").exists()
+
+
+def test_a_close_misspelling_is_suggested_first_and_nothing_runs(monkeypatch):
+    monkeypatch.setattr(cli, "_run_all", lambda chosen, a: pytest.fail("ran a simulation"))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "ntk_spectrm", "mp_and_fuss_catalan"])
+    assert "no simulation named 'ntk_spectrm' (did you mean ntk_spectrum" in str(e.value.code)
+    assert cli.suggestions("freenes", cli.names())[0] == "freeness"
+    assert cli.suggestions("zzzz", cli.names()) == []
+
+
+def test_the_console_refuses_an_abbreviated_option_with_status_2(tmp_path):
+    """``--ful`` is not taken for ``--full`` (argparse's prefix matching is off): status 2, nothing written."""
+    r = subprocess.run([sys.executable, "-m", "rmtnet.cli", "run", "nngp", "--ful", "--outdir", str(tmp_path / "o")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "unrecognized arguments: --ful" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["run", "nngp", "--ful"], "unrecognized arguments: --ful"),
+    (["run", "nngp", "--see", "1"], "unrecognized arguments: --see"),
+    (["run-all", "--out", "x"], "unrecognized arguments: --out"),
+    (["--vers"], "required"),
     (["run", "nngp", "--bogus"], "unrecognized arguments: --bogus"),
     (["run", "nngp", "--backend", "torch"], "invalid choice: 'torch'"),
     (["run", "nngp", "--seed", "x"], "invalid int value: 'x'"),
@@ -142,6 +187,12 @@ def test_backend_cupy_without_a_gpu_is_a_clear_error_not_a_traceback():
     with pytest.raises(SystemExit) as e:              # a script run directly: an argument error
         cli.script_args("doc", "full", ["--backend", "cupy"])
     assert e.value.code == 2
+
+
+def test_a_script_run_directly_refuses_abbreviations_too(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.script_args("doc", "full", ["--ful"])
+    assert e.value.code == 2 and "unrecognized arguments: --ful" in capsys.readouterr().err
 
 
 def test_bad_scheduler_address_exits_before_running(fake_sims, tmp_path, capsys):
@@ -251,13 +302,16 @@ def main(full=False, outdir="figures", seed=0, backend=None):
     pools = {p["internal_api"]: p["num_threads"] for p in threadpool_info()}
     Path(outdir).mkdir(parents=True, exist_ok=True)
     (Path(outdir) / f"{Path(__file__).stem}.json").write_text(json.dumps(dict(
-        pools=pools, omp=os.environ.get("OMP_NUM_THREADS"), cores=experiments.available_cores())))
+        pools=pools, omp=os.environ.get("OMP_NUM_THREADS"), cores=experiments.available_cores(),
+        bars=os.environ.get("TQDM_DISABLE"))))
 '''
 
 
 def test_jobs_limit_every_thread_pool_of_their_workers(tmp_path, monkeypatch):
     """Each of --jobs 2's workers runs BLAS/OpenMP with cores // 2 threads (at least 1), and its sweeps with that many
-    workers; without the limit two workers would each start one BLAS thread per core and oversubscribe them."""
+    workers; without the limit two workers would each start one BLAS thread per core and oversubscribe them. Their
+    progress bars are off (TQDM_DISABLE=1): two workers' bars on one terminal would overwrite each other and the
+    parent's."""
     sims = tmp_path / "sims"
     sims.mkdir()
     for name in ("threads_a", "threads_b"):
@@ -271,6 +325,7 @@ def test_jobs_limit_every_thread_pool_of_their_workers(tmp_path, monkeypatch):
         seen = json.loads((out / f"{name}.json").read_text())
         assert seen["pools"] and set(seen["pools"].values()) == {share}, seen
         assert seen["omp"] == str(share) and seen["cores"] == share
+        assert seen["bars"] == "1"
     assert os.environ["OMP_NUM_THREADS"] == "7"                    # this process's own setting is restored
 
 

@@ -421,6 +421,17 @@ def test_symbolic(name, arg, call, valid, value):
 
 # --- Monte Carlo ---------------------------------------------------------------------------------------------------
 NET = network.mlp(2, 8, sigma_w=1.2, activation="tanh")
+
+
+def is_flag(v):
+    """A ``progress`` argument's domain: True or False (Python's or NumPy's bool)."""
+    return isinstance(v, (bool, np.bool_))
+
+
+def flags():
+    return st.one_of(st.booleans(), scalars())
+
+
 CK_NET = network.mlp(3, 8, ratios=[1.0, 1.0, 1 / 8], sigma_w=1.2, activation="tanh")    # NET's layers and a read-out
 
 MONTECARLO = [
@@ -438,12 +449,24 @@ MONTECARLO = [
      scalars),
     ("sample_ck_eigs.n_data", "n_data", lambda v: montecarlo.sample_ck_eigs(CK_NET, v, seed=0), int_at_least(1),
      lambda: small_ints(-2, 12)),
+    ("sample_jacobian_eigs.progress", "progress", lambda v: montecarlo.sample_jacobian_eigs(NET, seed=0, progress=v),
+     is_flag, flags),
+    ("sample_fisher_eigs.progress", "progress", lambda v: montecarlo.sample_fisher_eigs(NET, seed=0, progress=v),
+     is_flag, flags),
+    ("sample_ck_eigs.progress", "progress", lambda v: montecarlo.sample_ck_eigs(CK_NET, 3, seed=0, progress=v),
+     is_flag, flags),
+    ("sample_nngp_kernel.progress", "progress",
+     lambda v: montecarlo.sample_nngp_kernel(NET, np.eye(2, 8), seed=0, progress=v), is_flag, flags),
+    ("ginibre_product_eigs.progress", "progress", lambda v: ginibre_product_eigs(4, 2, seed=0, progress=v), is_flag,
+     flags),
+    ("free_product_eigs.progress", "progress", lambda v: free_product_eigs([np.ones(3)] * 2, seed=0, progress=v),
+     is_flag, flags),
 ]
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", MONTECARLO, ids=[c[0] for c in MONTECARLO])
 def test_montecarlo(name, arg, call, valid, values):
-    """Samplers of random matrices and networks (9 × 20 cases): finite eigenvalues or a named refusal."""
+    """Samplers of random matrices and networks (15 × 20 cases): finite eigenvalues or a named refusal."""
     check_generated("montecarlo", 20, name, arg, call, valid, values())
 
 
@@ -852,6 +875,7 @@ OPERATORS = [
      lambda: small_ints(-2, 12)),
     ("slq.block", "block", lambda v: slq(lambda X: 2.0 * X, 2, 2, dim=3, block=v, seed=0),
      lambda v: isinstance(v, (bool, np.bool_)), lambda: st.one_of(st.sampled_from([True, False]), scalars())),
+    ("slq.progress", "progress", lambda v: slq(SPD, 2, 2, seed=0, progress=v), is_flag, flags),
     ("slq.operator.structured", "operator", lambda v: slq(v, 2, 2, seed=0), lambda v: True,
      lambda: st.sampled_from([STRUCTURED.jacobian_gram(), STRUCTURED.fisher_dual(),
                               STRUCTURED.factor_gram(2, 1), STRUCTURED.jacobian_gram().aslinearoperator()])),
@@ -864,7 +888,7 @@ OPERATORS = [
 @pytest.mark.parametrize("name, arg, call, valid, values", OPERATORS, ids=[c[0] for c in OPERATORS])
 def test_operators_lanczos(name, arg, call, valid, values):
     """Matrix-free Mixer, SW-MLP and dense networks (S·C ≤ 144), their operators, SLQ and the top eigenvalues
-    (22 × 15 cases): finite spectra or a named refusal."""
+    (23 × 15 cases): finite spectra or a named refusal."""
     check_generated("operators_lanczos", 15, name, arg, call, valid, values())
 
 
@@ -890,6 +914,7 @@ SWEEP = [
      (None if isinstance(v, int) and not isinstance(v, bool) and (v >= 1 or v == -1) else False)),
     ("sweep.on_error", "on_error", lambda v: _sweep(on_error=v), one_of("collect", "raise", "skip")),
     ("sweep.fn", "fn", lambda v: _sweep(fn=v), lambda v: False),
+    ("sweep.progress", "progress", lambda v: _sweep(progress=v), is_flag),
 ]
 
 

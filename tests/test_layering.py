@@ -28,7 +28,8 @@ PACKAGE = ROOT / "rmtnet"
 
 # The layers, lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS = {
-    "base": ("rmtnet", "rmtnet._validation", "rmtnet.backend", "rmtnet._io", "rmtnet._system", "rmtnet._deprecation"),
+    "base": ("rmtnet", "rmtnet._validation", "rmtnet.backend", "rmtnet._io", "rmtnet._system", "rmtnet._deprecation",
+             "rmtnet._progress"),
     "free-probability core": ("rmtnet.spectra.measures", "rmtnet.spectra.laws", "rmtnet.spectra.free",
                               "rmtnet.spectra.continuation", "rmtnet.spectra.transforms", "rmtnet.spectra.series",
                               "rmtnet.spectra.symbolic", "rmtnet.spectra.registry"),

@@ -263,7 +263,7 @@ def sharpness_run(eta_factor, *, width, depth, n_train, steps, probe_every, acti
     return out
 
 
-def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=False, **settings):
+def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=True, **settings):
     """:func:`sharpness_run` for every η factor and seed through :func:`rmtnet.experiments.sweep` (resumable with a
     ``store`` CSV); ``settings`` are its keyword arguments (width, depth, n_train, steps, probe_every, …).
 
@@ -275,7 +275,7 @@ def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=False, **se
         Initial weights (at least one, each ≥ 0).
     store : path, optional
         The sweep's CSV (None: kept in memory only).
-    progress : bool, default False
+    progress : bool, default True
         The sweep's progress bar.
     **settings
         Passed to every run.

@@ -11,6 +11,7 @@ from functools import cached_property
 import numpy as np
 from scipy.optimize import elementwise
 
+from rmtnet._progress import bar
 from ._quadrature import cumulative, cumulative_panels, edge_tail, hermite, hermite_at, panel_table, resolved_tanh_sinh
 
 
@@ -26,12 +27,23 @@ class CdfTables:
             total += h * float(np.sum(fx * x ** k * w))
         return total + sum(m * e ** k for e, m, _ in self.edge_tails())
 
+    _TABLE_BAR_DELAY = 3.0    # seconds before a table still being built shows a bar (counting density values)
+
     @cached_property
     def _quad_panels(self):
         """[(a, b, pieces)] per panel: pieces (x, dx/dt, ρ(x), h) on nested tanh-sinh nodes, laid end to end, each
         refined until its mass converges and to at least 1600 nodes, and split where the density is not resolved
-        (:func:`resolved_tanh_sinh`), so that the Hermite cdf between the nodes is accurate to ~1e-10."""
-        return [(a, b, resolved_tanh_sinh(self.pdf, a, b, min_level=2)) for a, b in self._panels()]
+        (:func:`resolved_tanh_sinh`), so that the Hermite cdf between the nodes is accurate to ~1e-10. A table
+        that takes longer than ``_TABLE_BAR_DELAY`` seconds shows a bar counting the density values computed
+        (on a terminal only, :func:`rmtnet._progress.bar`; the environment's ``TQDM_DISABLE=1`` turns it off)."""
+        panels = self._panels()
+        with bar(desc=f"cdf table of {type(self).__name__} ({len(panels)} panel{'s' * (len(panels) != 1)})",
+                 unit=" ρ(x)", delay=self._TABLE_BAR_DELAY) as counter:
+            def pdf(x):
+                values = self.pdf(x)
+                counter.update(np.size(x))
+                return values
+            return [(a, b, resolved_tanh_sinh(pdf, a, b, min_level=2)) for a, b in panels]
 
     @cached_property
     def _quad(self):

@@ -63,6 +63,7 @@ from scipy import linalg, sparse
 from scipy.sparse import linalg as splinalg
 
 from ... import backend as B
+from rmtnet._progress import bar, check_progress
 from rmtnet._validation import (ConvergenceError, boolean, integer_at_least, moment_order, one_of,
                       real_scalar)
 from ..measures import GridDensity, Measure, PointMasses, binned_cauchy
@@ -191,10 +192,11 @@ def _probes(m, n, kind, seed, backend):
     return v / xp.sqrt(xp.sum(v * v, axis=1, keepdims=True))
 
 
-def _lanczos(f, V, steps, reorth, xp, breakdown=1e-12):
+def _lanczos(f, V, steps, reorth, xp, breakdown=1e-12, progress=False):
     """Lanczos recurrences for the rows of V (n probes × m), run side by side: one operator call per step on the
     (m, n) block. Returns alpha, beta (n × steps, float64 on the host) and the length of each recurrence (shorter
-    where β_j ≤ ``breakdown``·max(|α|, β) so far: the Krylov space of that probe is invariant)."""
+    where β_j ≤ ``breakdown``·max(|α|, β) so far: the Krylov space of that probe is invariant). ``progress``: a
+    bar over the steps (:func:`rmtnet._progress.bar`)."""
     n, m = V.shape
     alpha = np.zeros((n, steps))
     beta = np.zeros((n, steps))
@@ -204,7 +206,8 @@ def _lanczos(f, V, steps, reorth, xp, breakdown=1e-12):
     Q = xp.empty((n, steps, m)) if reorth == "full" else None
     q, q_prev = V, xp.zeros_like(V)
     b_prev = xp.zeros((n, 1))
-    for j in range(steps):
+    counter = bar(range(steps), progress=progress, desc=f"Lanczos ({n} probe{'s' * (n > 1)})", unit="step")
+    for j in counter:
         if Q is not None:
             Q[:, j] = q
         w = _apply(f, q.T, m, j).T                                  # (n, m): row i is A q_i
@@ -227,6 +230,7 @@ def _lanczos(f, V, steps, reorth, xp, breakdown=1e-12):
         safe = xp.asarray(np.where(live, b_h, 1.0)[:, None])
         q_next = xp.where(xp.asarray(live[:, None]), w / safe, 0.0)
         q_prev, q, b_prev = q, q_next, xp.asarray(np.where(live, b_h, 0.0)[:, None])
+    counter.close()
     return alpha, beta, length
 
 
@@ -260,7 +264,7 @@ def _gauss_quadrature(alpha, beta, beta_k):
 
 
 def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reorth="full", dim=None, backend=None,
-        block=True):
+        block=True, progress=True):
     """Spectral measure of a symmetric operator A by stochastic Lanczos quadrature (module docstring).
 
     operator: a square array, sparse matrix, LinearOperator, an operator of :mod:`rmtnet.spectra.sampling.operators`, or a
@@ -291,6 +295,9 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
         Reorthogonalisation.
     dim, backend, block
         As :func:`as_block_operator`.
+    progress : bool, default True
+        A bar over the Lanczos steps (every probe advances one step per operator call) on a terminal
+        (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
     -------
@@ -319,9 +326,10 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
     n_probes = integer_at_least("n_probes", n_probes, 1)
     one_of("probe", probe, PROBES)
     one_of("reorth", reorth, REORTH)
+    progress = check_progress(progress)
     xp = B.native(be)
     V = _probes(m, n_probes, probe, seed, be)
-    alpha, beta, length = _lanczos(f, V, n_steps, reorth, xp)
+    alpha, beta, length = _lanczos(f, V, n_steps, reorth, xp, progress=progress)
     nodes, weights, residuals = [], [], []
     for i in range(n_probes):
         k = length[i]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import backend as B
+from rmtnet._progress import bar, check_progress
 from rmtnet._validation import finite_array, input_rows, one_of, positive_integers
 from ..network import check_network
 from ..meanfield import normalised_activation
@@ -89,7 +90,7 @@ def _gram_eigs(a, xp):
     return xp.concatenate([xp.zeros(e.shape[:-1] + (n - m,)), e], axis=-1)
 
 
-def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, return_floor=False):
+def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, return_floor=False, progress=True):
     """Eigenvalues of JJᵀ for ``n_samples`` random draws of ``net`` (J = ∂x_L/∂x₀ = D_L W_L ⋯ D_1 W_1, or without
     D_L when ``net.last_activation`` is False), at the reference widths or with n₀ = ``width``. Float64; NumPy or
     CuPy; batched over samples. Returns shape (n_samples·n_L,) on the backend.
@@ -118,6 +119,9 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
         "numpy" or "cupy".
     return_floor : bool, default False
         Also return x₀.
+    progress : bool, default True
+        A bar over the layers (all samples at once) and the final SVD on a terminal (:func:`rmtnet._progress.bar`;
+        it changes no number).
 
     Returns
     -------
@@ -138,20 +142,24 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     (400,) 0.5 1.0
     """
     net = check_network("net", net)
+    progress = check_progress(progress)
     xp = B.native(backend)
     dphi = net.activation.dphi
     L = net.depth
     j = None
-    for ell, (w, _, h) in enumerate(propagate(net, width, n_samples, seed, backend), start=1):
-        a = dphi(h)[..., :, None] * w if (ell < L or net.last_activation) else w
-        j = a if j is None else a @ j
-    eigs = _gram_eigs(j, xp).ravel()
+    with bar(total=L + 1, progress=progress, desc="Jacobian samples", unit="step") as b:
+        for ell, (w, _, h) in enumerate(propagate(net, width, n_samples, seed, backend), start=1):
+            a = dphi(h)[..., :, None] * w if (ell < L or net.last_activation) else w
+            j = a if j is None else a @ j
+            b.update()
+        eigs = _gram_eigs(j, xp).ravel()
+        b.update()
     if not return_floor:
         return eigs
     return eigs, max(j.shape[-2:]) * np.finfo(float).eps ** 2 * float(xp.max(eigs))
 
 
-def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qhat="empirical"):
+def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qhat="empirical", progress=True):
     """Eigenvalues of the one-sample Fisher dual / NTK Θ = Σ_ℓ q̂_{ℓ-1} B_ℓB_ℓᵀ (Hayase & Karakida, AISTATS 2021), B_ℓ
     the Jacobian of the output with respect to h_ℓ; by the recursion Θ₁ = q̂₀ I, Θ_{ℓ+1} = q̂_ℓ I + W_{ℓ+1} D_ℓ Θ_ℓ D_ℓ
     W_{ℓ+1}ᵀ (output h_L; D_L Θ D_L if the last layer has an activation). Square widths. Returns shape (n_samples·n,) on
@@ -176,6 +184,8 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
         "numpy" or "cupy".
     qhat : {"empirical", "mean_field"}, default "empirical"
         The source terms q̂_ℓ.
+    progress : bool, default True
+        A bar over the layers (all samples at once) on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
     -------
@@ -197,10 +207,12 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
         raise ValueError("sample_fisher_eigs needs equal widths (a square network)")
     if qhat not in ("empirical", "mean_field"):
         raise ValueError(f"qhat must be 'empirical' or 'mean_field', got {qhat!r}")
+    layers = bar(propagate(net, width, n_samples, seed, backend), progress=check_progress(progress),
+                 desc="Fisher samples", total=net.depth, unit="layer")
     dphi = net.activation.dphi
     theta, d_prev = None, None
     qbar = net.post_activation_moments()
-    for ell, (w, x, h) in enumerate(propagate(net, width, n_samples, seed, backend)):
+    for ell, (w, x, h) in enumerate(layers):
         qhat_l = xp.mean(x * x, axis=-1)[..., None, None] if qhat == "empirical" else qbar[ell]
         eye = xp.eye(w.shape[-1])
         if theta is None:
@@ -223,7 +235,7 @@ def _feature_widths(net, width):
     return net.scaled_widths(width)[:-1]
 
 
-def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None):
+def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None, progress=True):
     """Eigenvalues of the conjugate kernel (1/d_{L−1}) X_{L−1}ᵀ X_{L−1} (n_data × n_data) of Fan & Wang (2020), the
     Gram matrix of the features the read-out W_L of the depth-L description sees: X₀ has iid N(0, 1) entries
     (d₀ × n), X_ℓ = φ̃(W_ℓ X_{ℓ-1}) (ℓ = 1 … L − 1) with W_ℓ entries N(0, 1/d_{ℓ-1}) and φ̃ the net's activation
@@ -243,6 +255,8 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
         Anything :func:`rmtnet.backend.rng` accepts.
     backend : str, optional
         "numpy" or "cupy".
+    progress : bool, default True
+        A bar over the layers (all samples at once) on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
     -------
@@ -260,12 +274,13 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     """
     net = check_network("net", net)
     positive_integers(n_data=n_data, n_samples=n_samples)
+    progress = check_progress(progress)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     widths = _feature_widths(net, width)
     phi = normalised_activation(net.activation).phi
     x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64")
-    for n_in, n_out in zip(widths[:-1], widths[1:]):
+    for n_in, n_out in bar(list(zip(widths[:-1], widths[1:])), progress=progress, desc="CK samples", unit="layer"):
         x = phi(ginibre(n_out, n_in, rng, backend, batch=n_samples) @ x)
     return _gram_eigs(xp.swapaxes(x, -1, -2) / widths[-1] ** 0.5, xp).ravel()
 
@@ -332,7 +347,7 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
 
 
 def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian",
-               return_parts=False):
+               return_parts=False, progress=True):
     """NTK Gram matrices (n_samples × n_data × n_data, on the backend) of random networks in Fan & Wang's setting
     (:func:`rmtnet.spectra.ntk.ntk_law`): :func:`ntk_gram` with W_ℓ iid N(0, 1) of the net's hidden widths
     (``net.scaled_widths(width)[:-1]``: the depth-L description has L − 1 hidden layers and its read-out W_L, one
@@ -366,6 +381,9 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
         The read-out's law.
     return_parts : bool, default False
         Also the Grams of :func:`ntk_gram`.
+    progress : bool, default True
+        A bar over the two steps, drawing the weights (all samples at once) and the Gram, on a terminal
+        (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
     -------
@@ -385,6 +403,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
                          f"sigma_b=0, got {net.weights!r}, {net.sigma_w}, {net.sigma_b}")
     positive_integers(n_data=n_data, n_samples=n_samples)
     one_of("readout", readout, READOUTS)
+    progress = check_progress(progress)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     widths = _feature_widths(net, width)
@@ -396,24 +415,33 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
             raise ValueError(f"X must have shape (d0, n_data) = ({widths[0]}, {n_data}) (inputs as columns), got "
                              f"{tuple(X.shape)}")
         x = xp.broadcast_to(xp.asarray(X), (n_samples,) + tuple(X.shape))
-    weights = [rng.standard_normal((n_samples, n_out, n_in), dtype="float64")
-               for n_in, n_out in zip(widths[:-1], widths[1:])]
-    v = rng.standard_normal((n_samples, widths[-1], 1), dtype="float64")
-    if readout == "sphere":
-        v = v * (widths[-1] / xp.sum(v * v, axis=1, keepdims=True)) ** 0.5
-    out = ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
-    if not bool(xp.all(xp.isfinite(out[0] if return_parts else out))):
-        raise OverflowError("the NTK Gram matrix overflows float64: X's entries are too large (max |X| = "
-                            f"{float(xp.max(xp.abs(x))):.3g}; inputs of norm ≈ 1 are the model's)")
+    with bar(total=2, progress=progress, desc="NTK samples", unit="step") as steps:
+        weights = [rng.standard_normal((n_samples, n_out, n_in), dtype="float64")
+                   for n_in, n_out in zip(widths[:-1], widths[1:])]
+        v = rng.standard_normal((n_samples, widths[-1], 1), dtype="float64")
+        if readout == "sphere":
+            v = v * (widths[-1] / xp.sum(v * v, axis=1, keepdims=True)) ** 0.5
+        steps.update()                                              # the weights drawn
+        out = ntk_gram(x, weights, v, normalised_activation(net.activation), return_parts)
+        steps.update()                                              # the Gram
+    _check_finite_ntk(out[0] if return_parts else out, x, xp)
     return out
 
 
-def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian"):
+def _check_finite_ntk(K, x, xp):
+    """OverflowError when the NTK Gram K overflowed float64 (inputs x far from norm 1)."""
+    if not bool(xp.all(xp.isfinite(K))):
+        raise OverflowError("the NTK Gram matrix overflows float64: X's entries are too large (max |X| = "
+                            f"{float(xp.max(xp.abs(x))):.3g}; inputs of norm ≈ 1 are the model's)")
+
+
+def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian",
+                    progress=True):
     """Eigenvalues of :func:`sample_ntk`, all draws pooled: a draw of :func:`rmtnet.spectra.ntk.ntk_law`.
 
     Parameters
     ----------
-    net, n_data, X, width, n_samples, seed, backend, readout
+    net, n_data, X, width, n_samples, seed, backend, readout, progress
         As :func:`sample_ntk`.
 
     Returns
@@ -428,7 +456,7 @@ def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, bac
     >>> print(e.shape, bool(e.min() > 0))
     (100,) True
     """
-    K = sample_ntk(net, n_data, X, width, n_samples, seed, backend, readout)
+    K = sample_ntk(net, n_data, X, width, n_samples, seed, backend, readout, progress=progress)
     xp = B.native(backend)
     return xp.linalg.eigvalsh(K).ravel()
 
@@ -445,8 +473,17 @@ def _count(name, v):
     return int(v)
 
 
+def _nngp_batch(sampler, widths, nb, S, max_bytes):
+    """How many of the S networks :func:`sample_nngp_kernel` draws at once within ``max_bytes``."""
+    if sampler == "weights":
+        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
+    else:
+        per_sample = 6 * 8 * nb * max(widths)
+    return int(max(1, min(S, max_bytes // per_sample)))
+
+
 def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None, sampler="weights",
-                       return_all=False, return_samples=False, max_bytes=2 ** 28):
+                       return_all=False, return_samples=False, max_bytes=2 ** 28, progress=True):
     """Monte Carlo of the NNGP kernel: draw random networks, push the rows of X through them and return the empirical
     pre-activation Gram h_L h_Lᵀ/n_L (B × B, host NumPy, float64) averaged over ``n_samples`` networks.
 
@@ -464,6 +501,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
 
     ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
     axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64.
+``progress``: a bar over the networks drawn, on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
 
     Parameters
     ----------
@@ -484,6 +522,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     net = check_network("net", net)
     X = input_rows("X", X)
     S = _count("n_samples", n_samples)
+    progress = check_progress(progress)
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
     if sampler == "marginal" and net.weights != "gaussian":
@@ -495,13 +534,9 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     rng = B.rng(seed, backend)
     phi = net.activation.phi
     L, nb = net.depth, X.shape[0]
-    x0 = xp.asarray(X, dtype=xp.float64)
-    if sampler == "weights":
-        per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
-    else:
-        per_sample = 6 * 8 * nb * max(widths)
-    batch = int(max(1, min(S, max_bytes // per_sample)))
+    x0, batch = xp.asarray(X, dtype=xp.float64), _nngp_batch(sampler, widths, nb, S, max_bytes)
     grams = [[] for _ in range(L)]
+    networks = bar(total=S, progress=progress, desc="NNGP samples", unit="net")
     for start in range(0, S, batch):
         s = min(batch, S - start)
         x = xp.broadcast_to(x0, (s,) + x0.shape)                          # (s, B, n_{ℓ-1})
@@ -521,6 +556,8 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
                 grams[ell - 1].append(B.to_numpy(h @ xp.swapaxes(h, -1, -2)) / n_out)
             if ell < L:
                 x = phi(h)
+        networks.update(s)
+    networks.close()
     out = [np.concatenate(g, axis=0) for g in grams if g]
     if not return_samples:
         out = [g.mean(axis=0) for g in out]

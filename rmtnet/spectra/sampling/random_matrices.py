@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ... import backend as B
+from rmtnet._progress import bar, check_progress
 from rmtnet._validation import finite_array, positive_integers
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "random_input",
@@ -116,7 +117,7 @@ def wishart_eigs(n, m, seed=None, backend=None, n_samples=1):
     return xp.linalg.eigvalsh(x @ xp.swapaxes(x, -1, -2)).ravel()
 
 
-def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
+def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1, progress=True):
     """Eigenvalues of (G_s⋯G_1)(G_s⋯G_1)ᵀ for s iid n×n Ginibre matrices (entries N(0, 1/n)): a draw of
     FussCatalan(s).
 
@@ -132,6 +133,8 @@ def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
         "numpy" or "cupy".
     n_samples : int, default 1
         Independent products, pooled.
+    progress : bool, default True
+        A bar over the s factors on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
     -------
@@ -147,15 +150,17 @@ def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1):
     1.0 3.0
     """
     positive_integers(n=n, s=s, n_samples=n_samples)
+    progress = check_progress(progress)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
-    p = ginibre(n, n, rng, backend, batch=n_samples)
-    for _ in range(s - 1):
-        p = ginibre(n, n, rng, backend, batch=n_samples) @ p
+    p = None
+    for _ in bar(range(s), progress=progress, desc="Ginibre product", unit="factor"):
+        g = ginibre(n, n, rng, backend, batch=n_samples)
+        p = g if p is None else g @ p
     return xp.linalg.eigvalsh(p @ xp.swapaxes(p, -1, -2)).ravel()
 
 
-def free_product_eigs(diagonals, seed=None, backend=None):
+def free_product_eigs(diagonals, seed=None, backend=None, progress=True):
     """Eigenvalues of X Xᵀ with X = D_k O_k ⋯ D_1 O_1 for given diagonals d_i (arrays of length n, the square
     roots of the factors' eigenvalues) and independent Haar orthogonal O_i: a draw of ⊠_i law(d_i²).
 
@@ -167,6 +172,8 @@ def free_product_eigs(diagonals, seed=None, backend=None):
         Anything :func:`rmtnet.backend.rng` accepts.
     backend : str, optional
         "numpy" or "cupy".
+    progress : bool, default True
+        A bar over the k factors on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
 
     Returns
     -------
@@ -193,10 +200,11 @@ def free_product_eigs(diagonals, seed=None, backend=None):
     if log_top + math.log(n) > math.log(np.finfo(float).max):
         raise ValueError(f"diagonals must keep the product's eigenvalues within float64: n·Π max|d_i|² = "
                          f"e^{log_top + math.log(n):.6g} overflows; rescale them")
+    progress = check_progress(progress)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     x = xp.eye(n)
-    for d in diagonals:
+    for d in bar(diagonals, progress=progress, desc="free product", unit="factor"):
         o = haar_orthogonal(n, rng, backend)
         x = xp.asarray(d)[:, None] * (o @ x)
     return xp.linalg.eigvalsh(x @ x.T)
