@@ -31,6 +31,12 @@ each held, with its derivative kernel E[φ′(z₁)φ′(z₂)], by the activati
 (:attr:`~rmtnet.spectra.activations.Activation.pair_kernels`, :mod:`rmtnet.spectra.activations`), and is computed by
 quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
 user callables). Prediction with these kernels is :mod:`rmtnet.spectra.predict`.
+
+:func:`nngp_kernel` and :func:`ntk_kernel` take one set of inputs x1 or two, ``(net, x1, x2)``, as neural-tangents'
+``kernel_fn(x1, x2, ...)`` (Novak et al., "Neural Tangents", ICLR 2020): with x2 they return the n₁ × n₂ cross
+kernel. Since (2) needs of a pair only Σ_ℓ(x, x), Σ_ℓ(x′, x′) and Σ_ℓ(x, x′), the recursion runs on the diagonals of
+both sets and the cross block: n₁n₂ + n₁ + n₂ pair evaluations a layer instead of the (n₁ + n₂)(n₁ + n₂ + 1)/2 of
+the joint kernel's upper triangle.
 """
 from __future__ import annotations
 
