@@ -408,11 +408,12 @@ def _pairs_on_sets(act, d, C, method, derivative=True):
         raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
                          f"(available: {_closed_names()})")
     dh, Ch = B.to_numpy(d), B.to_numpy(C)
-    fns = (functools.partial(pair_kernel, act, method="quadrature"),
-           functools.partial(derivative_pair_kernel, act, method="quadrature"))[:2 if derivative else 1]
-    own = [B.as_array(f(dh, dh, dh), like=d) for f in fns] + [None]
-    cross = [B.as_array(f(dh[:n1, None], Ch, dh[None, n1:]), like=C) for f in fns] + [None]
-    return tuple(own[:2]), tuple(cross[:2])
+    fns = [functools.partial(pair_kernel, act, method="quadrature")]
+    if derivative:
+        fns.append(functools.partial(derivative_pair_kernel, act, method="quadrature"))
+    own = [B.as_array(f(dh, dh, dh), like=d) for f in fns]
+    cross = [B.as_array(f(dh[:n1, None], Ch, dh[None, n1:]), like=C) for f in fns]
+    return (own + [None])[:2], (cross + [None])[:2]
 
 
 def _nngp_cross(net, x1, x2, method):
