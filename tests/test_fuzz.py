@@ -492,9 +492,21 @@ def _any_width(v):
     return bool(np.max(np.abs(v)) <= 1e75) and None
 
 
+def _second_set(v):
+    """x2 of the kernels beside x1 = XS: None, or any rows of XS's input dimension n₀ = 3 (as :func:`_any_width`)."""
+    if v is None:
+        return True
+    ok = _any_width(v)
+    return False if ok is False or np.shape(v)[1] != 3 else ok
+
+
 KERNELS = [
-    ("nngp_kernel.X", "X", lambda v: kernels.nngp_kernel(KNET, v), _any_width, matrices),
-    ("ntk_kernel.X", "X", lambda v: kernels.ntk_kernel(KNET, v), _any_width, matrices),
+    ("nngp_kernel.x1", "x1", lambda v: kernels.nngp_kernel(KNET, v), _any_width, matrices),
+    ("ntk_kernel.x1", "x1", lambda v: kernels.ntk_kernel(KNET, v), _any_width, matrices),
+    ("nngp_kernel.x2", "x2", lambda v: kernels.nngp_kernel(KNET, XS, v), _second_set, matrices),
+    ("ntk_kernel.x2", "x2", lambda v: kernels.ntk_kernel(KNET, XS, v), _second_set, matrices),
+    ("ntk_kernel.x2 standard", "x2", lambda v: kernels.ntk_kernel(KNET, XS, v, parameterization="standard"),
+     _second_set, matrices),
     ("ntk_kernel.net", "net", lambda v: kernels.ntk_kernel(v, XS), lambda v: False, scalars),
     ("ntk_kernel.parameterization", "parameterization", lambda v: kernels.ntk_kernel(KNET, XS, parameterization=v),
      one_of("ntk", "standard"), lambda: st.one_of(st.sampled_from(["ntk", "standard", "NTK", ""]), scalars())),

@@ -243,6 +243,114 @@ def test_gp_posterior_rejects_singular_kernels():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Cross kernels between two input sets, kernel_fn(x1, x2) as in neural-tangents
+
+def _two_sets(seed=3, n1=4, n2=3, n0=16):
+    """Two input sets whose rows have different norms (so the two sets' variances, and the quadrature's panels,
+    differ) and pairwise correlations ≈ 0.5–0.85 (every kernel entry far from 0: an entrywise relative error)."""
+    X = _inputs(seed, n1 + n2, n0) * np.linspace(0.5, 2.0, n1 + n2)[:, None]
+    return X[:n1], X[n1:]
+
+
+@pytest.mark.parametrize("name", ["relu", "erf", "tanh", "linear"])
+def test_cross_kernel_is_the_block_of_the_joint_kernel(name):
+    """kernel(x1, x2) = kernel(concat(x1, x2))[:n₁, n₁:] entrywise to 1e-14 relative, every layer's Σ and Θ, at
+    depths 1, 2 and 5, with and without biases, in both parameterisations. tanh (by quadrature, whose cost grows
+    with the largest variance) at depths 1 and 3 on inputs scaled by 1/2: first-layer variances 0.2–2.0, past 1 where
+    the quadrature's panels start to depend on them."""
+    x1, x2 = (x * (0.5 if name == "tanh" else 1.0) for x in _two_sets())
+    n1, n2 = len(x1), len(x2)
+    X = np.concatenate([x1, x2])
+    for depth in (1, 3) if name == "tanh" else (1, 2, 5):
+        for sigma_b in (0.0, 0.3):
+            net = mlp(depth, 20, sigma_w=1.4, sigma_b=sigma_b, activation=name)
+            joint = nngp_kernel(net, X, return_all=True)
+            cross = nngp_kernel(net, x1, x2, return_all=True)
+            assert len(cross) == depth and all(c.shape == (n1, n2) for c in cross)
+            for c, j in zip(cross, joint):
+                np.testing.assert_allclose(c, j[:n1, n1:], rtol=1e-14, atol=0)
+            for par in kernels.PARAMETERIZATIONS:
+                joint = kernels.ntk_kernel(net, X, parameterization=par, return_all=True)
+                cross = kernels.ntk_kernel(net, x1, x2, parameterization=par, return_all=True)
+                assert len(cross) == depth
+                for (S, T), (Sj, Tj) in zip(cross, joint):
+                    assert S.shape == T.shape == (n1, n2)
+                    np.testing.assert_allclose(S, Sj[:n1, n1:], rtol=1e-14, atol=0)
+                    np.testing.assert_allclose(T, Tj[:n1, n1:], rtol=1e-14, atol=0)
+
+
+def test_cross_kernel_closed_form_swap_and_neural_tangents_call_shape():
+    """The linear net's closed form Σ_L(x1, x2) = σ_w^{2L} x₁x₂ᵀ/n₀ and Θ_L = L·Σ_L (σ_b = 0, NTK parameterisation);
+    kernel(x2, x1) = kernel(x1, x2)ᵀ; neural-tangents' positional call ntk_kernel(net, x1, x2); x2 = None or x2
+    equal to x1 gives the kernel of x1 with itself, bit for bit; nngp_blocks' cross block is the same kernel."""
+    x1, x2 = _two_sets()
+    lin = mlp(3, 20, sigma_w=1.5, activation="linear")
+    sigma = 1.5 ** 6 * x1 @ x2.T / x1.shape[1]
+    np.testing.assert_allclose(nngp_kernel(lin, x1, x2), sigma, rtol=1e-14)
+    np.testing.assert_allclose(kernels.ntk_kernel(lin, x1, x2), 3 * sigma, rtol=1e-14)
+    net = mlp(4, 20, sigma_w=1.4, sigma_b=0.2, activation="relu")
+    cross = kernels.ntk_kernel(net, x1, x2)
+    assert cross.shape == (len(x1), len(x2))
+    np.testing.assert_allclose(kernels.ntk_kernel(net, x2, x1), cross.T, rtol=1e-14)
+    np.testing.assert_allclose(nngp_kernel(net, x2, x1), nngp_kernel(net, x1, x2).T, rtol=1e-14)
+    own = kernels.ntk_kernel(net, x1)
+    assert np.array_equal(kernels.ntk_kernel(net, x1, None), own)
+    assert np.array_equal(kernels.ntk_kernel(net, x1, x1.copy()), own)
+    assert np.array_equal(nngp_kernel(net, x1, x1.tolist()), nngp_kernel(net, x1))
+    S, T = kernels.ntk_kernel(net, x1, x2, return_all=True)[-1]      # kernel_fn(x1, x2, ("nngp", "ntk"))
+    assert np.array_equal(S, nngp_kernel(net, x1, x2)) and np.array_equal(T, cross)
+    _, K_cross, _ = kernels.nngp_blocks(net, x2, x1)
+    np.testing.assert_allclose(K_cross, nngp_kernel(net, x1, x2), rtol=1e-14)
+
+
+def test_options_in_the_third_place_still_work_with_a_deprecation_warning():
+    """rmtnet 0.1's calls ntk_kernel(net, X, method, parameterization, return_all) and nngp_kernel(net, X=...) give
+    the same numbers with a DeprecationWarning; a clash with a keyword is a TypeError."""
+    X = _inputs()
+    net = mlp(3, 20, sigma_w=1.3, sigma_b=0.2, activation="erf")
+    with pytest.warns(DeprecationWarning, match="x2"):
+        old = kernels.ntk_kernel(net, X, "quadrature", "standard", True)
+    new = kernels.ntk_kernel(net, X, method="quadrature", parameterization="standard", return_all=True)
+    assert all(np.array_equal(a, b) for pair, other in zip(old, new) for a, b in zip(pair, other))
+    with pytest.warns(DeprecationWarning, match="x2"):
+        assert np.array_equal(nngp_kernel(net, X, "closed_form"), nngp_kernel(net, X, method="closed_form"))
+    with pytest.warns(DeprecationWarning, match="X="):
+        assert np.array_equal(nngp_kernel(net, X=X), nngp_kernel(net, X))
+    with pytest.raises(TypeError, match="method"):
+        kernels.ntk_kernel(net, X, "auto", method="auto")
+    with pytest.raises(TypeError, match="x1"):
+        nngp_kernel(net, X, X=X)
+
+
+def test_bad_second_inputs_raise_value_errors_naming_x2():
+    x1, x2 = _two_sets()
+    net = mlp(2, 20, activation="relu")
+    for kernel in (nngp_kernel, kernels.ntk_kernel):
+        with pytest.raises(ValueError, match="x2 must have as many columns as x1"):
+            kernel(net, x1, x2[:, :-1])
+        with pytest.raises(ValueError, match="x2 must be finite"):
+            kernel(net, x1, np.full_like(x2, np.nan))
+        with pytest.raises(ValueError, match="x2 must be a 2-D"):
+            kernel(net, x1, x2[0])
+        with pytest.raises(ValueError, match="x2"):
+            kernel(net, x1, "exact")
+    with pytest.raises(ValueError, match="closed_form"):
+        kernels.ntk_kernel(mlp(2, 10, activation="tanh"), x1, x2, method="closed_form")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not B.gpu_available(), reason="needs CuPy and a CUDA device")
+def test_cross_kernel_on_cupy():
+    import cupy as cp
+    x1, x2 = _two_sets()
+    net = mlp(4, 20, sigma_w=1.4, sigma_b=0.2, activation="relu")
+    for par in kernels.PARAMETERIZATIONS:
+        g = kernels.ntk_kernel(net, cp.asarray(x1), cp.asarray(x2), parameterization=par)
+        assert isinstance(g, cp.ndarray)
+        np.testing.assert_allclose(cp.asnumpy(g), kernels.ntk_kernel(net, x1, x2, parameterization=par), rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Input validation
 
 def test_bad_inputs_raise_value_errors_naming_the_argument():
@@ -258,9 +366,9 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         gp_posterior(K, K, np.diag(K), Ya[:-1])
     with pytest.raises(ValueError, match="K_train"):
         gp_posterior(K[:, :-1], K, np.diag(K), Ya)
-    with pytest.raises(ValueError, match="X must be a 2-D"):
+    with pytest.raises(ValueError, match="x1 must be a 2-D"):
         nngp_kernel(net, Xa[0])
-    with pytest.raises(ValueError, match="X must be finite"):
+    with pytest.raises(ValueError, match="x1 must be finite"):
         nngp_kernel(net, np.full((2, 3), np.nan))
     with pytest.raises(ValueError, match="X_test"):
         nngp_regression(net, Xa, Ya, Xt[:, :-1])

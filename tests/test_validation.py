@@ -200,7 +200,7 @@ def test_kernels_refuse_inputs_whose_products_overflow():
     net = network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1)
     X = np.full((1, 3), 8.9e76)
     for f in (kernels.nngp_kernel, kernels.ntk_kernel):
-        with pytest.raises(ValueError, match="X must have entries of magnitude at most 1e"):
+        with pytest.raises(ValueError, match="x1 must have entries of magnitude at most 1e"):
             f(net, X)
     assert np.isfinite(kernels.nngp_kernel(net, np.full((1, 3), 1e70))).all()
 

@@ -31,8 +31,16 @@ each held, with its derivative kernel E[φ′(z₁)φ′(z₂)], by the activati
 (:attr:`~rmtnet.spectra.activations.Activation.pair_kernels`, :mod:`rmtnet.spectra.activations`), and is computed by
 quadrature (:func:`gaussian_pair_expectation`) for every other activation (tanh, hard_tanh,
 user callables). Prediction with these kernels is :mod:`rmtnet.spectra.predict`.
+
+:func:`nngp_kernel` and :func:`ntk_kernel` take one set of inputs x1 or two, ``(net, x1, x2)``, as neural-tangents'
+``kernel_fn(x1, x2, ...)`` (Novak et al., "Neural Tangents", ICLR 2020): with x2 they return the n₁ × n₂ cross
+kernel. Since (2) needs of a pair only Σ_ℓ(x, x), Σ_ℓ(x′, x′) and Σ_ℓ(x, x′), the recursion runs on the diagonals of
+both sets and the cross block: n₁n₂ + n₁ + n₂ pair evaluations a layer instead of the (n₁ + n₂)(n₁ + n₂ + 1)/2 of
+the joint kernel's upper triangle.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -365,45 +373,148 @@ def _first_layer(net, Xa, Xb):
     return net.sigma_w ** 2 * (Xa @ Xb.T) / Xa.shape[1] + net.sigma_b ** 2
 
 
-def nngp_kernel(net, X, method="auto", return_all=False):
-    """The NNGP kernel of ``net`` (an :class:`rmtnet.spectra.network.MLP`) on the inputs X (rows, shape (B, n₀)).
+def _input_sets(x1, x2):
+    """x1 and x2 (or None) as checked input rows, x2 on x1's library; x2 must have x1's input dimension n₀. An x2
+    equal to x1 is returned as None: the kernel of x1 with itself, whose diagonal is exact (a cross block computes
+    the correlation of a point with itself from two roundings, which the arc-cosine kernel's arccos, ill-conditioned
+    at ρ = 1, turns into an error ~1e-8)."""
+    x1 = input_rows("x1", x1)
+    if x2 is None:
+        return x1, None
+    x2 = B.as_array(input_rows("x2", x2), like=x1)
+    if x2.shape[1] != x1.shape[1]:
+        raise ValueError(f"x2 must have as many columns as x1 (the input dimension n0 = {x1.shape[1]}), "
+                         f"got x2 of shape {x2.shape}")
+    return x1, None if x2 is x1 or bool(B.module_of(x1).array_equal(x1, x2)) else x2
 
-    Returns Σ_L (B × B), the limiting covariance of the output pre-activation h_L: Σ₁ = σ_w² XXᵀ/n₀ + σ_b² and
+
+def _squared_norms(x1, x2):
+    """‖x‖² for the rows of x1, then those of x2 (one vector, n₁ + n₂)."""
+    xp = B.module_of(x1)
+    return xp.concatenate([xp.sum(x1 * x1, axis=1), xp.sum(x2 * x2, axis=1)])
+
+
+def _pairs_on_sets(act, d, C, method, derivative=True):
+    """(E[φ(z)φ(z′)], E[φ′(z)φ′(z′)]) for two input sets, from what a pair needs: the variances d of both sets
+    (n₁ + n₂, those of x1 first) and the cross covariances C (n₁ × n₂). Returns ((K, D) at (d, d, d), i.e. every
+    point's own variance, and (K, D) at (d₁, C, d₂), the cross block), as the joint kernel of the concatenated sets
+    would have them: closed forms on d's library; quadrature on the host, with the variances of both sets in each call
+    (the quadrature's panels are set by the largest variance of a call, as in the joint kernel); D is None there
+    without ``derivative``."""
+    n1 = C.shape[0]
+    if method != "quadrature" and act.pair_kernels is not None:
+        return act.pair_kernels(d, d, d), act.pair_kernels(d[:n1, None], C, d[None, n1:])
+    if method == "closed_form":
+        raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
+                         f"(available: {_closed_names()})")
+    dh, Ch = B.to_numpy(d), B.to_numpy(C)
+    fns = [functools.partial(pair_kernel, act, method="quadrature")]
+    if derivative:
+        fns.append(functools.partial(derivative_pair_kernel, act, method="quadrature"))
+    own = [B.as_array(f(dh, dh, dh), like=d) for f in fns]
+    cross = [B.as_array(f(dh[:n1, None], Ch, dh[None, n1:]), like=C) for f in fns]
+    return (own + [None])[:2], (cross + [None])[:2]
+
+
+def _nngp_cross(net, x1, x2, method):
+    """[Σ₁(x1, x2), …, Σ_L(x1, x2)]: the recursion (1)–(2) carried on the variances of both sets and the cross
+    block only (see :func:`nngp_kernel`)."""
+    act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
+    d = sw2 * _squared_norms(x1, x2) / x1.shape[1] + sb2
+    S = _first_layer(net, x1, x2)
+    out = [S]
+    for _ in range(net.depth - 1):
+        (Kd, _), (K, _) = _pairs_on_sets(act, d, S, method, derivative=False)
+        d, S = sw2 * Kd + sb2, sw2 * K + sb2
+        out.append(S)
+    return out
+
+
+def _options_after_x2(*names):
+    """Keep for one release the calls of rmtnet 0.1, ``f(net, X, method, ...)``: the inputs were named X and the
+    options ``names`` followed them positionally, where x2 now is. A method's name in x2's place (never an input
+    set) is read as that old call, as is the keyword X, each with a DeprecationWarning; any other string is refused
+    as x2."""
+    def wrap(f):
+        name = f.__name__
+
+        @functools.wraps(f)
+        def call(net, *args, **kwargs):
+            if "X" in kwargs:
+                if args or "x1" in kwargs:
+                    raise TypeError(f"{name}() got multiple values for argument 'x1' (X is its old name)")
+                _deprecation.warn_changed(f"{name}(net, X=...)", f"{name}(net, x1, x2=None, ...)")
+                args = (kwargs.pop("X"),)
+            if len(args) < 2 or not isinstance(args[1], str) or args[1] not in METHODS:
+                return f(net, *args, **kwargs)
+            if len(args) - 1 > len(names):
+                raise TypeError(f"{name}() takes at most {len(names) + 2} positional arguments in its old form "
+                                f"(net, X, {', '.join(names)})")
+            old = dict(zip(names, args[1:]))
+            clash = sorted(set(old) & set(kwargs))
+            if clash:
+                raise TypeError(f"{name}() got multiple values for argument {clash[0]!r}")
+            _deprecation.warn_changed(f"{name}(net, X, {', '.join(old)}) with the options positional",
+                                      f"{name}(net, x1, x2=None, {', '.join(k + '=...' for k in old)}) (the "
+                                      f"third argument is now the second set of inputs, x2)")
+            return f(net, args[0], **old, **kwargs)
+        return call
+    return wrap
+
+
+@_options_after_x2("method", "return_all")
+def nngp_kernel(net, x1, x2=None, *, method="auto", return_all=False):
+    """The NNGP kernel of ``net`` (an :class:`rmtnet.spectra.network.MLP`) on the inputs x1 (rows, shape (n₁, n₀)),
+    or between x1 and x2 (rows, (n₂, n₀)), as neural-tangents' ``kernel_fn(x1, x2, "nngp")``.
+
+    Returns Σ_L (n₁ × n₁), the limiting covariance of the output pre-activation h_L: Σ₁ = σ_w² x₁x₁ᵀ/n₀ + σ_b² and
     Σ_{ℓ+1} = σ_w² E[φ(z)φ(z′)] + σ_b² (module docstring, eqs. (1)–(2); Lee et al. 2018). This is the GP prior
     covariance of f(x) = h_L, a network with a linear read-out. Only the net's depth, σ_w, σ_b and activation enter
-    (the widths drop out of the infinite-width limit; n₀ is X.shape[1]). ``return_all=True`` gives the list
-    [Σ₁, …, Σ_L]. ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise),
-    ``"closed_form"`` or ``"quadrature"``.
+    (the widths drop out of the infinite-width limit; n₀ is x1.shape[1]). With x2, the n₁ × n₂ cross kernel
+    Σ_L(x1, x2), the corresponding block of the kernel of the concatenated inputs (to rounding), computed without it:
+    a pair's next covariance needs only the two points' own variances and their covariance, so the recursion runs on
+    the variances of both sets and the cross block. ``return_all=True`` gives the list [Σ₁, …, Σ_L] (cross blocks
+    with x2). ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise), ``"closed_form"``
+    or ``"quadrature"``.
 
     Parameters
     ----------
     net : rmtnet.spectra.network.MLP
         The network description (depth, σ_w, σ_b, activation).
-    X : array_like
-        Inputs as rows, (B, n₀).
+    x1 : array_like
+        Inputs as rows, (n₁, n₀).
+    x2 : array_like or None
+        A second set of inputs, (n₂, n₀), or None for the kernel of x1 with itself (as is an x2 equal to x1).
     method : {"auto", "closed_form", "quadrature"}
-        As above.
+        As above (keyword only; in rmtnet 0.1 it was the third positional argument, still read with a
+        DeprecationWarning).
     return_all : bool
         Whether to return [Σ₁, …, Σ_L] instead of Σ_L.
 
     Returns
     -------
     ndarray or list of ndarray
-        Σ_L (B × B), or every layer's kernel.
+        Σ_L (n₁ × n₁, or n₁ × n₂ with x2), or every layer's kernel.
 
     Examples
     --------
-    A linear net of depth L = 3 at σ_b = 0 has Σ_L = σ_w^{2L} XXᵀ/n₀: 1.5⁶/2 = 5.6953125 and 1.5⁶ = 11.390625.
+    A linear net of depth L = 3 at σ_b = 0 has Σ_L = σ_w^{2L} x₁x₂ᵀ/n₀: 1.5⁶/2 = 5.6953125 and 1.5⁶ = 11.390625.
 
     >>> from rmtnet.spectra.network import mlp
     >>> X = np.array([[1.0, 0.0], [1.0, 1.0]])
-    >>> np.round(nngp_kernel(mlp(3, 2, sigma_w=1.5, activation="linear", q0=1.0), X), 7).tolist()
+    >>> net = mlp(3, 2, sigma_w=1.5, activation="linear", q0=1.0)
+    >>> np.round(nngp_kernel(net, X), 7).tolist()
     [[5.6953125, 5.6953125], [5.6953125, 11.390625]]
+    >>> np.round(nngp_kernel(net, X, X[1:]), 7).tolist()
+    [[5.6953125], [11.390625]]
     """
     net = check_network("net", net)
-    X = input_rows("X", X)
+    x1, x2 = _input_sets(x1, x2)
     method = _method(method)
-    S = _first_layer(net, X, X)
+    if x2 is not None:
+        out = _nngp_cross(net, x1, x2, method)
+        return out if return_all else out[-1]
+    S = _first_layer(net, x1, x1)
     S = 0.5 * (S + S.T)
     out = [S]
     for _ in range(net.depth - 1):
@@ -600,9 +711,35 @@ def _ntk_layers(net, X, method, parameterization):
     return out
 
 
-def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
-    """The infinite-width neural tangent kernel Θ_L (B × B) of ``net`` (an :class:`rmtnet.spectra.network.MLP` with a linear
-    read-out h_L) on the rows of X (B × n₀): Θ(x, x′) = lim Σ_θ ∂h_L(x)/∂θ · ∂h_L(x′)/∂θ over every weight and bias,
+def _ntk_cross_layers(net, x1, x2, method, parameterization):
+    """[(Σ_ℓ(x1, x2), Θ_ℓ(x1, x2))] for ℓ = 1 … L: :func:`_ntk_layers`' recursion carried on the variances of both
+    sets (d, and Θ's diagonal t) and the cross blocks only."""
+    act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
+    if method == "closed_form" and act.pair_kernels is None:
+        raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
+                         f"(available: {_closed_names()})")
+    norms = _squared_norms(x1, x2)
+    d, S = sw2 * norms / x1.shape[1] + sb2, _first_layer(net, x1, x2)
+    bias = 1.0 if net.sigma_b > 0 else 0.0
+    t, T = (d, S) if parameterization == "ntk" else (norms + bias, x1 @ x2.T + bias)
+    out = [(S, T)]
+    for width in net.widths[1:-1]:
+        (Kd, Dd), (K, D) = _pairs_on_sets(act, d, S, method)
+        d_next, S_next = sw2 * Kd + sb2, sw2 * K + sb2
+        if parameterization == "ntk":
+            t, T = d_next + sw2 * Dd * t, S_next + sw2 * D * T
+        else:
+            t, T = (width * Kd + bias) + sw2 * Dd * t, (width * K + bias) + sw2 * D * T
+        d, S = d_next, S_next
+        out.append((S, T))
+    return out
+
+
+@_options_after_x2("method", "parameterization", "return_all")
+def ntk_kernel(net, x1, x2=None, *, method="auto", parameterization="ntk", return_all=False):
+    """The infinite-width neural tangent kernel Θ_L of ``net`` (an :class:`rmtnet.spectra.network.MLP` with a linear
+    read-out h_L) on the rows of x1 (n₁ × n₀), n₁ × n₁, or between x1 and x2 (n₂ × n₀), n₁ × n₂, as neural-tangents'
+    ``kernel_fn(x1, x2, "ntk")``: Θ(x, x′) = lim Σ_θ ∂h_L(x)/∂θ · ∂h_L(x′)/∂θ over every weight and bias,
     for one output unit (Jacot, Gabriel & Hongler, NeurIPS 2018; Arora et al., NeurIPS 2019, "On exact computation
     with an infinitely wide neural net"; Lee et al., NeurIPS 2019).
 
@@ -614,12 +751,12 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     where P is what the layer's own parameters add:
 
     * ``parameterization="ntk"`` (the default, as neural-tangents' ``stax.Dense``): W_ℓ = σ_w ω_ℓ/√n_{ℓ−1},
-      b_ℓ = σ_b β_ℓ with ω, β ~ N(0, 1) the trained parameters. Then P_ℓ = Σ_ℓ and Θ₁ = Σ₁ = σ_w² XXᵀ/n₀ + σ_b²;
+      b_ℓ = σ_b β_ℓ with ω, β ~ N(0, 1) the trained parameters. Then P_ℓ = Σ_ℓ and Θ₁ = Σ₁ = σ_w² x·x′/n₀ + σ_b²;
       the widths drop out.
     * ``"standard"``: W_ℓ (entries N(0, σ_w²/n_{ℓ−1})) and b_ℓ (N(0, σ_b²)) trained directly, as in a torch
       ``nn.Linear`` (:class:`rmtnet.nets.MLP`). Then P_ℓ = n_{ℓ−1} K_{ℓ−1} + 1[bias], K_{ℓ−1} = E[φ(z)φ(z′)] the
-      post-activation kernel (K₀ = XXᵀ/n₀), so Θ₁ = XXᵀ + 1. The kernel grows linearly with the widths
-      n₀ = X.shape[1], n₁ … n_{L−1} = ``net.widths[1:-1]`` (taken as they are), so the largest stable learning rate
+      post-activation kernel (K₀ = x·x′/n₀), so Θ₁ = x·x′ + 1. The kernel grows linearly with the widths
+      n₀ = x1.shape[1], n₁ … n_{L−1} = ``net.widths[1:-1]`` (taken as they are), so the largest stable learning rate
       shrinks as 1/width (Sohl-Dickstein et al. 2020, arXiv 2001.07301); it is the limit of the empirical NTK over
       the widths' growth, read at the net's widths. The bias term is there only if the net has biases (σ_b > 0,
       as :meth:`rmtnet.nets.MLP.from_arch` builds them), and neural-tangents' ``parameterization="standard"`` with
@@ -627,18 +764,23 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
 
     E[φφ] and E[φ′φ′] have closed forms for ReLU (arc-cosine kernels of degree 1 and 0), erf and linear; other
     activations use quadrature (:func:`gaussian_pair_expectation`, far slower per pair: for thousands of points
-    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on X's library
-    (NumPy or CuPy: a CuPy X gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
-    [(Σ₁, Θ₁), …, (Σ_L, Θ_L)].
+    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on x1's library
+    (NumPy or CuPy: a CuPy x1 gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
+    [(Σ₁, Θ₁), …, (Σ_L, Θ_L)], the last pair being neural-tangents' ``kernel_fn(x1, x2, ("nngp", "ntk"))``. With x2
+    every Σ_ℓ, Θ_ℓ is the cross block (x1, x2) of the kernel of the concatenated inputs (to rounding), computed from
+    the variances of both sets and the cross blocks alone, without the (n₁ + n₂)² joint kernel.
 
     Parameters
     ----------
     net : rmtnet.spectra.network.MLP
         The network description.
-    X : array_like
-        Inputs as rows, (B, n₀).
+    x1 : array_like
+        Inputs as rows, (n₁, n₀).
+    x2 : array_like or None
+        A second set of inputs, (n₂, n₀), or None for the kernel of x1 with itself (as is an x2 equal to x1).
     method : {"auto", "closed_form", "quadrature"}
-        As in :func:`nngp_kernel`.
+        As in :func:`nngp_kernel` (the options are keyword only; rmtnet 0.1's positional form
+        ``ntk_kernel(net, X, method, parameterization, return_all)`` still works, with a DeprecationWarning).
     parameterization : {"ntk", "standard"}
         See above.
     return_all : bool
@@ -647,11 +789,11 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     Returns
     -------
     ndarray or list of tuple
-        Θ_L (B × B), or every layer's (Σ_ℓ, Θ_ℓ).
+        Θ_L (n₁ × n₁, or n₁ × n₂ with x2), or every layer's (Σ_ℓ, Θ_ℓ).
 
     Examples
     --------
-    Linear, σ_w = 1, σ_b = 0: Θ_ℓ = Σ_ℓ + Θ_{ℓ−1} = ℓ·XXᵀ/n₀, so 3·XXᵀ/2 at L = 3. ReLU at σ_w² = 2 on ‖x‖²/n₀ = 1:
+    Linear, σ_w = 1, σ_b = 0: Θ_ℓ = Σ_ℓ + Θ_{ℓ−1} = ℓ·x·x′/n₀, so 3·x·x′/2 at L = 3. ReLU at σ_w² = 2 on ‖x‖²/n₀ = 1:
     Σ₁ = Σ₂ = 2, Σ̇₂ = 2·(1/2) = 1, Θ₂ = 2 + 1·2 = 4.
 
     >>> from rmtnet.spectra.network import mlp
@@ -660,13 +802,18 @@ def ntk_kernel(net, X, method="auto", parameterization="ntk", return_all=False):
     [[1.5, 1.5], [1.5, 3.0]]
     >>> np.round(ntk_kernel(mlp(2, 2, sigma_w=np.sqrt(2), q0=1.0), X[1:]), 6).tolist()
     [[4.0]]
+    >>> np.round(ntk_kernel(mlp(3, 2, activation="linear", q0=1.0), X, X[1:]), 6).tolist()
+    [[1.5], [3.0]]
     """
     net = check_network("net", net)
-    X = input_rows("X", X)
+    x1, x2 = _input_sets(x1, x2)
     method = _method(method)
     if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
         raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
-    layers = _ntk_layers(net, X, method, parameterization)
+    if x2 is not None:
+        layers = _ntk_cross_layers(net, x1, x2, method, parameterization)
+    else:
+        layers = _ntk_layers(net, x1, method, parameterization)
     return layers if return_all else layers[-1][1]
 
 

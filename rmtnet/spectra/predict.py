@@ -463,7 +463,8 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     n = Xa.shape[0]
-    Sig, Th = ntk_kernel(net, np.concatenate([Xa, Xt]), method, parameterization, return_all=True)[-1]
+    Sig, Th = ntk_kernel(net, np.concatenate([Xa, Xt]), method=method, parameterization=parameterization,
+                         return_all=True)[-1]
     Th_tr, Th_x = Th[:n, :n], Th[n:, :n]
     K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
     predict = gradient_descent_mse(Th_tr, Y, eta, reg, diag_reg_absolute_scale=diag_reg_absolute_scale,
