@@ -32,7 +32,7 @@ napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 html_theme = "alabaster"
 html_theme_options = {"description": "Random-matrix theory and free probability for deep networks",
-                      "fixed_sidebar": True}
+                      "fixed_sidebar": True, "page_width": "1200px"}     # code lines of ~95 characters fit
 exclude_patterns = ["_build"]
 
 
@@ -44,9 +44,9 @@ def _gallery_image(name, source, images):
         return [f".. image:: _gallery/{png.name}", f"   :alt: {name}", "   :width: 100%", ""]
     if thumb.exists():
         return [f".. image:: _static/gallery/{thumb.name}", f"   :alt: {name} (thumbnail)", "   :width: 100%", "",
-                f"*Thumbnail of the quick-size figure; ``rmtnet run {name}`` draws it in full into "
-                f"``figures/{name}.png``, which a later build shows here.*", ""]
-    return [f"*Not drawn in this build:* ``rmtnet run {name}`` writes ``figures/{name}.png``.", ""]
+                f"A thumbnail of the quick-size figure, shipped with the docs: ``rmtnet run {name}`` draws it "
+                f"in full into ``figures/{name}.png``, which a later build shows here.", ""]
+    return [f"Not drawn in this build: ``rmtnet run {name}`` writes ``figures/{name}.png``.", ""]
 
 
 def write_gallery(app):
