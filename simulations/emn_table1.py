@@ -116,7 +116,7 @@ def draw(tables):
         axes[0].plot([], [], MARKERS.get(e, "x"), color="0.3", ls="none", label=f"{e} epoch{'s' if e > 1 else ''}")
     axes[0].plot([], [], "*", ms=10, color="w", mec="k", label="paper's minimum at its (e, m)")
     axes[0].set_ylabel("test error (MSE)")
-    top.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize=7)
+    top.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=7)
     top.suptitle("Ensemble mask network, Table 1 of Luntzel (2023): error on unsymmetric A ∈ [0, 1] at density 0.5")
     ax = bottom.subplots()
     ax.axis("off")

@@ -50,14 +50,14 @@ def draw(tables):
     fig, axes = figures.subplots(2, max(len(RATIOS), len(orders)), 18 / 5, 3.5)
     for j, lam in enumerate(RATIOS):
         ax = plot.draw_histogram(axes[0, j], s[f"MP ratio={lam}"])
-        ax.set_title(f"Marchenko–Pastur, λ = {lam}")
+        ax.set(title=f"Marchenko–Pastur, λ = {lam}", xlabel="eigenvalue", ylabel="density")
     for j, order in enumerate(orders):
         h, x, pdf = s[f"Fuss-Catalan s={order}"]
         ax = plot.draw_histogram(axes[1, j], h)
         ax.plot(x, pdf, "r--", lw=1, label="parametric Fuss–Catalan")
         ax.legend(fontsize=7)
         ax.set_yscale("log")
-        ax.set_title(f"{order} Ginibre factor(s)")
+        ax.set(title=f"{order} Ginibre factor(s)", xlabel="eigenvalue", ylabel="density (log scale)")
     for ax in axes.ravel()[len(RATIOS):len(axes[0])]:
         ax.axis("off")
     for ax in axes[1, len(orders):]:

@@ -196,14 +196,14 @@ def draw(tables):
     lim = [float(preds.ntk_mean.min()), float(preds.ntk_mean.max())]
     axes[1].plot(lim, lim, "k--", lw=1)
     figures.style(axes[1], xlabel=f"NTK predicted mean at step {steps}", ylabel="mean over trained networks",
-                  title="Ensemble mean: networks against the infinite-width prediction")
+                  title="Ensemble mean: networks against\nthe infinite-width prediction")
     axes[2].errorbar(g.width, g.rms_gap, yerr=g.rms_se_of_mean, fmt="o-", capsize=3,
                      label="networks' mean − NTK mean (± SE of the mean)")
     axes[2].errorbar(g.width, g.rms_gap_cv, yerr=g.rms_se_cv, fmt="s-", capsize=3,
                      label="the same with each network's f₀ carried by the linear model subtracted")
     axes[2].plot(g.width, g.rms_network_vs_linear, "^-", label="one network against its own linear model (rms)")
     figures.style(axes[2], xscale="log", yscale="log", xlabel="width W", ylabel="rms (networks' mean − NTK mean)",
-                  title=f"Networks against the NTK predictor, by width ({n_nets} networks per width)")
+                  title=f"Networks against the NTK predictor, by width\n({n_nets} networks per width)")
     fig.suptitle("Wide networks trained by gradient descent against the NTK ensemble predictor (Lee et al. 2019)")
     return fig
 

@@ -128,6 +128,7 @@ def compute(size="quick", seed=0, backend=None, n=None, n_nets=None):
 def _draw_panel(ax, title, extra):
     h, finite, ks_f = extra
     plot.draw_histogram(ax, h)
+    title = title.replace(" (n = ", "\n(n = ")               # the real-data panels' long titles on two lines
     if finite is not None:
         lo, hi = min(finite.hull()[0], ax.get_xlim()[0]), ax.get_xlim()[1]
         x = np.linspace(lo, hi, 400)                    # the smeared lower edge lies below the limit's support

@@ -11,16 +11,14 @@ scalar repr ``1.0`` rather than ``np.float64(1.0)``) and with ``ELLIPSIS`` and `
 example's printed output does not depend on the NumPy version or on options another test left set; the global
 NumPy and torch generators are restored after each docstring, so an example that seeds one changes no later test.
 
-The README's ten-line tour runs too, and must print what the README says it prints.
+The README's code blocks run in tests/test_readme.py, each in a fresh interpreter.
 """
 from __future__ import annotations
 
 import doctest
 import importlib
 import pkgutil
-import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,18 +98,3 @@ def test_docstring_examples(name):
         np.random.set_state(numpy_state)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, "".join(output)
-
-
-def test_readme_tour(capsys):
-    """The README's first Python block (the ten-line tour) runs and prints what the README says it prints."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
-    assert blocks, "README.md has no python block"
-    tour = blocks[0]
-    assert len([line for line in tour.splitlines() if line.strip()]) <= 10
-    exec(compile(tour, "README.md:tour", "exec"), {"__name__": "readme_tour"})
-    printed = capsys.readouterr().out
-    said = re.search(r"It prints `(.*?)…` and `(.*?)`", readme)
-    assert said, "README.md no longer says what the tour prints"
-    assert printed.splitlines()[0].startswith(said.group(1)), printed
-    assert printed.splitlines()[1] == said.group(2), printed
