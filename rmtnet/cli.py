@@ -38,6 +38,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from rmtnet._optional import hint
 from rmtnet._system import affinity_cores
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -233,10 +234,12 @@ def _one(path, a):
     try:
         with scheduled:
             out = runpy.run_path(str(path))["main"](full=a.full, outdir=a.outdir, seed=a.seed, backend=a.backend)
-    except Exception:  # noqa: BLE001 - reported, and the other simulations still run
+    except Exception as exc:  # noqa: BLE001 - reported, and the other simulations still run
         seconds = time.perf_counter() - t0
-        return dict(name=name, seconds=seconds, ok=False,
-                    err=[f"[{name}] failed after {seconds:.1f} s:\n{traceback.format_exc()}"], out=[])
+        needs = hint(exc, name)                      # a missing optional dependency: which extra brings it
+        return dict(name=name, seconds=seconds, ok=False, out=[],
+                    err=[f"[{name}] failed after {seconds:.1f} s:\n{traceback.format_exc()}"
+                         + (f"[{name}] {needs}\n" if needs else "")])
     seconds = time.perf_counter() - t0
     figure, tables = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
     figure = Path(figure) if figure is not None else None
@@ -284,7 +287,7 @@ def _init_worker(threads):
     os.environ.update({var: str(threads) for var in _THREAD_VARS})
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:                        # pragma: no cover - scikit-learn, a dependency, brings it
+    except ImportError:                        # pragma: no cover - a declared dependency of rmtnet
         return
     threadpool_limits(threads)
 
