@@ -8,6 +8,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 # torch first, exactly pinned, so the CPU build on local disk is taken and no CUDA build is pulled in: the extras ask
-# for an open range (torch>=2.3), which 2.13.0 satisfies, so the second install adds no other torch.
+# for an open range (torch>=2.4), which 2.13.0 satisfies, so the second install adds no other torch.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[all,test,docs]"

@@ -43,7 +43,7 @@ def test_metadata_has_the_engine_as_core_and_the_rest_as_extras():
         assert package in extras[extra], (package, extra)
         assert extra == "gpu" or package in extras["all"], package
     torch = {r for v in project["optional-dependencies"].values() for r in v if _name(r) == "torch"}
-    assert torch == {"torch>=2.3"}
+    assert torch == {"torch>=2.4"}
     setup = (ROOT / "scripts" / "setup.sh").read_text()
     assert setup.index('"torch==2.13.0"') < setup.index('-e ".[all,test,docs]"')
     assert project["classifiers"] and "Programming Language :: Python :: 3" in project["classifiers"]
