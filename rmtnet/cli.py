@@ -236,7 +236,7 @@ def _one(path, a):
             out = runpy.run_path(str(path))["main"](full=a.full, outdir=a.outdir, seed=a.seed, backend=a.backend)
     except Exception as exc:  # noqa: BLE001 - reported, and the other simulations still run
         seconds = time.perf_counter() - t0
-        needs = hint(exc, name)                      # a missing optional dependency: which extra brings it
+        needs = hint(exc, "this simulation")         # a missing optional dependency: which extra brings it
         return dict(name=name, seconds=seconds, ok=False, out=[],
                     err=[f"[{name}] failed after {seconds:.1f} s:\n{traceback.format_exc()}"
                          + (f"[{name}] {needs}\n" if needs else "")])

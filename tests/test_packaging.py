@@ -227,4 +227,4 @@ def test_installed_command_runs_an_engine_figure_into_the_working_directory(inst
     assert "1 of 1 simulations done" in r.stdout
     r = _rmtnet(installed, "run", "ntk_dynamics", "--jobs", "1")
     assert r.returncode == 1 and "0 of 1 simulations done" in r.stdout
-    assert "[ntk_dynamics] ntk_dynamics needs torch, which is not installed: pip install 'rmtnet[nets]'" in r.stderr
+    assert "[ntk_dynamics] this simulation needs torch, which is not installed: pip install 'rmtnet[nets]'" in r.stderr
