@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import array_api_compat
 
+from rmtnet._optional import hint, require
+
 _BACKENDS = ("numpy", "cupy")
 _default = "numpy"
 DEFAULT_DTYPE = "float64"
@@ -37,9 +39,9 @@ def check_name(name):
 def cupy_module():
     """The ``cupy`` module, or RuntimeError saying what is missing (CuPy itself, or a CUDA device)."""
     try:
-        import cupy
+        cupy = require("cupy", "backend='cupy'")
     except ImportError as exc:  # pragma: no cover - depends on the machine
-        raise RuntimeError("backend='cupy' needs CuPy: pip install 'rmtnet[gpu]'") from exc
+        raise RuntimeError(hint(exc, "backend='cupy'") or f"backend='cupy': CuPy failed to import: {exc}") from exc
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             raise RuntimeError("backend='cupy' needs a CUDA device; none was found")

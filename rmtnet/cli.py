@@ -46,6 +46,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from rmtnet._optional import hint
 from rmtnet._system import affinity_cores
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -265,10 +266,12 @@ def _one(path, a):
     try:
         with scheduled:
             out = runpy.run_path(str(path))["main"](full=a.full, outdir=a.outdir, seed=a.seed, backend=a.backend)
-    except Exception:  # noqa: BLE001 - reported, and the other simulations still run
+    except Exception as exc:  # noqa: BLE001 - reported, and the other simulations still run
         seconds = time.perf_counter() - t0
-        return dict(name=name, seconds=seconds, ok=False,
-                    err=[f"[{name}] failed after {seconds:.1f} s:\n{traceback.format_exc()}"], out=[])
+        needs = hint(exc, "this simulation")         # a missing optional dependency: which extra brings it
+        return dict(name=name, seconds=seconds, ok=False, out=[],
+                    err=[f"[{name}] failed after {seconds:.1f} s:\n{traceback.format_exc()}"
+                         + (f"[{name}] {needs}\n" if needs else "")])
     seconds = time.perf_counter() - t0
     figure, tables = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
     figure = Path(figure) if figure is not None else None
@@ -318,7 +321,7 @@ def _init_worker(threads):
     os.environ["TQDM_DISABLE"] = "1"           # only the parent's bar: concurrent workers' bars would overwrite it
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:                        # pragma: no cover - scikit-learn, a dependency, brings it
+    except ImportError:                        # pragma: no cover - a declared dependency of rmtnet
         return
     threadpool_limits(threads)
 

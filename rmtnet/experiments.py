@@ -40,6 +40,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from rmtnet._io import atomic_write
+from rmtnet._optional import MissingExtra, require
 from rmtnet._progress import tqdm_disable
 from rmtnet._system import affinity_cores
 
@@ -248,10 +249,9 @@ def _caller_executor(executor):
 
 def _distributed():
     try:
-        import distributed
-    except ImportError as exc:  # pragma: no cover - a dependency; only a broken install lacks it
-        raise RuntimeError("scheduler= needs Dask distributed: pip install distributed") from exc
-    return distributed
+        return require("distributed", "scheduler=")
+    except MissingExtra as exc:  # pragma: no cover - installed with rmtnet[cluster]
+        raise RuntimeError(str(exc)) from exc
 
 
 def scheduler_address(scheduler) -> str:

@@ -14,7 +14,7 @@ case "$cuda" in
   *) echo "setup_gpu.sh: the driver reports CUDA '${cuda:-?}'; rmtnet's GPU extras are for CUDA 12 and 13" >&2; exit 1 ;;
 esac
 bash scripts/setup.sh
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,$extra]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[all,test,$extra]"
 .venv/bin/python - <<'PY'
 import cupy, torch
 n = cupy.cuda.runtime.getDeviceCount()

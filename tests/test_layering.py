@@ -5,7 +5,7 @@
 network theory = spectra's network, activations, meanfield, jacobian, fisher, ntk, kernels, predict, mixer,
 stability; the
 free-probability core = measures, laws, free, continuation, transforms, series, symbolic; the base = validation,
-backend, io, system and the deprecation signposts. The package facades sit with the highest of their modules
+backend, io, system, the optional dependencies and the deprecation signposts. The package facades sit with the highest of their modules
 (``rmtnet.spectra`` with the sampling wing, ``rmtnet`` at the base).
 
 An import may point down or across, never up: module-level and function-level imports alike, a submodule's import of
@@ -29,7 +29,7 @@ PACKAGE = ROOT / "rmtnet"
 # The layers, lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS = {
     "base": ("rmtnet", "rmtnet._validation", "rmtnet.backend", "rmtnet._io", "rmtnet._system", "rmtnet._deprecation",
-             "rmtnet._progress"),
+             "rmtnet._optional", "rmtnet._progress"),
     "free-probability core": ("rmtnet.spectra.measures", "rmtnet.spectra.laws", "rmtnet.spectra.free",
                               "rmtnet.spectra.continuation", "rmtnet.spectra.transforms", "rmtnet.spectra.series",
                               "rmtnet.spectra.symbolic", "rmtnet.spectra.registry"),

@@ -15,7 +15,11 @@ old names (``rmtnet.nets.emn``, ``rmtnet.nets.train_emn``, …) as deprecated al
 first use (this package never imports the studies). ``rmtnet.spectra`` never imports this package; this package uses ``rmtnet.spectra`` for
 predictions.
 """
-from .._deprecation import moved_names
+from .._optional import require
+
+require("torch", "rmtnet.nets")         # before any submodule imports it: the error names the extra to install
+
+from .._deprecation import moved_names  # noqa: E402
 from . import data, ensembles, layers, metrics, models, probes, sharpness, similarity, spectral_audit, training
 from .ensembles import ensemble_predict, noisy_children, partition_masks, pruned_children, stochastic_children
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,

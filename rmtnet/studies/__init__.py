@@ -19,6 +19,10 @@
 The library they use — models, layers, training, probes, the subnetwork-ensemble methods — is :mod:`rmtnet.nets`
 (and :mod:`rmtnet.spectra` for predictions); nothing in those imports this package.
 """
+from .._optional import require
+
+require("torch", "rmtnet.studies")      # before any study imports it: the error names the extra to install
+
 from . import emn, freeness, mixer_width, red_line, sharpness, subnetwork_ensembles, trained_spectra, wider_nets
 
 __all__ = ["emn", "freeness", "mixer_width", "red_line", "sharpness", "subnetwork_ensembles", "trained_spectra",

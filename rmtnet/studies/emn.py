@@ -549,7 +549,7 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
     ``steps``, ``wall_s``. Every run uses the same test pairs (seeded by ``test_seed``). ``diagonal=False`` trains
     on zero-diagonal matrices (module notes)."""
     try:
-        from threadpoolctl import threadpool_limits             # scikit-learn's dependency; BLAS to one thread
+        from threadpoolctl import threadpool_limits             # BLAS to one thread
     except ImportError:                                         # pragma: no cover
         threadpool_limits = contextlib.nullcontext
     one_of("dtype", dtype, tuple(DTYPES))

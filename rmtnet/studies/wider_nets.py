@@ -27,6 +27,7 @@ from torch import nn
 from rmtnet.nets import data as datasets
 from rmtnet.nets.layers import MaskedLinear, gaussian_, generator
 from rmtnet.nets.training import train
+from rmtnet._optional import require
 from rmtnet._validation import positive_integers
 
 N_IN, N_CLASSES, BASE_WIDTH = 784, 10, 8
@@ -74,7 +75,7 @@ class WideSparseMLP(nn.Module):
 def mnist_subset(n_train=2048, seed=0):
     """mnist5k's training split cut to ``n_train`` digits (stratified by class, drawn with ``seed``) and its test
     split, flattened to 784 pixels and standardised pixel by pixel with the subset's statistics."""
-    from sklearn.model_selection import train_test_split
+    train_test_split = require("sklearn.model_selection", "rmtnet.studies.wider_nets").train_test_split
 
     full = datasets.mnist5k(seed=0)
     positive_integers(n_train=n_train)
