@@ -50,7 +50,7 @@ def main(full=False, outdir="figures", seed=0, backend=None, n=None, n_nets=None
 
 def _net(act, depth, n, d0):
     """``depth`` hidden layers of width n and the read-out to one output (a description of depth + 1 layers)."""
-    return mlp(depth + 1, widths=[d0] + [n] * depth + [1], activation=act, last_activation=False)
+    return mlp(depth + 1, widths=[d0] + [n] * depth + [1], activation=act, last_activation=False, sigma_w=1.0)
 
 
 def _images(name, n, seed):
@@ -101,7 +101,7 @@ def _data_panels(s, seed, backend, tables, summary):
         X0 = _images("digits" if name == "digits" else "mnist5k", m, seed)
         d0 = X0.shape[0]
         net = mlp(3, widths=[d0, 2 * m, 2 * m, 1], activation="tanh",     # γ_ℓ = 0.5: no hard edge at 0
-                  last_activation=False)
+                  last_activation=False, sigma_w=1.0)
         gram = np.linalg.eigvalsh(X0.T @ X0)
         tables.extras[f"{name} input"] = (gram, m, d0)
         input_law = Empirical(np.maximum(gram, 0.0))

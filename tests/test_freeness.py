@@ -186,15 +186,15 @@ def test_bad_input_is_rejected_by_name(kwargs, match):
 
 def test_bad_network_is_rejected():
     with pytest.raises(ValueError, match="square"):
-        freeness_test(mlp(2, 16, ratios=(2.0, 0.5)), widths=(8, 16), n_samples=2)
+        freeness_test(mlp(2, 16, ratios=(2.0, 0.5), sigma_w=1.0), widths=(8, 16), n_samples=2)
     with pytest.raises(ValueError, match="depth"):
-        freeness_test(mlp(1, 16), widths=(8, 16), n_samples=2)
+        freeness_test(mlp(1, 16, sigma_w=1.0), widths=(8, 16), n_samples=2)
     with pytest.raises(ValueError, match="net"):
-        freeness_test(mlp(2, 16), widths=(8, 16), n_samples=2, activation="relu")
+        freeness_test(mlp(2, 16, sigma_w=1.0), widths=(8, 16), n_samples=2, activation="relu")
     with pytest.raises(ValueError, match="weights"):
-        sample_network(mlp(2, 16), weights="unitary")
+        sample_network(mlp(2, 16, sigma_w=1.0), weights="unitary")
     with pytest.raises(ValueError, match="width"):
-        freeness_deviations(mlp(2, 16), 0)
+        freeness_deviations(mlp(2, 16, sigma_w=1.0), 0)
     with pytest.raises(ValueError, match="y"):
         loglog_fit([8, 16], [1.0, 0.0])
     with pytest.raises(ValueError, match="same N"):
@@ -254,7 +254,7 @@ def test_freeness_test_names_its_arguments_and_refuses_degenerate_nets():
     for kwargs, name in ((dict(widths=None), "widths"), (dict(widths=3.0), "widths"), (dict(words=1.0), "words"),
                          (dict(cases=None), "cases"), (dict(words=object()), "words")):
         with pytest.raises(ValueError, match=rf"\b{name}\b"):
-            freeness_test(mlp(2, 4, activation="tanh"), n_samples=2, **{"widths": (4, 6), **kwargs})
-    for net in (mlp(1, 4), mlp(2, 4, activation="linear"), mlp(2, 4, sigma_w=100.0, activation="tanh")):
+            freeness_test(mlp(2, 4, activation="tanh", sigma_w=1.0), n_samples=2, **{"widths": (4, 6), **kwargs})
+    for net in (mlp(1, 4, sigma_w=1.0), mlp(2, 4, activation="linear"), mlp(2, 4, sigma_w=100.0, activation="tanh")):
         with pytest.raises(ValueError, match=r"\bnet\b"):
             freeness_test(net, widths=(4, 6, 8), n_samples=2)

@@ -526,21 +526,21 @@ KERNELS = [
      lambda v: True if v is None else int_at_least(0)(v), lambda: small_ints(-3, 100)),
     ("ntk_predict.X_train", "X_train", lambda v: predict.ntk_predict(KNET, v, YS, XS[:2], t=1.0),
      lambda v: _matrix_ok(v, rows=3) and None, matrices),
-    ("mlp.depth", "depth", lambda v: network.mlp(v, 10), lambda v: int_at_least(1)(v) is True or
+    ("mlp.depth", "depth", lambda v: network.mlp(v, 10, sigma_w=1.0), lambda v: int_at_least(1)(v) is True or
      (False if int_at_least(1)(v) is False else None), lambda: small_ints(-2, 30)),
-    ("mlp.width", "width", lambda v: network.mlp(2, v), lambda v: int_at_least(1)(v) is True or
+    ("mlp.width", "width", lambda v: network.mlp(2, v, sigma_w=1.0), lambda v: int_at_least(1)(v) is True or
      (False if int_at_least(1)(v) is False else None), lambda: small_ints(-2, 30)),
     ("mlp.sigma_w", "sigma_w", lambda v: network.mlp(2, 10, sigma_w=v, activation="relu"),
-     real_in(0, lo_open=True, huge=1e100), scalars),
-    ("mlp.sigma_b", "sigma_b", lambda v: network.mlp(2, 10, sigma_b=v, activation="relu"), real_in(0, huge=1e100),
-     scalars),
-    ("mlp.q0", "q0", lambda v: network.mlp(2, 10, q0=v, activation="tanh"),
+     lambda v: True if v is None else real_in(0, lo_open=True, huge=1e100)(v), scalars),     # None: the critical σ_w
+    ("mlp.sigma_b", "sigma_b", lambda v: network.mlp(2, 10, sigma_b=v, activation="relu", sigma_w=1.0),
+     real_in(0, huge=1e100), scalars),
+    ("mlp.q0", "q0", lambda v: network.mlp(2, 10, q0=v, activation="tanh", sigma_w=1.0),
      lambda v: True if isinstance(v, str) and v == "fixed_point" else real_in(0, lo_open=True, huge=1e100)(v),
      lambda: st.one_of(st.just("fixed_point"), scalars())),
-    ("mlp.activation", "activation", lambda v: network.mlp(2, 10, activation=v),
+    ("mlp.activation", "activation", lambda v: network.mlp(2, 10, activation=v, sigma_w=1.0),
      lambda v: isinstance(v, str) and v in ("linear", "relu", "hard_tanh", "erf", "tanh"),
      lambda: st.one_of(st.sampled_from(["relu", "tanh", "sigmoid", "RELU"]), scalars())),
-    ("mlp.weights", "weights", lambda v: network.mlp(2, 10, weights=v), one_of("gaussian", "orthogonal"),
+    ("mlp.weights", "weights", lambda v: network.mlp(2, 10, weights=v, sigma_w=1.0), one_of("gaussian", "orthogonal"),
      lambda: st.one_of(st.sampled_from(["gaussian", "orthogonal", "haar"]), scalars())),
     ("ks_distance.samples", "samples", lambda v: plot.ks_distance(MarchenkoPastur(0.5), v),
      lambda v: finite_real_array(v) and np.size(v) > 0, arrays),
@@ -629,7 +629,8 @@ def _fw(hidden, width, ratios=None, **kw):
     """Fan & Wang's network as a description: ``hidden`` layers (widths ``width`` or by ``ratios``) and the
     read-out to one output, its last weight matrix."""
     ratios = [1.0] * hidden if ratios is None else ratios
-    return network.mlp(hidden + 1, width, ratios=list(ratios) + [1 / (width * np.prod(ratios))], **kw)
+    return network.mlp(hidden + 1, width, ratios=list(ratios) + [1 / (width * np.prod(ratios))],
+                       **{"sigma_w": 1.0, **kw})
 
 
 FW = _fw(1, 20, activation="erf")                        # Fan & Wang's setting: Gaussian weights, σ_w = 1, σ_b = 0
@@ -640,7 +641,7 @@ FAN_WANG_NETS = [FW, _fw(2, 12, activation="relu"), _fw(1, 20, activation="tanh"
                  _fw(1, 20, activation="relu", last_activation=False),
                  _fw(1, 8, activation="linear")]                 # n_data = 10 > d₀ = 8: an atom at 0 (rank d₀)
 OTHER_NETS = [_fw(1, 20, sigma_w=1.5), _fw(1, 20, weights="orthogonal"), _fw(1, 20, sigma_b=0.1),
-              network.mlp(1, 20),                                   # the read-out alone: no hidden layer
+              network.mlp(1, 20, sigma_w=1.0),                      # the read-out alone: no hidden layer
               network.mlp(2, 10, ratios=[1.0, 2.0], sigma_w=1.2, activation="linear")]
 FL = network.mlp(2, 10, sigma_w=1.2, activation="linear")  # Fisher laws: square nets whose levels are cheap to tabulate
 FT = network.mlp(2, 10, sigma_w=1.2, activation="tanh")
@@ -805,8 +806,9 @@ def _cases():
                      st.sampled_from(FREENESS_CASES), scalars())
 
 
-FREENESS_NETS = [FNET, network.mlp(2, 4, activation="relu"), network.mlp(2, 4, activation="linear"),
-                 network.mlp(2, 4, sigma_w=100.0, activation="tanh"), network.mlp(1, 4), network.mlp(2, 4, ratios=[1.0, 2.0])]
+FREENESS_NETS = [FNET, network.mlp(2, 4, activation="relu", sigma_w=1.0), network.mlp(2, 4, activation="linear"),
+                 network.mlp(2, 4, sigma_w=100.0, activation="tanh"), network.mlp(1, 4, sigma_w=1.0),
+                 network.mlp(2, 4, ratios=[1.0, 2.0], sigma_w=1.0)]
 
 FREENESS = [
     ("freeness_test.widths", "widths", lambda v: _freeness(widths=v), _widths_ok,
@@ -1173,7 +1175,7 @@ AMODEL = nm.MLP([24, 16, 12], seed=0).double()          # layers of 16 and 12 ei
 X_PL = np.exp(np.linspace(0.0, 3.0, 50))                # 50 positive values from 1 to e³
 JNET = network.mlp(2, widths=[3, 4, 2], activation="linear", last_activation=False, q0=1.0)
 JMODEL = nm.MLP.from_description(JNET, seed=0, dtype=torch.float64)
-NNET = network.mlp(2, widths=[3, 6, 1], activation="tanh", last_activation=False, q0=1.0)
+NNET = network.mlp(2, widths=[3, 6, 1], activation="tanh", last_activation=False, q0=1.0, sigma_w=1.0)
 NMODEL = nm.MLP.from_description(NNET, seed=0, dtype=torch.float64)
 
 

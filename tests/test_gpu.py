@@ -28,7 +28,8 @@ CASES = {
     "fisher_relu": lambda seed, be: montecarlo.sample_fisher_eigs(
         network.mlp(3, 300, weights="orthogonal", sigma_w=SQRT2, activation="relu"), n_samples=2, seed=seed, backend=be),
     "ck_relu": lambda seed, be: montecarlo.sample_ck_eigs(
-        network.mlp(3, widths=[400, 300, 300, 1], activation="relu", last_activation=False), 200, n_samples=2, seed=seed,
+        network.mlp(3, widths=[400, 300, 300, 1], activation="relu", last_activation=False, sigma_w=1.0), 200,
+        n_samples=2, seed=seed,
         backend=be),
     "free_product": lambda seed, be: montecarlo.free_product_eigs(
         [np.linspace(0.5, 2.0, 300), np.repeat([0.0, 3.0], 150), np.geomspace(0.1, 1.0, 300)], seed=seed, backend=be),

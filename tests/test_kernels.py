@@ -387,7 +387,7 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="width"):
         sample_nngp_kernel(net, Xa, -3)
     with pytest.raises(ValueError, match="sampler"):
-        sample_nngp_kernel(mlp(2, 64, weights="orthogonal"), Xa, 64, sampler="marginal")
+        sample_nngp_kernel(mlp(2, 64, weights="orthogonal", sigma_w=1.0), Xa, 64, sampler="marginal")
 
 
 @pytest.mark.gpu

@@ -44,7 +44,8 @@ def _ntk():
     from rmtnet.spectra.network import mlp
     from rmtnet.spectra import ntk_law
     n = 400
-    return ntk_law(mlp(2, widths=[2 * n, n, 1], activation="relu", last_activation=False), n)   # one hidden layer
+    return ntk_law(mlp(2, widths=[2 * n, n, 1], activation="relu", last_activation=False, sigma_w=1.0),  # one hidden
+                   n)
 
 
 def _classical():

@@ -117,11 +117,11 @@ def test_critical_learning_rate_and_linear_growth_of_lambda_max():
 
 def test_fisher_needs_square_layers_and_positive_q0():
     with pytest.raises(ValueError, match="square"):
-        fisher_law(network.mlp(2, 100, ratios=[1.0, 2.0]))
+        fisher_law(network.mlp(2, 100, ratios=[1.0, 2.0], sigma_w=1.0))
     with pytest.raises(ValueError, match="q0"):
-        fisher_law(network.mlp(2, 100), q0=-1.0)
+        fisher_law(network.mlp(2, 100, sigma_w=1.0), q0=-1.0)
     with pytest.raises(ValueError, match="qhat"):
-        montecarlo.sample_fisher_eigs(network.mlp(2, 10), qhat="exact")
+        montecarlo.sample_fisher_eigs(network.mlp(2, 10, sigma_w=1.0), qhat="exact")
 
 
 
@@ -129,8 +129,8 @@ def test_bad_arguments_of_the_ntk_and_fisher_functions_are_named():
     """Found by tests/test_fuzz.py: a non-network gave AttributeError ('float' object has no attribute 'weights'),
     n_data and K went through int() (NaN: "cannot convert float NaN to integer"; K = 0, -3, "1" or True were taken as
     one moment), return_all took any truthy value, and the Fan–Wang settings' errors named sigma_w but not net."""
-    net = network.mlp(2, widths=[20, 20, 1], activation="erf", last_activation=False)   # one hidden layer, read-out
-    square = network.mlp(1, 20, activation="erf")                                        # the Fisher laws' network
+    net = network.mlp(2, widths=[20, 20, 1], activation="erf", last_activation=False, sigma_w=1.0)  # hidden, read-out
+    square = network.mlp(1, 20, activation="erf", sigma_w=1.0)                                # the Fisher laws' network
     for call, name in ((lambda: ntk.ntk_moments(1.0, 10), "net"), (lambda: ntk.ntk_coefficients("a", 10), "net"),
                        (lambda: ntk.ntk_factor_variance(None), "net"), (lambda: fisher_law([1.0]), "net"),
                        (lambda: fisher.fisher_moments(object()), "net"),
@@ -171,7 +171,8 @@ def test_fisher_law_of_a_zero_input_is_a_point_mass_at_zero():
 def test_ck_second_moment_closed_form_and_monte_carlo(act):
     """One layer: m₂ = 1 + γ₁ + b²γ₀ exactly (law and moment recursion), and Monte Carlo at n = 1000 data points
     (d₀ = 2000, d₁ = 1500; 4 draws) within 1 %; KS < 0.01."""
-    net = network.mlp(2, widths=[2000, 1500, 1], activation=act, last_activation=False)   # one hidden layer, read-out
+    net = network.mlp(2, widths=[2000, 1500, 1], activation=act, last_activation=False,
+                      sigma_w=1.0)                                                          # one hidden layer, read-out
     n = 1000
     b = _b_phi(act)
     closed = 1 + n / 1500 + b ** 2 * n / 2000
@@ -221,7 +222,8 @@ def test_deep_ck_matches_monte_carlo():
     2·m₂(n = 1000) − m₂(n = 500), within 3 standard errors of the law's m₂."""
     est = {}
     for n, S in ((500, 16), (1000, 8)):
-        net = network.mlp(4, widths=[2 * n] + [3 * n // 2] * 3 + [1], activation="relu", last_activation=False)
+        net = network.mlp(4, widths=[2 * n] + [3 * n // 2] * 3 + [1], activation="relu", last_activation=False,
+                          sigma_w=1.0)
         eig = np.asarray(montecarlo.sample_ck_eigs(net, n, n_samples=S, seed=2)).reshape(S, -1)
         m2 = np.array([np.mean(e ** 2) for e in eig])
         est[n] = m2.mean(), m2.std(ddof=1) / np.sqrt(S)
@@ -237,13 +239,13 @@ def test_deep_ck_matches_monte_carlo():
 
 def test_ck_rejects_settings_outside_fan_wang():
     with pytest.raises(ValueError, match="weights"):
-        ck_law(network.mlp(2, 100, weights="orthogonal"), 50)
+        ck_law(network.mlp(2, 100, weights="orthogonal", sigma_w=1.0), 50)
     with pytest.raises(ValueError, match="sigma_w"):
         ck_law(network.mlp(2, 100, sigma_w=2.0), 50)
     with pytest.raises(ValueError, match="n_data"):
-        ck_law(network.mlp(2, 100), 0)
+        ck_law(network.mlp(2, 100, sigma_w=1.0), 0)
     with pytest.raises(ValueError, match="hidden layer"):                # depth 1: the read-out alone
-        ck_law(network.mlp(1, 100), 50)
+        ck_law(network.mlp(1, 100, sigma_w=1.0), 50)
 
 
 def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
@@ -251,7 +253,7 @@ def test_fisher_law_return_all_gives_each_shallower_net_in_one_recursion():
     are those of fisher_moments (exact series) of the cut net, its cdf that of fisher_law of the cut net built on
     its own; with last_activation the last entry carries D_L (checked on an atomic ReLU–orthogonal net)."""
     def net(L, **kw):
-        return network.mlp(L, 300, **kw)
+        return network.mlp(L, 300, **{"sigma_w": 1.0, **kw})
     laws = fisher_law(net(3, weights="gaussian", activation="linear"), return_all=True)
     assert len(laws) == 3
     for L, law in enumerate(laws, start=1):

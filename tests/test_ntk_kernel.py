@@ -220,7 +220,7 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="method"):
         ntk_kernel(net, Xa, method="exact")
     with pytest.raises(ValueError, match="closed_form"):
-        ntk_kernel(mlp(2, 10, activation="tanh"), Xa, method="closed_form")
+        ntk_kernel(mlp(2, 10, activation="tanh", sigma_w=1.0), Xa, method="closed_form")
     with pytest.raises(ValueError, match="x1 must be finite"):
         ntk_kernel(net, np.full((2, 3), np.nan))
     with pytest.raises(ValueError, match="X_test"):

@@ -21,14 +21,14 @@ from rmtnet.spectra.ntk import NTKLaw, _fan_wang_constants, normalised_activatio
 def _fw(depth, width, **kw):
     """``depth`` hidden layers of ``width`` (and an input of that width) and the read-out to one output: the
     description of depth + 1 weight matrices (the read-out is the description's last layer)."""
-    return mlp(depth + 1, widths=[width] * (depth + 1) + [1], last_activation=False, **kw)
+    return mlp(depth + 1, widths=[width] * (depth + 1) + [1], last_activation=False, **{"sigma_w": 1.0, **kw})
 
 
 def _net(act, depth, n, ratios=None):
     """Fan & Wang's setting: d₀ = 2n (γ₀ = 0.5), ``depth`` hidden widths n/γ_ℓ and the read-out to one output."""
     ratios = ratios or [1.0] * depth
     return mlp(depth + 1, widths=[2 * n] + [int(round(n / g)) for g in ratios] + [1], activation=act,
-               last_activation=False)
+               last_activation=False, sigma_w=1.0)
 
 
 def _linear_combination(net, n, n_samples, seed):
@@ -87,7 +87,7 @@ def test_closed_form_gram_is_the_empirical_ntk_of_the_torch_network(act):
     to one output, fed u₀ = √d₀·x₀; their NTK over the unscaled weights is the NTK parameterisation's, each layer's
     block of J Jᵀ weighted by 1/n_in. ntk_gram on the torch model's own weights: equal to rounding."""
     widths = (12, 9, 7)
-    net = mlp(3, widths=widths + (1,), activation=act, last_activation=False)
+    net = mlp(3, widths=widths + (1,), activation=act, last_activation=False, sigma_w=1.0)
     model = MLP.from_arch(net, seed=3, dtype=torch.float64)
     model.phi = _Normalised(act)
     x0 = np.random.default_rng(0).standard_normal((12, 5)) / np.sqrt(12)          # d₀ × n, columns of norm ≈ 1

@@ -58,7 +58,7 @@ def test_ntk_gram_spectrum_of_the_described_torch_model_follows_ntk_law_of_the_d
     laws of the descriptions one layer shorter and longer the pooled m₁ is 75 % above and 27 % below, KS 0.31 and
     0.30 to the raw spectrum (asserted ≥ 20 % and ≥ 0.25)."""
     n, d = 120, 240
-    net = mlp(3, widths=[d, d, d, 1], activation="tanh", last_activation=False)
+    net = mlp(3, widths=[d, d, d, 1], activation="tanh", last_activation=False, sigma_w=1.0)
     law = ntk_law(net, n)
     eigs = []
     for seed in range(3):
@@ -75,6 +75,6 @@ def test_ntk_gram_spectrum_of_the_described_torch_model_follows_ntk_law_of_the_d
     assert plot.ks_distance(law, shape) <= 0.05
     assert abs(eigs.mean() / m1 - 1) <= 0.1
     for depth in (2, 4):
-        other = ntk_law(mlp(depth, widths=[d] * depth + [1], activation="tanh"), n)
+        other = ntk_law(mlp(depth, widths=[d] * depth + [1], activation="tanh", sigma_w=1.0), n)
         assert abs(eigs.mean() / other.moment(1) - 1) >= 0.2
         assert plot.ks_distance(other, eigs.ravel()) >= 0.25

@@ -173,11 +173,11 @@ def test_ntk_and_jacobian_at_initialisation_follow_their_laws():
     from rmtnet.spectra.meanfield import normalised_activation
     from rmtnet.spectra.network import mlp
     act = normalised_activation("tanh")
-    net = mlp(2, widths=[160, 160, 1], activation=act, last_activation=False, q0=1.0)
+    net = mlp(2, widths=[160, 160, 1], activation=act, last_activation=False, q0=1.0, sigma_w=1.0)
     x = torch.randn(80, 160, generator=torch.Generator().manual_seed(99), dtype=torch.float64)
     out = sa.ntk_against_law(MLP.from_description(net, seed=0, dtype=torch.float64), net, x)
     assert out["ks_shape"] <= sa.dkw_bound(80) and 0.85 <= out["lambda_max_ratio"] <= 1.2, out
-    jnet = mlp(2, widths=[160, 160, 10], activation=act, last_activation=False, q0=1.0)
+    jnet = mlp(2, widths=[160, 160, 10], activation=act, last_activation=False, q0=1.0, sigma_w=1.0)
     jac = sa.jacobian_against_law(MLP.from_description(jnet, seed=0, dtype=torch.float64), jnet, x[:8])
     assert jac["ks"] <= sa.dkw_bound(80), jac
 

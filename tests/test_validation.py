@@ -369,8 +369,8 @@ def test_free_product_eigs_refuses_diagonals_whose_product_overflows():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: network.mlp(2, 10, weights=np.array([])), "weights must be one of"),       # ambiguous truth value
-    (lambda: kernels.ntk_kernel(network.mlp(2, 3), np.eye(3), parameterization=np.array([])),
+    (lambda: network.mlp(2, 10, weights=np.array([]), sigma_w=1.0), "weights must be one of"),  # ambiguous truth value
+    (lambda: kernels.ntk_kernel(network.mlp(2, 3, sigma_w=1.0), np.eye(3), parameterization=np.array([])),
      "parameterization must be one of"),
     (lambda: predict.ntk_predict(network.mlp(2, 3, sigma_w=1.3, sigma_b=0.1), np.array([[1.0, 0.0, -1.0], [0.5, 2.0, 0.0],
                                  [0.0, 0.3, 1.0]]), np.ones((3, 1)), np.eye(3)[:2], diag_reg=1e308),
@@ -430,7 +430,7 @@ def test_fixed_point_of_a_tiny_bias_converges():
     """σ_b = 2.9e-99 (ReLU, σ_w = 1): q* = 2σ_b² ≈ 1.7e-197 took Brent 134 steps; the default cap of 100 raised
     SciPy's bare RuntimeError from network.mlp."""
     sb = 2.9095577026588976e-99
-    net = network.mlp(2, 10, sigma_b=sb)
+    net = network.mlp(2, 10, sigma_b=sb, sigma_w=1.0)
     assert net.q[0] == pytest.approx(2 * sb ** 2, rel=1e-12)
 
 

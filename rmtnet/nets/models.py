@@ -25,12 +25,14 @@ permutations are drawn from it on the CPU, identically on every device).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 from torch import nn
 
 from rmtnet.spectra import activations
+from rmtnet.spectra.network import mlp as _describe
 from rmtnet._validation import positive_integers, real_scalar
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
@@ -112,7 +114,8 @@ class MLP(nn.Module):
     Inputs of any shape (…, ``*``) are flattened to (…, n₀).
 
     :meth:`from_arch` builds the torch face of an :func:`rmtnet.spectra.network.mlp` description, so its input–output Jacobian
-    at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`.
+    at initialisation samples the law of :func:`rmtnet.spectra.jacobian_law`; :attr:`description` goes back (the laws
+    read descriptions, not torch models).
 
     Parameters
     ----------
@@ -174,6 +177,30 @@ class MLP(nn.Module):
                 gaussian_(lin.bias, sigma_b, g, "sigma_b")
             self.layers.append(lin)
         self.phi = activation_module(activation)
+        self._spec = dict(weights=weights, sigma_w=sigma_w, sigma_b=sigma_b, activation=activation,
+                          last_activation=self.last_activation)
+        self._description = None
+
+    @property
+    def description(self):
+        """The :class:`rmtnet.spectra.network.MLP` description of this model, which the laws and samplers read: the
+        one it was built from by :meth:`from_description` (at this model's widths), else the description of its
+        constructor's arguments fed an input with ‖x₀‖²/n₀ = 1 (``q0=1.0``). ValueError for an activation given as
+        a torch module (the theory needs φ and φ′: give an :class:`~rmtnet.spectra.activations.Activation`).
+
+        Examples
+        --------
+        >>> from rmtnet.spectra import jacobian_law
+        >>> model = MLP([10, 10, 10], activation="linear", weights="orthogonal", last_activation=True)
+        >>> jacobian_law(model.description).atoms()                     # J = W₂W₁ orthogonal: δ₁
+        (array([1.]), array([1.]))
+        """
+        if self._description is not None:
+            return self._description
+        if isinstance(self._spec["activation"], nn.Module):
+            raise ValueError("this MLP's activation is a torch module, which has no description (φ′ and its "
+                             "Gaussian moments): build it from an activation name or an Activation")
+        return _describe(len(self.widths) - 1, widths=self.widths, q0=1.0, **self._spec)
 
     @classmethod
     def from_description(cls, net, width=None, seed=None, device=None, dtype=None):
@@ -210,9 +237,11 @@ class MLP(nn.Module):
     def from_arch(cls, net, width=None, seed=None, device=None, dtype=None):
         """The trainable MLP of an :class:`rmtnet.spectra.network.MLP` (widths rescaled to n₀ = ``width`` as in Monte Carlo);
         the same as :meth:`from_description`."""
-        return cls(net.scaled_widths(width), activation=net.activation, weights=net.weights, sigma_w=net.sigma_w,
-                   sigma_b=net.sigma_b, last_activation=net.last_activation, bias=net.sigma_b > 0, seed=seed,
-                   device=device, dtype=dtype)
+        model = cls(net.scaled_widths(width), activation=net.activation, weights=net.weights, sigma_w=net.sigma_w,
+                    sigma_b=net.sigma_b, last_activation=net.last_activation, bias=net.sigma_b > 0, seed=seed,
+                    device=device, dtype=dtype)
+        model._description = dataclasses.replace(net, widths=model.widths)    # the laws depend on the ratios only
+        return model
 
     def forward(self, x):
         if x.shape[-1] != self.widths[0]:

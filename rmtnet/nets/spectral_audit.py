@@ -539,7 +539,8 @@ def ntk_against_law(model, net, x, input_law="gaussian", output=0, law=None):
     >>> from rmtnet.nets.models import MLP
     >>> from rmtnet.spectra.network import mlp
     >>> from rmtnet.spectra.meanfield import normalised_activation
-    >>> net = mlp(2, widths=[120, 120, 1], activation=normalised_activation("tanh"), last_activation=False, q0=1.0)
+    >>> net = mlp(2, widths=[120, 120, 1], activation=normalised_activation("tanh"), sigma_w=1.0,
+    ...           last_activation=False, q0=1.0)
     >>> x = torch.randn(60, 120, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
     >>> out = ntk_against_law(MLP.from_description(net, seed=0, dtype=torch.float64), net, x)
     >>> print(out["ks_shape"] < 0.15, 0.8 < out["lambda_max_ratio"] < 1.2)

@@ -27,13 +27,14 @@ The NTK over many inputs (Fan & Wang 2020) is in :mod:`rmtnet.spectra.ntk`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
 
 from . import series
 from rmtnet._validation import boolean, integer_at_least, real_scalar
-from .network import check_network
+from .network import check_network, warn_collapsed
 from .free import free_mult_scaled
 from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
@@ -123,7 +124,17 @@ def fisher_law(net, q0=None, return_all=False):
     d2_last = levels[-1][1]
     if d2_last is not None:
         laws[-1] = free_mult_scaled([d2_last, mu])
+    warn_collapsed("the Fisher/NTK law", net, _collapsed_levels(levels, d2_last))
     return laws if return_all else laws[-1]
+
+
+def _collapsed_levels(levels, d2_last):
+    """[ℓ] if the recursion's last law is δ₀ (every level's q̂ is 0 or is cut by a D² = δ₀ above it), else []."""
+    is_zero = lambda d2: d2 is not None and isinstance(d2, PointMasses) and not np.any(d2.atoms()[0])   # noqa: E731
+    zero = levels[0][0] == 0
+    for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
+        zero = (zero or is_zero(d2)) and qhat == 0
+    return [len(levels)] if zero or is_zero(d2_last) else []
 
 
 def fisher_moments(net, K=4, q0=None):
@@ -155,6 +166,7 @@ def fisher_moments(net, K=4, q0=None):
     net = _with_input(net, q0)
     s2 = float(net.sigma_w) ** 2
     levels = _fisher_levels(net)
+    warn_collapsed("the Fisher/NTK law", net, _collapsed_levels(levels, levels[-1][1]))
     K = max(want, 2)
 
     def moments(mu):
@@ -213,7 +225,9 @@ def critical_learning_rate(net, q0=None, loss="mse"):
     (0.6666666666666666, 0.3333333333333333)
     """
     c = squared_loss_factor(loss)
-    law = fisher_law(net, q0)
+    with warnings.catch_warnings():                   # δ₀ raises below, naming the cause
+        warnings.filterwarnings("ignore", message="the Fisher/NTK law of net is δ₀", category=UserWarning)
+        law = fisher_law(net, q0)
     top = law.hull()[1]
     if not top > 0:
         net = _with_input(net, q0)

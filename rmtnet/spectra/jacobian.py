@@ -27,6 +27,7 @@ from .free import FreeProduct, free_mult_scaled
 from .laws import MarchenkoPastur
 from .measures import Affine, Measure, OtherGram, PointMasses, tabulate
 from .meanfield import d2_law
+from .network import check_network, dead_layers, warn_collapsed
 
 __all__ = ["jacobian_law", "weight_gram_law", "layer_d2_law", "jacobian_moments"]
 
@@ -138,7 +139,12 @@ def jacobian_law(net) -> Measure:
     >>> law = jacobian_law(network.mlp(2, 100, sigma_w=2 ** 0.5, activation="relu"))
     >>> print(*law.atoms(), f"{law.moment(2):.8f}")
     [0.] [0.5] 5.00000000
+
+    A law that is δ₀ because of the input or the phase (ReLU fed its ordered-phase fixed point q* = 0, where every
+    φ′(h) = 0) warns, naming the cause.
     """
+    net = check_network("net", net)
+    warn_collapsed("the Jacobian law", net, dead_layers(net))
     factors, scale = [], 1.0
     wcache = {}
     for r, wlaw, d2 in _layers(net):

@@ -59,7 +59,8 @@ def _ck_setup(net, n_data):
                          f"{net.weights!r}")
     if net.sigma_w != 1.0 or net.sigma_b != 0.0:
         raise ValueError(f"net must use Fan & Wang's scaling: sigma_w must be 1 and sigma_b 0, got sigma_w="
-                         f"{net.sigma_w}, sigma_b={net.sigma_b}")
+                         f"{net.sigma_w}, sigma_b={net.sigma_b} (mlp's default sigma_w is the activation's critical "
+                         "one: give sigma_w=1.0)")
     act = normalised_activation(net.activation)
     b = gaussian_expectation(act.dphi, 1.0, act.breakpoints) ** 2
     gammas = [int(n_data) / d for d in _feature_widths(net)]
@@ -146,7 +147,7 @@ def ck_moments(net, n_data, K=4):
 
     >>> from rmtnet.spectra.network import mlp
     >>> b = 0.25 / (0.5 - 1 / (2 * np.pi))
-    >>> m = ck_moments(mlp(2, widths=(100, 50, 1), q0=1.0), 50, K=2)
+    >>> m = ck_moments(mlp(2, widths=(100, 50, 1), sigma_w=1.0, q0=1.0), 50, K=2)
     >>> print(np.round(m, 8).tolist(), round(2 + b ** 2 / 2, 8))
     [1.0, 2.26898993] 2.26898993
     """
@@ -199,7 +200,7 @@ def ntk_coefficients(net, n_data):
     :func:`ck_moments`); linear: a = b = 1, r₊ = 0, c = [1, 1].
 
     >>> from rmtnet.spectra.network import mlp
-    >>> r, c = ntk_coefficients(mlp(2, widths=(100, 50, 1), q0=1.0), 50)
+    >>> r, c = ntk_coefficients(mlp(2, widths=(100, 50, 1), sigma_w=1.0, q0=1.0), 50)
     >>> print(f"{r:.6f}", np.round(c, 6).tolist())
     0.733471 [0.733471, 1.0]
     """
@@ -620,7 +621,7 @@ def ntk_moments(net, n_data, K=4, input_law=None):
     :func:`ntk_coefficients`' example).
 
     >>> from rmtnet.spectra.network import mlp
-    >>> lin, relu = (mlp(2, widths=(100, 50, 1), activation=a, q0=1.0) for a in ("linear", "relu"))
+    >>> lin, relu = (mlp(2, widths=(100, 50, 1), activation=a, sigma_w=1.0, q0=1.0) for a in ("linear", "relu"))
     >>> print(f"{ntk_moments(lin, 50, K=1)[0]:.6f} {ntk_moments(relu, 50, K=1)[0]:.6f}")
     2.000000 2.466942
     """

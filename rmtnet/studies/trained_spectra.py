@@ -59,7 +59,7 @@ def description(width):
     """
     width = integer_at_least("width", width)
     return mlp(3, widths=[784, width, width, 10], activation=normalised_activation("tanh"), last_activation=False,
-               q0=1.0)
+               q0=1.0, sigma_w=1.0)
 
 
 def build(model, width, seed, n_nodes=20):

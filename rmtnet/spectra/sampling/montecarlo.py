@@ -268,7 +268,7 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     The normalised activation makes the mean eigenvalue (the mean of ‖x_{L−1}‖²/d_{L−1}) ≈ 1:
 
     >>> from rmtnet.spectra import network
-    >>> e = sample_ck_eigs(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 100, seed=0)
+    >>> e = sample_ck_eigs(network.mlp(2, widths=[200, 200, 200], activation="tanh", sigma_w=1.0), 100, seed=0)
     >>> print(e.shape, f"{e.mean():.1f}")
     (100,) 1.0
     """
@@ -393,7 +393,8 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     Examples
     --------
     >>> from rmtnet.spectra import network
-    >>> K = sample_ntk(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 50, n_samples=2, seed=0)
+    >>> net = network.mlp(2, widths=[200, 200, 200], activation="tanh", sigma_w=1.0)
+    >>> K = sample_ntk(net, 50, n_samples=2, seed=0)
     >>> print(K.shape, np.allclose(K, np.swapaxes(K, -1, -2)))
     (2, 50, 50) True
     """
@@ -404,8 +405,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     positive_integers(n_data=n_data, n_samples=n_samples)
     one_of("readout", readout, READOUTS)
     progress = check_progress(progress)
-    xp = B.native(backend)
-    rng = B.rng(seed, backend)
+    xp, rng = B.native(backend), B.rng(seed, backend)
     widths = _feature_widths(net, width)
     if X is None:
         x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64") / widths[0] ** 0.5
@@ -452,7 +452,8 @@ def sample_ntk_eigs(net, n_data, X=None, width=None, n_samples=1, seed=None, bac
     Examples
     --------
     >>> from rmtnet.spectra import network
-    >>> e = sample_ntk_eigs(network.mlp(2, widths=[200, 200, 200], activation="tanh"), 50, n_samples=2, seed=0)
+    >>> net = network.mlp(2, widths=[200, 200, 200], activation="tanh", sigma_w=1.0)
+    >>> e = sample_ntk_eigs(net, 50, n_samples=2, seed=0)
     >>> print(e.shape, bool(e.min() > 0))
     (100,) True
     """

@@ -57,6 +57,7 @@ from scipy import sparse
 
 from ... import backend as B
 from rmtnet._validation import integer_at_least, one_of, real_scalar
+from ..network import check_network
 from .random_matrices import layer_weights, random_input
 
 __all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "Permutation",
@@ -615,10 +616,11 @@ def _bias(net, m, rng):
 
 
 def _check_net(net, what):
-    for attr in ("depth", "weights", "sigma_w", "sigma_b", "activation", "last_activation", "q0"):
-        if not hasattr(net, attr):
-            raise ValueError(f"net must be a network description (rmtnet.spectra.network.mlp) for {what}, got "
-                             f"{type(net).__name__} (no {attr!r})")
+    """A description or an object with its fields; anything else (a torch model included) is refused by
+    :func:`~rmtnet.spectra.network.check_network`, which names the way from a torch model to its description."""
+    if not all(hasattr(net, attr) for attr in ("depth", "weights", "sigma_w", "sigma_b", "activation",
+                                               "last_activation", "q0")):
+        check_network(f"net of {what}", net)
 
 
 def mixer_network(net, tokens, channels, *, structure="kronecker", permutations="random", seed=None, backend=None):
