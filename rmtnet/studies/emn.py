@@ -107,7 +107,15 @@ def _rng(seed):
 # training matrices (§4)
 
 def training_size(n: int) -> int:
-    """|d| = round(36 n^1.3), the number of training matrices of §4 (halves rounded up)."""
+    """|d| = round(36 n^1.3), the number of training matrices of §4 (halves rounded up).
+
+    Examples
+    --------
+    At n = 5, 36 · 5^1.3 = 291.7…, so d has 292 matrices; at n = 2, 36 · 2^1.3 = 88.6… gives 89.
+
+    >>> training_size(5), training_size(2)
+    (292, 89)
+    """
     n = integer_at_least("n", n)
     return int(math.floor(36 * n ** 1.3 + 0.5))
 
@@ -119,7 +127,20 @@ def sum_class_counts(n: int, diagonal: bool = True) -> list[int]:
     above the diagonal and g on it, N(s) = Σ_g C(n(n−1)/2, (s−g)/2) C(n, g), s_max = n², Σ N(s) = 2^{n(n+1)/2}.
     Without, the diagonal is zero: N(2o) = C(n(n−1)/2, o), odd sums empty, s_max = n(n−1), Σ N(s) = 2^{n(n−1)/2}.
     Computed as the coefficients of the generating function (1 + t²)^{n(n−1)/2} (1 + t)^g_max, one factor (1 + t)
-    at a time (big-integer additions only: n = 100 in well under a second)."""
+    at a time (big-integer additions only: n = 100 in well under a second).
+
+    Examples
+    --------
+    For n = 2 there is one off-diagonal pair and two diagonal entries: (1 + t²)(1 + t)² = 1 + 2t + 2t² + 2t³ + t⁴,
+    2³ = 8 matrices in all; with a zero diagonal only (1 + t²) is left.
+
+    >>> sum_class_counts(2)
+    [1, 2, 2, 2, 1]
+    >>> sum_class_counts(2, diagonal=False)
+    [1, 0, 1]
+    >>> sum(sum_class_counts(5)) == 2 ** 15
+    True
+    """
     n = integer_at_least("n", n)
     return list(_sum_class_counts(n, bool(diagonal)))
 
@@ -149,7 +170,15 @@ def _sum_class_counts(n, diagonal):
 
 def sum_class_probabilities(n: int, diagonal: bool = True) -> np.ndarray:
     """p(s) = N(s) / Σ N for s = 0, …, s_max (:func:`sum_class_counts`), each the correctly rounded float of the
-    exact fraction (Python's integer division; classes below ~1e-308 round to 0)."""
+    exact fraction (Python's integer division; classes below ~1e-308 round to 0).
+
+    Examples
+    --------
+    The counts (1, 2, 2, 2, 1) of n = 2 (:func:`sum_class_counts`) divided by their total 8:
+
+    >>> sum_class_probabilities(2).tolist()
+    [0.125, 0.25, 0.25, 0.25, 0.125]
+    """
     counts = sum_class_counts(n, diagonal)
     total = sum(counts)
     return np.array([c / total for c in counts])
@@ -159,7 +188,18 @@ def class_allocation(n: int, size: int | None = None, diagonal: bool = True) -> 
     """How many of the ``size`` training matrices (default |d| = :func:`training_size`) have each sum s: p(s)·size
     rounded by the largest-remainder rule in exact integer arithmetic — floor(N(s)·size / Σ N) to every class, then
     one more to the classes with the largest remainders (the smaller sum first among equal ones) until the counts sum
-    to ``size``. Index s of the result is the count of sum s."""
+    to ``size``. Index s of the result is the count of sum s.
+
+    Examples
+    --------
+    For n = 2 and 10 matrices, p(s)·10 = 1.25, 2.5, 2.5, 2.5, 1.25: the floors 1, 2, 2, 2, 1 sum to 8, and the two
+    left go to the largest remainders (0.5 at s = 1, 2, 3), the smaller sums first.
+
+    >>> class_allocation(2, size=10).tolist()
+    [1, 3, 3, 2, 1]
+    >>> int(class_allocation(5).sum()) == training_size(5)
+    True
+    """
     n = integer_at_least("n", n)
     size = training_size(n) if size is None else integer_at_least("size", size)
     return np.array(_class_allocation(n, size, bool(diagonal)), dtype=np.int64)
@@ -182,7 +222,18 @@ def sample_symmetric_binary(n: int, total: int, size: int, rng=None, diagonal: b
 
     Uniform within the class: the number g of diagonal ones is drawn with probability C(n(n−1)/2, o) C(n, g) / N(s)
     (o = (s − g)/2), then o of the off-diagonal pairs and g of the diagonal entries uniformly. Returns 0/1 entries
-    as uint8, shape (size, n, n). ``diagonal=False``: zero diagonal (even ``total`` only)."""
+    as uint8, shape (size, n, n). ``diagonal=False``: zero diagonal (even ``total`` only).
+
+    Examples
+    --------
+    Five 3×3 matrices with four ones each, every one symmetric:
+
+    >>> A = sample_symmetric_binary(3, 4, size=5, rng=0)
+    >>> A.shape, A.sum(axis=(1, 2)).tolist()
+    ((5, 3, 3), [4, 4, 4, 4, 4])
+    >>> bool((A == A.transpose(0, 2, 1)).all())
+    True
+    """
     n = integer_at_least("n", n)
     size = integer_at_least("size", size, 0)
     rng = _rng(rng)
@@ -213,7 +264,20 @@ def sample_symmetric_binary(n: int, total: int, size: int, rng=None, diagonal: b
 def training_matrices(n: int, size: int | None = None, rng=None, diagonal: bool = True) -> np.ndarray:
     """The training set d of §4: :func:`class_allocation` many matrices of each sum, drawn by
     :func:`sample_symmetric_binary`, listed class by class in increasing sum. Shape (|d|, n, n), 0/1 as uint8
-    (n = 100: 143 MB)."""
+    (n = 100: 143 MB).
+
+    Examples
+    --------
+    Ten 3×3 training matrices, listed by increasing elementwise sum, as many of each sum as
+    :func:`class_allocation` says:
+
+    >>> d = training_matrices(3, size=10, rng=0)
+    >>> d.shape
+    (10, 3, 3)
+    >>> sums = d.sum(axis=(1, 2))
+    >>> bool((np.diff(sums) >= 0).all()), np.bincount(sums, minlength=10).tolist() == class_allocation(3, 10).tolist()
+    (True, True)
+    """
     alloc = class_allocation(n, size, diagonal)
     rng = _rng(rng)
     parts = [sample_symmetric_binary(n, s, int(c), rng, diagonal) for s, c in enumerate(alloc) if c]
@@ -405,6 +469,15 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
     pandas.DataFrame, one row per meta-epoch: ``meta_epoch``, ``matrices`` and ``steps`` (cumulative),
     ``train_loss`` (mean minibatch loss over the meta-epoch, before each step), ``wall_s``, and the callback's
     entries.
+
+    Examples
+    --------
+    Two meta-epochs over 3 matrices at n = 2: k = 16 vectors per matrix in batches of 4 make 4 steps per matrix.
+
+    >>> model = EMN(2, copies=(1,), seed=0)
+    >>> history = train_emn(model, size=3, meta_epochs=2)
+    >>> history.matrices.tolist(), history.steps.tolist()
+    ([3, 6], [12, 24])
     """
     epochs, meta_epochs, lr, k, bs, size, use_numpy = _checked_training(
         model, condition, target, engine, epochs, meta_epochs, lr, samples_per_matrix, batch_size, size, callback)
@@ -440,7 +513,20 @@ def sample_test_pairs(n: int, size: int = 1000, density: float = 0.5, weights: s
     """``size`` test pairs (A, x) of §5: A unsymmetric n×n with diagonal, each entry nonzero with probability
     ``density`` (the paper's "sparsity": the fraction of nonzero entries), its value uniform in [0, 1]
     (``weights="uniform"``, Table 1) or 1 (``"binary"``, Fig. 3); x uniform in [0, 1]^n. Returns float64 arrays
-    A of shape (size, n, n) and x of shape (size, n)."""
+    A of shape (size, n, n) and x of shape (size, n).
+
+    Examples
+    --------
+    >>> A, x = sample_test_pairs(3, size=4)
+    >>> A.shape, x.shape
+    ((4, 3, 3), (4, 3))
+
+    Binary test matrices at density 1 are all ones:
+
+    >>> A, _ = sample_test_pairs(3, size=4, density=1.0, weights="binary")
+    >>> bool((A == 1).all())
+    True
+    """
     n = integer_at_least("n", n)
     size = integer_at_least("size", size)
     density = real_scalar("density", density, lo=0, hi=1)
@@ -456,7 +542,19 @@ def sample_test_pairs(n: int, size: int = 1000, density: float = 0.5, weights: s
 def emn_error(model: EMN, A, x, target: str = "Ax") -> float:
     """The test error of §5: mean over the pairs and the n outputs of (model(x, A)_i − (B(A) x)_i)², B(A) = A, A²
     or A + A² by ``target``. The model runs in its own dtype; the target is computed in float64 and the squared
-    difference accumulated in float64."""
+    difference accumulated in float64.
+
+    Examples
+    --------
+    A network whose weights are all one computes (A ⊙ 1) x = A x, so its error is zero up to float64 round-off:
+
+    >>> model = EMN(3, copies=(1,), seed=0, dtype=torch.float64)
+    >>> with torch.no_grad():
+    ...     for p in model.parameters():
+    ...         _ = p.fill_(1.0)
+    >>> emn_error(model, *sample_test_pairs(3, size=8)) < 1e-28
+    True
+    """
     one_of("target", target, TARGETS)
     A, x = np.asarray(A, dtype=np.float64), np.asarray(x, dtype=np.float64)
     if A.ndim != 3 or x.ndim != 2 or A.shape[1:] != (model.n, model.n) or x.shape != A.shape[:2]:
@@ -482,7 +580,21 @@ class LearnedOperator:
     Fig. 4's c_i (architecture (1): W_1 rows constant at c_i, readout 1/c_i); ``row_spread`` the largest
     max_j − min_j of a row of W_1 relative to its |mean| (0 when the rows are exactly constant; with several copies
     only the readout-weighted sum must be constant, Fig. 4's "less discernable weights"). ``deviation`` is
-    max_ij |effective_ij − 1|, ``rms_deviation`` its root mean square over the n² entries."""
+    max_ij |effective_ij − 1|, ``rms_deviation`` its root mean square over the n² entries.
+
+    Examples
+    --------
+    Rows of W_1 constant at c_i = 2 with readout 1/2 give the all-ones effective matrix: the network has learned
+    A ↦ A x exactly, and its expected test error is 0.
+
+    >>> model = EMN(2, copies=(1,), seed=0)
+    >>> with torch.no_grad():
+    ...     _ = model.first.weight.fill_(2.0)
+    ...     _ = model.hidden[0].weight.fill_(0.5)
+    >>> op = learned_operator(model)
+    >>> op.effective.tolist(), op.constants.ravel().tolist(), op.deviation, op.expected_error()
+    ([[1.0, 1.0], [1.0, 1.0]], [2.0, 2.0], 0.0, 0.0)
+    """
     effective: np.ndarray
     first: np.ndarray
     readout: np.ndarray
@@ -511,7 +623,19 @@ class LearnedOperator:
 
 def learned_operator(model: EMN) -> LearnedOperator:
     """Contract a linear, bias-free, non-sequential :class:`EMN` to its effective matrix (Fig. 4); see
-    :class:`LearnedOperator`."""
+    :class:`LearnedOperator`.
+
+    Examples
+    --------
+    The untrained network's effective matrix is W_1 scaled row by row by its readout, here one weight per node:
+
+    >>> model = EMN(2, copies=(1,), seed=0)
+    >>> op = learned_operator(model)
+    >>> W1 = model.first.weight.detach().numpy()
+    >>> w = model.hidden[0].weight.detach().numpy().reshape(2, 1)
+    >>> op.effective.shape, bool(np.allclose(op.effective, w * W1))
+    ((2, 2), True)
+    """
     if not _NumpyEMN.supports(model):
         raise ValueError("model must be a linear, bias-free, non-sequential EMN (its map is then (A ⊙ Ŵ) x)")
     net = _NumpyEMN(model)
@@ -547,7 +671,18 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
     (:meth:`LearnedOperator.expected_error`); the learned operator's ``deviation``, ``rms_deviation``,
     ``row_spread`` (Fig. 4) and its ``expected_error`` on the Table 1 test distribution; ``training_size``,
     ``steps``, ``wall_s``. Every run uses the same test pairs (seeded by ``test_seed``). ``diagonal=False`` trains
-    on zero-diagonal matrices (module notes)."""
+    on zero-diagonal matrices (module notes).
+
+    Examples
+    --------
+    The smallest run: n = 2, one epoch, one meta-epoch over its 89 matrices, 4 steps each, 10 test pairs per set.
+
+    >>> out = emn_run("control", 2, epochs=1, meta_epochs=1, seed=0, n_test=10)
+    >>> out["training_size"], out["steps"], out["test_error"] == out["test_error_m1"]
+    (89, 356, True)
+    >>> sorted(k for k in out if k.startswith("binary_error_"))[:2]
+    ['binary_error_0.1', 'binary_error_0.2']
+    """
     try:
         from threadpoolctl import threadpool_limits             # BLAS to one thread
     except ImportError:                                         # pragma: no cover
@@ -591,7 +726,17 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
 
     Returns the tidy table, one row per (condition, n, epochs, meta_epochs, seed): those columns, ``dtype``,
     ``diagonal``, ``test_error`` (Table 1's error) and ``run_key`` (the stored run it was read from); with
-    ``return_runs`` also the stored runs themselves (one row per :func:`emn_run`), as ``(tidy, runs)``."""
+    ``return_runs`` also the stored runs themselves (one row per :func:`emn_run`), as ``(tidy, runs)``.
+
+    Examples
+    --------
+    One nested run of 2 meta-epochs at n = 2 gives two rows of the tidy table, both read off the same stored run:
+
+    >>> tidy, runs = sweep_emn(("control",), ns=(2,), epochs=(1,), meta_epochs=(1, 2), n_test=10, progress=False,
+    ...                        return_runs=True)
+    >>> tidy.meta_epochs.tolist(), len(runs), tidy.run_key.nunique()
+    ([1, 2], 1, 1)
+    """
     conditions, ns, epochs, meta_epochs = (list(v) for v in (conditions, ns, epochs, meta_epochs))
     for c in conditions:
         one_of("conditions", c, CONDITIONS)
@@ -620,7 +765,18 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
 def binary_error_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Fig. 3's numbers from stored :func:`emn_run` rows: one row per (run, density) with the run's ``condition``,
     ``n``, ``epochs``, ``meta_epochs``, ``seed``, ``dtype``, ``diagonal``, then ``density``, ``error`` (measured on
-    binary test matrices at that density) and ``expected`` (from the learned weights, exact arithmetic)."""
+    binary test matrices at that density) and ``expected`` (from the learned weights, exact arithmetic).
+
+    Examples
+    --------
+    One stored run (here written by hand) becomes one row per density of :data:`DENSITIES`:
+
+    >>> run = dict(condition="control", n=5, epochs=1, meta_epochs=1, seed=0, dtype="float64", diagonal=True)
+    >>> run.update({f"binary_{kind}_{p:g}": p for p in DENSITIES for kind in ("error", "expected")})
+    >>> table = binary_error_table(pd.DataFrame([run]))
+    >>> len(table), table.density.tolist()[:3], bool((table.error == table.density).all())
+    (10, [0.1, 0.2, 0.3], True)
+    """
     ids = ["condition", "n", "epochs", "meta_epochs", "seed", "dtype", "diagonal"]
     measured = [_binary_column(p) for p in DENSITIES]
     expected = [_binary_column(p, "expected") for p in DENSITIES]
@@ -637,7 +793,18 @@ def binary_error_table(runs: pd.DataFrame) -> pd.DataFrame:
 def table1(tidy: pd.DataFrame) -> pd.DataFrame:
     """Table 1 from a tidy sweep (:func:`sweep_emn`): per (n, condition) the minimum over (epochs, meta_epochs) of
     the seed-mean test error, with its (epochs, meta_epochs), beside the published value and pair
-    (:data:`PUBLISHED_TABLE1`; NaN where the paper has none)."""
+    (:data:`PUBLISHED_TABLE1`; NaN where the paper has none).
+
+    Examples
+    --------
+    Two (epochs, meta-epochs) pairs at n = 5, two seeds each: the means are 2e-3 and 2e-5, so the second is best.
+
+    >>> tidy = pd.DataFrame(dict(n=5, condition="control", epochs=[1, 1, 2, 2], meta_epochs=[4, 4, 8, 8],
+    ...                          seed=[0, 1, 0, 1], test_error=[1e-3, 3e-3, 1e-5, 3e-5]))
+    >>> row = table1(tidy).iloc[0]
+    >>> int(row.best_epochs), int(row.best_meta_epochs), float(row.paper_error)
+    (2, 8, 6.36e-14)
+    """
     mean = tidy.groupby(["n", "condition", "epochs", "meta_epochs"], as_index=False).test_error.mean()
     best = mean.loc[mean.groupby(["n", "condition"]).test_error.idxmin()].reset_index(drop=True)
     best = best.rename(columns={"test_error": "error", "epochs": "best_epochs", "meta_epochs": "best_meta_epochs"})
