@@ -109,6 +109,16 @@ def _rng(seed):
 def training_size(n: int) -> int:
     """|d| = round(36 n^1.3), the number of training matrices of §4 (halves rounded up).
 
+    Parameters
+    ----------
+    n : int
+        The number of nodes, ≥ 1.
+
+    Returns
+    -------
+    int
+        |d|.
+
     Examples
     --------
     At n = 5, 36 · 5^1.3 = 291.7…, so d has 292 matrices; at n = 2, 36 · 2^1.3 = 88.6… gives 89.
@@ -128,6 +138,18 @@ def sum_class_counts(n: int, diagonal: bool = True) -> list[int]:
     Without, the diagonal is zero: N(2o) = C(n(n−1)/2, o), odd sums empty, s_max = n(n−1), Σ N(s) = 2^{n(n−1)/2}.
     Computed as the coefficients of the generating function (1 + t²)^{n(n−1)/2} (1 + t)^g_max, one factor (1 + t)
     at a time (big-integer additions only: n = 100 in well under a second).
+
+    Parameters
+    ----------
+    n : int
+        The matrix size, ≥ 1.
+    diagonal : bool, default True
+        Whether the diagonal entries are free (else zero).
+
+    Returns
+    -------
+    list of int
+        N(0), …, N(s_max), exact.
 
     Examples
     --------
@@ -172,6 +194,16 @@ def sum_class_probabilities(n: int, diagonal: bool = True) -> np.ndarray:
     """p(s) = N(s) / Σ N for s = 0, …, s_max (:func:`sum_class_counts`), each the correctly rounded float of the
     exact fraction (Python's integer division; classes below ~1e-308 round to 0).
 
+    Parameters
+    ----------
+    n, diagonal
+        As in :func:`sum_class_counts`.
+
+    Returns
+    -------
+    numpy.ndarray
+        p(0), …, p(s_max), float64, summing to 1 up to round-off.
+
     Examples
     --------
     The counts (1, 2, 2, 2, 1) of n = 2 (:func:`sum_class_counts`) divided by their total 8:
@@ -189,6 +221,20 @@ def class_allocation(n: int, size: int | None = None, diagonal: bool = True) -> 
     rounded by the largest-remainder rule in exact integer arithmetic — floor(N(s)·size / Σ N) to every class, then
     one more to the classes with the largest remainders (the smaller sum first among equal ones) until the counts sum
     to ``size``. Index s of the result is the count of sum s.
+
+    Parameters
+    ----------
+    n : int
+        The matrix size, ≥ 1.
+    size : int, optional
+        The number of training matrices, ≥ 1; default :func:`training_size`.
+    diagonal : bool, default True
+        As in :func:`sum_class_counts`.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 counts indexed by the sum s, summing to ``size``.
 
     Examples
     --------
@@ -223,6 +269,24 @@ def sample_symmetric_binary(n: int, total: int, size: int, rng=None, diagonal: b
     Uniform within the class: the number g of diagonal ones is drawn with probability C(n(n−1)/2, o) C(n, g) / N(s)
     (o = (s − g)/2), then o of the off-diagonal pairs and g of the diagonal entries uniformly. Returns 0/1 entries
     as uint8, shape (size, n, n). ``diagonal=False``: zero diagonal (even ``total`` only).
+
+    Parameters
+    ----------
+    n : int
+        The matrix size, ≥ 1.
+    total : int
+        The elementwise sum s, in [0, s_max].
+    size : int
+        How many matrices, ≥ 0.
+    rng : int, numpy.random.Generator or None
+        The seed or generator.
+    diagonal : bool, default True
+        Whether the diagonal entries are free (else zero).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, shape (size, n, n).
 
     Examples
     --------
@@ -265,6 +329,18 @@ def training_matrices(n: int, size: int | None = None, rng=None, diagonal: bool 
     """The training set d of §4: :func:`class_allocation` many matrices of each sum, drawn by
     :func:`sample_symmetric_binary`, listed class by class in increasing sum. Shape (|d|, n, n), 0/1 as uint8
     (n = 100: 143 MB).
+
+    Parameters
+    ----------
+    n, size, diagonal
+        As in :func:`class_allocation`.
+    rng : int, numpy.random.Generator or None
+        The seed or generator.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, shape (|d|, n, n).
 
     Examples
     --------
@@ -515,6 +591,24 @@ def sample_test_pairs(n: int, size: int = 1000, density: float = 0.5, weights: s
     (``weights="uniform"``, Table 1) or 1 (``"binary"``, Fig. 3); x uniform in [0, 1]^n. Returns float64 arrays
     A of shape (size, n, n) and x of shape (size, n).
 
+    Parameters
+    ----------
+    n : int
+        The matrix size, ≥ 1.
+    size : int, default 1000
+        The number of pairs, ≥ 1.
+    density : float, default 0.5
+        The probability of a nonzero entry, in [0, 1].
+    weights : {"uniform", "binary"}
+        The law of the nonzero entries.
+    seed : int, numpy.random.SeedSequence or numpy.random.Generator
+        Default :data:`TEST_SEED`, the test set of every run.
+
+    Returns
+    -------
+    A, x : numpy.ndarray
+        float64, shapes (size, n, n) and (size, n).
+
     Examples
     --------
     >>> A, x = sample_test_pairs(3, size=4)
@@ -543,6 +637,20 @@ def emn_error(model: EMN, A, x, target: str = "Ax") -> float:
     """The test error of §5: mean over the pairs and the n outputs of (model(x, A)_i − (B(A) x)_i)², B(A) = A, A²
     or A + A² by ``target``. The model runs in its own dtype; the target is computed in float64 and the squared
     difference accumulated in float64.
+
+    Parameters
+    ----------
+    model : EMN
+        The network on n nodes.
+    A, x : array_like
+        Test pairs, shapes (size, n, n) and (size, n) (:func:`sample_test_pairs`).
+    target : {"Ax", "A2x", "Ax+A2x"}
+        The operator learned.
+
+    Returns
+    -------
+    float
+        The mean squared error (inf or NaN for a diverged network).
 
     Examples
     --------
@@ -624,6 +732,15 @@ class LearnedOperator:
 def learned_operator(model: EMN) -> LearnedOperator:
     """Contract a linear, bias-free, non-sequential :class:`EMN` to its effective matrix (Fig. 4); see
     :class:`LearnedOperator`.
+
+    Parameters
+    ----------
+    model : EMN
+        Linear, bias-free and non-sequential.
+
+    Returns
+    -------
+    LearnedOperator
 
     Examples
     --------
@@ -767,6 +884,16 @@ def binary_error_table(runs: pd.DataFrame) -> pd.DataFrame:
     ``n``, ``epochs``, ``meta_epochs``, ``seed``, ``dtype``, ``diagonal``, then ``density``, ``error`` (measured on
     binary test matrices at that density) and ``expected`` (from the learned weights, exact arithmetic).
 
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`emn_run` with their sweep columns (``sweep_emn(..., return_runs=True)[1]``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``len(runs) · len(DENSITIES)`` rows.
+
     Examples
     --------
     One stored run (here written by hand) becomes one row per density of :data:`DENSITIES`:
@@ -794,6 +921,17 @@ def table1(tidy: pd.DataFrame) -> pd.DataFrame:
     """Table 1 from a tidy sweep (:func:`sweep_emn`): per (n, condition) the minimum over (epochs, meta_epochs) of
     the seed-mean test error, with its (epochs, meta_epochs), beside the published value and pair
     (:data:`PUBLISHED_TABLE1`; NaN where the paper has none).
+
+    Parameters
+    ----------
+    tidy : pandas.DataFrame
+        The tidy table of :func:`sweep_emn`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (n, condition): ``n``, ``condition``, ``best_epochs``, ``best_meta_epochs``, ``error``,
+        ``paper_error``, ``paper_epochs``, ``paper_meta_epochs``, ordered by n and then condition.
 
     Examples
     --------
