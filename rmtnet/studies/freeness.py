@@ -196,6 +196,25 @@ def sample_network(net, width=None, n_samples=1, seed=None, backend=None, weight
     (entries N(0, σ_w²/N)), "permutation" (σ_w·uniform random signed permutation: orthogonal but not Haar, the
     non-free control), or None for ``net.weights``. Float64, on ``backend``, reproducible from ``seed``.
 
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        A square network (all widths equal).
+    width : int, optional
+        N ≥ 1; default ``net.width``.
+    n_samples : int, default 1
+        Independent networks, ≥ 1.
+    seed : int or None
+        The seed.
+    backend : str or None
+        The sampling backend (NumPy by default, or CuPy).
+    weights : {"orthogonal", "gaussian", "permutation"} or None
+        The weight law, see above.
+
+    Returns
+    -------
+    NetworkDraw
+
     Examples
     --------
     Haar weights are σ_w times an orthogonal matrix, so W Wᵀ = σ_w² I = 2.25 I at σ_w = 1.5:
@@ -227,6 +246,16 @@ def sample_network(net, width=None, n_samples=1, seed=None, backend=None, weight
 def free_abab(tr_a, tr_a2, tr_b, tr_b2):
     """φ(abab) for free a, b from their own moments: φ(a²)φ(b)² + φ(a)²φ(b²) − φ(a)²φ(b)² (Voiculescu; equivalently
     m₂ of law(a) ⊠ law(b)). Works elementwise on arrays.
+
+    Parameters
+    ----------
+    tr_a, tr_a2, tr_b, tr_b2 : float or array
+        φ(a), φ(a²), φ(b), φ(b²).
+
+    Returns
+    -------
+    float or array
+        φ(abab) if a and b were free.
 
     Examples
     --------
@@ -344,6 +373,30 @@ def freeness_deviations(net, width, n_samples=32, seed=0, backend=None, weights=
     docstring). Columns: weights, word, N, n_samples, mean (of the per-sample deviation), se (= sd/√S), sd (the
     single-sample spread), rms (√mean of squares).
 
+    Parameters
+    ----------
+    net : rmtnet.spectra.network.MLP
+        A square network of depth ≥ 2.
+    width : int
+        N ≥ 2.
+    n_samples : int, default 32
+        S ≥ 2 networks.
+    seed : int, default 0
+        ≥ 0; each chunk of samples gets a seed derived from it and N.
+    backend, weights
+        As in :func:`sample_network`.
+    layer : int, optional
+        ℓ ∈ [2, depth].
+    words : str or sequence of str
+        A subset of :data:`WORDS`.
+    control : {None, "shuffled"}
+        Whether b is replaced by its shuffled control.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per word.
+
     Examples
     --------
     One row per word at width 8 over 4 Haar networks; se is sd/√4 = sd/2:
@@ -402,6 +455,19 @@ def loglog_fit(n, y, se=None) -> LogLogFit:
     (capped at 1, i.e. a point resolved at less than one standard error gets the weight of an e-fold uncertainty),
     and slope SE = √(cov₁₁ · max(1, χ²/(k − 2))): the propagated error, inflated by the reduced χ² when the points
     scatter more than their error bars say (Birge ratio).
+
+    Parameters
+    ----------
+    n : array_like
+        Positive widths, at least two distinct.
+    y : array_like
+        Finite, non-zero values, as many as ``n``.
+    se : array_like, optional
+        Their standard errors, finite and ≥ 0.
+
+    Returns
+    -------
+    LogLogFit
 
     Examples
     --------
