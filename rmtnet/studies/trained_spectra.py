@@ -195,8 +195,10 @@ def spectra_run(model, width, epochs, lr, seed, n_nodes=20, n_kernel=120, n_trai
     audited at both stages:
 
     >>> out = spectra_run("emn", width=1, epochs=1, lr=0.01, seed=0, n_nodes=3)
-    >>> sorted(out), sorted(json.loads(out["eigs"])["init"]), json.loads(out["kernels"])
-    (['eigs', 'kernels', 'layers', 'test_error', 'train_loss', 'wall_s'], ['first', 'hidden.0'], {'init': {}, 'trained': {}})
+    >>> eigs, kernels = json.loads(out["eigs"]), json.loads(out["kernels"])
+    >>> sorted(out), sorted(eigs["init"]), kernels  # doctest: +NORMALIZE_WHITESPACE
+    (['eigs', 'kernels', 'layers', 'test_error', 'train_loss', 'wall_s'], ['first', 'hidden.0'],
+     {'init': {}, 'trained': {}})
     """
     one_of("model", model, MODELS)
     epochs, seed = integer_at_least("epochs", epochs), integer_at_least("seed", seed, 0)
@@ -268,8 +270,9 @@ def layer_table(runs):
     One EMN run (3 nodes, one epoch) has two weight layers at two stages, 2 · 2 = 4 rows:
 
     >>> runs = pd.DataFrame([dict(model="emn", seed=0, **spectra_run("emn", 1, 1, 0.01, 0, n_nodes=3))])
-    >>> layer_table(runs)[["model", "stage", "layer", "n_eigs"]].values.tolist()
-    [['emn', 'init', 'first', 3], ['emn', 'init', 'hidden.0', 3], ['emn', 'trained', 'first', 3], ['emn', 'trained', 'hidden.0', 3]]
+    >>> layer_table(runs)[["model", "stage", "layer", "n_eigs"]].values.tolist()  # doctest: +NORMALIZE_WHITESPACE
+    [['emn', 'init', 'first', 3], ['emn', 'init', 'hidden.0', 3],
+     ['emn', 'trained', 'first', 3], ['emn', 'trained', 'hidden.0', 3]]
     """
     runs = _runs(runs, ("model", "seed", "layers"))
     frames = [pd.read_json(_text(row.layers), orient="records").assign(model=row.model, seed=row.seed)
