@@ -55,7 +55,14 @@ CONFIG = "run_config"     # the store's typed copy of each run's configuration (
 
 
 class SweepError(RuntimeError):
-    """Some runs of a sweep raised. ``failures`` lists ``(config, seed, exception)``; the other runs are stored."""
+    """Some runs of a sweep raised. ``failures`` lists ``(config, seed, exception)``; the other runs are stored.
+
+    Examples
+    --------
+    >>> err = SweepError([({"n": 1}, 0, ValueError("n too small"))])
+    >>> len(err.failures), str(err).splitlines()[1]
+    (1, "  {'n': 1} seed=0: ValueError: n too small")
+    """
 
     def __init__(self, failures):
         self.failures = failures
@@ -83,7 +90,16 @@ def _scalar(name, value):
 def run_key(config: Mapping, seed) -> str:
     """A stable name for one run: the first 16 hex digits of SHA-256 of the canonical JSON of ``config`` and
     ``seed`` (keys sorted). It depends on the values' types (``1`` and ``1.0`` differ), not on the key order, and is
-    the same in every process and Python version."""
+    the same in every process and Python version.
+
+    Examples
+    --------
+    The key has 16 hex digits, ignores the key order and tells the int ``1`` from the float ``1.0``:
+
+    >>> k = run_key({"n": 1, "q": 0.5}, seed=0)
+    >>> len(k), k == run_key({"q": 0.5, "n": 1}, 0), k == run_key({"n": 1.0, "q": 0.5}, 0)
+    (16, True, False)
+    """
     canonical = {str(k): _scalar(f"config[{k!r}]", v) for k, v in config.items()}
     text = json.dumps({"config": canonical, SEED: _scalar("seed", seed)}, sort_keys=True, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -136,7 +152,15 @@ def _typed_configs(table: pd.DataFrame) -> pd.DataFrame:
 
 def expand_grid(grid) -> list[dict]:
     """The configurations of ``grid``: a dict of lists (their Cartesian product, the last key varying fastest) or
-    a list of dicts (taken as they are). Values must be scalars; no key may be ``seed`` or ``run_key``."""
+    a list of dicts (taken as they are). Values must be scalars; no key may be ``seed`` or ``run_key``.
+
+    Examples
+    --------
+    Two widths × two ratios give 2 · 2 = 4 configurations, the last key varying fastest:
+
+    >>> expand_grid({"n": [10, 20], "q": [0.5, 1.0]})
+    [{'n': 10, 'q': 0.5}, {'n': 10, 'q': 1.0}, {'n': 20, 'q': 0.5}, {'n': 20, 'q': 1.0}]
+    """
     if isinstance(grid, Mapping):
         for key, values in grid.items():
             if not isinstance(values, (list, tuple, range, np.ndarray)):
@@ -188,7 +212,21 @@ def read_store(store) -> pd.DataFrame:
     as float, bools and None as themselves — from the store's ``run_config`` column, each run's configuration as
     JSON, which is decoded and dropped (:func:`_typed_configs`; a column of one type has that dtype, a mixed one or
     one holding None is of object dtype). Rows of stores written before that column existed are read as pandas
-    parses the CSV (``"1"`` as 1, an empty cell as NaN). Result columns are always parsed by pandas."""
+    parses the CSV (``"1"`` as 1, an empty cell as NaN). Result columns are always parsed by pandas.
+
+    Examples
+    --------
+    The str ``"1"`` of the grid comes back as a str, not as the int pandas would parse:
+
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     store = os.path.join(folder, "runs.csv")
+    ...     _ = sweep(lambda tag, seed: {"y": 0.1 * seed}, {"tag": ["1"]}, seeds=[0, 1], store=store,
+    ...               progress=False)
+    ...     table = read_store(store)
+    >>> table["tag"].tolist(), table["seed"].tolist(), table["y"].tolist()
+    (['1', '1'], [0, 1], [0.0, 0.1])
+    """
     text = _complete_text(Path(store))
     if not text:
         return pd.DataFrame(columns=[KEY])
@@ -289,6 +327,15 @@ class use_scheduler:
     Nothing connects here: each sweep opens its own client when it starts and closes it when it ends (an address
     that does not answer fails that sweep with a ``ConnectionError``, after Dask's
     ``distributed.comm.timeouts.connect``, 30 s by default). The default is one per process, not per thread.
+
+    Examples
+    --------
+    ``None`` (no scheduler: sweeps run on their own ``n_jobs``) needs no cluster; an address such as
+    ``"tcp://head:8786"`` is set the same way (and needs the ``cluster`` extra to be checked):
+
+    >>> with use_scheduler(None) as choice:
+    ...     print(default_scheduler(), choice.sweeps)
+    None 0
     """
 
     def __init__(self, address):
@@ -314,7 +361,13 @@ _default: use_scheduler | None = None
 
 
 def default_scheduler() -> str | None:
-    """The scheduler address set by :func:`use_scheduler`, or None (sweeps run on their own ``n_jobs``)."""
+    """The scheduler address set by :func:`use_scheduler`, or None (sweeps run on their own ``n_jobs``).
+
+    Examples
+    --------
+    >>> default_scheduler() is None     # nothing set in this process
+    True
+    """
     return None if _default is None else _default.address
 
 
@@ -519,6 +572,14 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     pandas.DataFrame, one row per run of this sweep (read back from the store, so a resumed sweep returns the runs
     of earlier attempts too) in grid order (configurations, then seeds): the config columns, ``seed``, the results,
     ``run_key``.
+
+    Examples
+    --------
+    Two configurations × two seeds are 4 runs, each ``y = n · seed``; ``store=None`` keeps nothing on disk:
+
+    >>> table = sweep(lambda n, seed: {"y": n * seed}, {"n": [1, 2]}, seeds=[0, 1], store=None, progress=False)
+    >>> table[["n", "seed", "y"]].values.tolist()
+    [[1, 0, 0], [1, 1, 1], [2, 0, 0], [2, 1, 2]]
     """
     n_jobs, disable = _checked_jobs(fn, on_error, n_jobs), tqdm_disable(progress)
     runs = _runs(grid, _seed_list(seeds))

@@ -129,7 +129,33 @@ def output_dir(outdir):
 def write(fig, outdir, name, tables):
     """Write ``fig`` to ``OUTDIR/NAME.png`` and the concatenated ``tables`` (a ``panel`` column first, the KS
     distance of a table that has one) to ``OUTDIR/NAME.csv``, through :func:`rmtnet.plot.save`; returns the PNG's
-    path."""
+    path.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure (closed afterwards if pyplot manages it).
+    outdir : str or Path
+        The folder (created if missing).
+    name : str
+        The file name of the outputs (without suffix).
+    tables : dict of str to DataFrame
+        Panel name → plotted numbers.
+
+    Returns
+    -------
+    Path
+        ``OUTDIR/NAME.png``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from matplotlib.figure import Figure
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write(Figure(), folder, "demo", {"a": pd.DataFrame({"x": [1.0, 2.0]})})
+    ...     print(path.name, sorted(os.listdir(folder)), pd.read_csv(path.with_suffix(".csv")).shape)
+    demo.png ['demo.csv', 'demo.png'] (2, 2)
+    """
     from . import plot
     return plot.save(fig, output_dir(outdir) / f"{name}.png", tables)
 
@@ -156,6 +182,24 @@ def make(name, compute, draw, full=False, outdir="figures", seed=0, backend=None
     -------
     (pathlib.Path, Tables)
         The PNG's path and the tables, as ``rmtnet run`` expects of ``main``.
+
+    Examples
+    --------
+    A toy script whose ``compute`` tabulates ``y = x²`` at ``n`` points (``n`` passed on as an override) and whose
+    ``draw`` plots it on a figure pyplot does not manage:
+
+    >>> import tempfile
+    >>> from matplotlib.figure import Figure
+    >>> def compute(size, seed=0, backend=None, n=3):
+    ...     return Tables({"square": pd.DataFrame({"x": range(n), "y": [x * x for x in range(n)]})})
+    >>> def draw(tables):
+    ...     fig = Figure()
+    ...     fig.subplots().plot(tables["square"]["x"], tables["square"]["y"])
+    ...     return fig
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path, tables = make("square", compute, draw, outdir=folder, n=4)
+    ...     print(path.name, tables["square"]["y"].tolist())
+    square.png [0, 1, 4, 9]
     """
     tables = compute(size_name(full), seed=seed, backend=backend, **kwargs)
     return write(draw(tables), outdir, name, tables), tables
@@ -163,7 +207,20 @@ def make(name, compute, draw, full=False, outdir="figures", seed=0, backend=None
 
 def subplots(nrows, ncols, width, height, **kwargs):
     """A figure of ``nrows`` × ``ncols`` panels of ``width`` × ``height`` inches each, in the house layout
-    (constrained); returns ``(fig, axes)`` with ``axes`` always a 2-D array (``squeeze=False``)."""
+    (constrained); returns ``(fig, axes)`` with ``axes`` always a 2-D array (``squeeze=False``).
+
+    Examples
+    --------
+    One row of two 3 × 2-inch panels is a 6 × 2-inch figure:
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, axes = subplots(1, 2, 3, 2)
+    >>> axes.shape, fig.get_size_inches().tolist()
+    ((1, 2), [6.0, 2.0])
+    >>> plt.close(fig)
+    """
     import matplotlib.pyplot as plt
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), layout="constrained",
                         squeeze=False, **kwargs)
@@ -171,7 +228,17 @@ def subplots(nrows, ncols, width, height, **kwargs):
 
 def style(ax, legend=7, title_size=None, **properties):
     """The house style of a panel: ``ax.set(**properties)``, the title at ``title_size`` points if given, and a
-    legend at ``legend`` points (None: no legend). Returns ``ax``."""
+    legend at ``legend`` points (None: no legend). Returns ``ax``.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().subplots()
+    >>> _ = ax.plot([0, 1], [0, 1], label="identity")
+    >>> ax = style(ax, legend=6, title_size=9, title="demo", xlabel="x")
+    >>> ax.get_title(), ax.get_xlabel(), ax.title.get_fontsize(), ax.get_legend().get_texts()[0].get_fontsize()
+    ('demo', 'x', 9.0, 6.0)
+    """
     ax.set(**properties)
     if title_size is not None:
         ax.title.set_fontsize(title_size)
@@ -194,6 +261,14 @@ def report(result, attrs=(), tables=(), width=28):
         Panels printed whole.
     width : int
         Width of the panel-name column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"x": [1.0]})
+    >>> t.attrs.update(ks=0.0123, n=100)
+    >>> report(("figures/demo.png", Tables({"mp": t})), attrs=("n",), width=4)
+    mp   ks = 0.0123   n = 100
+    wrote figures/demo.png
     """
     path, found = result
     for key, t in found.items():

@@ -238,6 +238,20 @@ def sharpness_run(eta_factor, *, width, depth, n_train, steps, probe_every, acti
         The step-0 numbers of :func:`initial_sharpness`, ``eta``, ``two_over_eta``, ``diverged`` (0/1),
         ``steps_done``, and the curves ``loss_<t>`` (t = 0 … steps), ``hessian_<t>``, ``ntk_<t>`` (at the probed
         steps; λ_max(Θ)/(Nk)); steps after a divergence are NaN.
+
+    Examples
+    --------
+    The smallest run: an erf net of width 4 and depth 2 on 8 digits, two steps at c = 1/2, so that
+    η · (2/η) = 2 and η = c · 2/λ₀ = 1/λ₀, with a loss at t = 0, 1, 2 and the step-0 probe repeating λ₀ to
+    Lanczos' tolerance 10⁻³:
+
+    >>> out = sharpness_run(0.5, width=4, depth=2, n_train=8, steps=2, probe_every=1, activation="erf")
+    >>> bool(np.isclose(out["eta"] * out["two_over_eta"], 2.0)), bool(np.isclose(out["eta"], 1 / out["hessian"]))
+    (True, True)
+    >>> out["diverged"], out["steps_done"], [key for key in out if key.startswith("loss_")]
+    (0, 2, ['loss_0', 'loss_1', 'loss_2'])
+    >>> bool(abs(out["hessian_0"] / out["hessian"] - 1) < 1e-3)
+    True
     """
     eta_factor = real_scalar("eta_factor", eta_factor, lo=0.0, lo_open=True)
     steps = integer_at_least("steps", steps, 1)
@@ -284,6 +298,15 @@ def sharpness_sweep(eta_factors, seeds=(0,), *, store=None, progress=True, **set
     -------
     pandas.DataFrame
         One row per run.
+
+    Examples
+    --------
+    Two factors on the same initial weights (one λ₀) give steps in the ratio 1 : 2:
+
+    >>> runs = sharpness_sweep([0.5, 1.0], width=4, depth=2, n_train=8, steps=1, probe_every=1, activation="erf",
+    ...                        progress=False)
+    >>> len(runs), runs["eta_factor"].tolist(), bool(np.isclose(runs["eta"][1] / runs["eta"][0], 2.0))
+    (2, [0.5, 1.0], True)
     """
     factors = [real_scalar("eta_factors", c, lo=0.0, lo_open=True) for c in _sequence("eta_factors", eta_factors)]
     seeds = [integer_at_least("seeds", seed, 0) for seed in _sequence("seeds", seeds)]
@@ -313,6 +336,16 @@ def curves(runs):
     Returns
     -------
     pandas.DataFrame
+
+    Examples
+    --------
+    A hand-written run of one step probed at step 0 only (a real sweep's table has the same columns): two rows,
+    the unprobed step's ``hessian`` NaN:
+
+    >>> runs = pd.DataFrame({"eta_factor": [0.5], "seed": [0], "eta": [0.1], "two_over_eta": [20.0],
+    ...                      "loss_0": [0.3], "loss_1": [0.2], "hessian_0": [10.0], "ntk_0": [12.0]})
+    >>> curves(runs)[["step", "train_loss", "hessian"]].values.tolist()
+    [[0.0, 0.3, 10.0], [1.0, 0.2, nan]]
     """
     needed = {"eta_factor", "seed", "eta", "two_over_eta"}
     if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):

@@ -99,6 +99,24 @@ def image_data(model, seed=0, n_train=None):
     Returns
     -------
     rmtnet.nets.data.Dataset
+
+    Examples
+    --------
+    EMN is refused before any image is read:
+
+    >>> image_data("emn")
+    Traceback (most recent call last):
+    ...
+    ValueError: model must be one of ...
+
+    The MLP's images are flat with ‖x‖² = 784 each; the Mixers' are 16 patches of 7 · 7 = 49 pixels (skipped as a
+    doctest: reading MNIST-5k takes about 3 s on one core):
+
+    >>> x = image_data("mlp", n_train=10).x_train  # doctest: +SKIP
+    >>> tuple(x.shape), bool(torch.allclose(x.square().sum(1), torch.tensor(784.0)))  # doctest: +SKIP
+    ((10, 784), True)
+    >>> tuple(image_data("mixer", n_train=10).x_train.shape)  # doctest: +SKIP
+    (10, 16, 49)
     """
     one_of("model", model, IMAGE_MODELS)
     seed = integer_at_least("seed", seed, 0)
@@ -170,6 +188,17 @@ def spectra_run(model, width, epochs, lr, seed, n_nodes=20, n_kernel=120, n_trai
         Jacobian's and NTK's comparison}, the MLP only; the Jacobian over 8 training images, the NTK over
         ``n_kernel``; ``jacobian=False`` leaves the Jacobian out, whose law takes seconds to solve). ``n_train``:
         train on the first n_train training images only (None: all 4000).
+
+    Examples
+    --------
+    The cheapest run: an EMN on 3 nodes (no images, no kernels) trained for one epoch; its two weight layers are
+    audited at both stages:
+
+    >>> out = spectra_run("emn", width=1, epochs=1, lr=0.01, seed=0, n_nodes=3)
+    >>> eigs, kernels = json.loads(out["eigs"]), json.loads(out["kernels"])
+    >>> sorted(out), sorted(eigs["init"]), kernels  # doctest: +NORMALIZE_WHITESPACE
+    (['eigs', 'kernels', 'layers', 'test_error', 'train_loss', 'wall_s'], ['first', 'hidden.0'],
+     {'init': {}, 'trained': {}})
     """
     one_of("model", model, MODELS)
     epochs, seed = integer_at_least("epochs", epochs), integer_at_least("seed", seed, 0)
@@ -235,6 +264,15 @@ def layer_table(runs):
     Returns
     -------
     pandas.DataFrame
+
+    Examples
+    --------
+    One EMN run (3 nodes, one epoch) has two weight layers at two stages, 2 · 2 = 4 rows:
+
+    >>> runs = pd.DataFrame([dict(model="emn", seed=0, **spectra_run("emn", 1, 1, 0.01, 0, n_nodes=3))])
+    >>> layer_table(runs)[["model", "stage", "layer", "n_eigs"]].values.tolist()  # doctest: +NORMALIZE_WHITESPACE
+    [['emn', 'init', 'first', 3], ['emn', 'init', 'hidden.0', 3],
+     ['emn', 'trained', 'first', 3], ['emn', 'trained', 'hidden.0', 3]]
     """
     runs = _runs(runs, ("model", "seed", "layers"))
     frames = [pd.read_json(_text(row.layers), orient="records").assign(model=row.model, seed=row.seed)
@@ -255,6 +293,16 @@ def kernel_table(runs):
     -------
     pandas.DataFrame
         Empty when no run is an MLP.
+
+    Examples
+    --------
+    On a hand-written table (an MLP run's ``kernels`` column holds such JSON; a real one takes seconds), the stage
+    without numbers gives no row:
+
+    >>> runs = pd.DataFrame({"model": ["mlp", "emn"], "seed": [0, 0],
+    ...                      "kernels": ['{"init": {"ntk_ks": 0.05}, "trained": {}}', '{"init": {}, "trained": {}}']})
+    >>> kernel_table(runs).values.tolist()
+    [['mlp', 0, 'init', 0.05]]
     """
     runs = _runs(runs, ("model", "seed", "kernels"))
     rows = [dict(model=row.model, seed=row.seed, stage=stage, **values)
@@ -279,6 +327,14 @@ def eigenvalues(runs, model, seed, layer):
     -------
     dict
         {"init": array, "trained": array}.
+
+    Examples
+    --------
+    An EMN on 3 nodes has 3 × 3 weights, so 3 eigenvalues per stage:
+
+    >>> runs = pd.DataFrame([dict(model="emn", seed=0, **spectra_run("emn", 1, 1, 0.01, 0, n_nodes=3))])
+    >>> {stage: e.shape for stage, e in eigenvalues(runs, "emn", 0, "first").items()}
+    {'init': (3,), 'trained': (3,)}
     """
     runs = _runs(runs, ("model", "seed", "eigs"))
     one_of("model", model, MODELS)
