@@ -1,10 +1,11 @@
 """The ``>>>`` examples of rmtnet's docstrings run as tests: one pytest case per docstring that has examples.
 
 The docstrings are collected with :class:`doctest.DocTestFinder` from every module of ``rmtnet`` itself,
-``rmtnet.spectra`` and ``rmtnet.nets`` (their subpackages included), found by walking the package so that a module
-that is added or moved is collected without editing this file. The paper studies (``rmtnet.studies``) and the figure
-scripts (``rmtnet.simulations``) are left out: their examples would be whole runs. A docstring is collected only in
-the module that defines its object, so a name re-exported by a package is run once.
+``rmtnet.spectra``, ``rmtnet.nets`` and ``rmtnet.studies`` (their subpackages included), found by walking the package
+so that a module that is added or moved is collected without editing this file. The figure scripts
+(``rmtnet.simulations``) are left out: their examples would be whole runs; the studies' examples are the smallest
+legal runs. A docstring is collected only in the module that defines its object, so a name re-exported by a package
+is run once; every public class and function (in its module's ``__all__``) has an example.
 
 Each example runs under fixed NumPy print options (8 digits, no scientific notation for small numbers, NumPy 1.25's
 scalar repr ``1.0`` rather than ``np.float64(1.0)``) and with ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``, so that an
@@ -26,8 +27,8 @@ import torch
 
 import rmtnet
 
-PACKAGES = ("rmtnet", "rmtnet.spectra", "rmtnet.nets")
-EXCLUDED = ("rmtnet.studies", "rmtnet.simulations")
+PACKAGES = ("rmtnet", "rmtnet.spectra", "rmtnet.nets", "rmtnet.studies")
+EXCLUDED = ("rmtnet.simulations",)
 MIN_EXAMPLES = 40
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -66,12 +67,23 @@ DOCTESTS = _collect()
 
 
 def test_modules_walked():
-    """The walk reaches the three packages the examples live in and leaves the studies out."""
+    """The walk reaches the four packages the examples live in and leaves the figure scripts out."""
     names = _module_names()
     for package in PACKAGES:
         assert package in names
     assert "rmtnet.spectra.transforms" in names and "rmtnet.nets.metrics" in names
     assert not any(name.startswith(EXCLUDED) for name in names)
+
+
+def test_every_public_class_and_function_has_an_example():
+    """Every class and function a public module (no ``_`` part in its name) lists in ``__all__`` and defines itself
+    has an "Examples" section."""
+    import inspect
+    public = [m for m in _modules() if not any(part.startswith("_") for part in m.__name__.split("."))]
+    missing = [f"{module.__name__}.{name}" for module in public for name in getattr(module, "__all__", ())
+               if (inspect.isfunction(obj := getattr(module, name, None)) or inspect.isclass(obj))
+               and obj.__module__ == module.__name__ and "Examples" not in (obj.__doc__ or "")]
+    assert not missing, f"{len(missing)} public names without an Examples section: {missing}"
 
 
 def test_enough_examples():
