@@ -47,17 +47,8 @@ __all__ = ["hessian_top_eigenvalues", "hessian_trace", "ntk_top_eigenvalues", "H
 
 
 class TraceEstimate(NamedTuple):
-    """A Hutchinson estimate of a trace: the mean of zᵀAz over ``n_probes`` Rademacher probes and the standard error
-    of that mean (sample standard deviation / √n_probes).
-
-    Attributes
-    ----------
-    value : float
-        The estimate of the trace.
-    standard_error : float
-        Its standard error.
-    n_probes : int
-        The number of probes averaged.
+    """A Hutchinson estimate of a trace: the mean of zᵀAz over ``n_probes`` Rademacher probes (``value``) and the
+    standard error of that mean (``standard_error``: sample standard deviation / √n_probes), with ``n_probes``.
 
     Examples
     --------

@@ -501,8 +501,8 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     O(n B²) per layer instead of O(n²), so hundreds of wide networks are cheap (tight Monte Carlo error bars).
 
     ``return_all``: the list of the L per-layer Grams h_ℓ h_ℓᵀ/n_ℓ. ``return_samples``: per-sample Grams (leading
-    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64.
-``progress``: a bar over the networks drawn, on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
+    axis of length n_samples) instead of their mean. Runs on NumPy or CuPy (``backend``), in float64. ``progress``: a
+    bar over the networks drawn, on a terminal (:func:`rmtnet._progress.bar`; it changes no number).
 
     Parameters
     ----------
