@@ -20,7 +20,7 @@ tanh with orthogonal weights (dynamical isometry, Hayase & Karakida's case) 0.95
 with orthogonal weights 1.05 / 2.05–2.49 / 3.32–4.02. At depth 2 the border is the line within 27 %; with depth it
 moves above the line where the network is not lazy (one input and n outputs at width n, or depth/width not small):
 the top of the NTK falls in the first steps, before the unstable mode has grown (the early sharpness reduction of
-Kalra & Barkeshli, NeurIPS 2023, arXiv 2311.02076). The divergence border lies 1.9–4.4× above the law's line (the
+Kalra & Barkeshli, NeurIPS 2023, arXiv 2302.12250). The divergence border lies 1.9–4.4× above the law's line (the
 catapult band); one-sample ReLU nets did not diverge up to 10×.
 
 Quick (default, about 55 s on one core): data setting (N = 32 Gaussian inputs on the sphere, width 192, one output;
