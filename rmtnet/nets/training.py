@@ -125,14 +125,20 @@ def _mse_notice():
 _MSE_NOTICE_GIVEN = False
 
 
+def _default_loss(loss, n_classes):
+    """``loss``, or for None the default: "cross_entropy" for classification, "mse" for regression."""
+    if loss is None:
+        return "mse" if n_classes is None else "cross_entropy"
+    return loss
+
+
 def _loss_function(loss, n_classes, notice=True):
     """``(output, y) ↦ mean loss`` for ``loss`` ∈ {"cross_entropy", "mse", "mean_squared", callable}; None picks
     cross-entropy for classification and "mse" for regression. The squared losses compare the output with one-hot
     targets for class labels: "mse" is ½·mean((f − y)²) over samples and outputs
     (:data:`rmtnet.spectra.stability.SQUARED_LOSSES`),
     "mean_squared" the mean without ½."""
-    if loss is None:
-        loss = "mse" if n_classes is None else "cross_entropy"
+    loss = _default_loss(loss, n_classes)
     if callable(loss):
         return loss
     if not isinstance(loss, str) or loss not in LOSSES:
@@ -305,7 +311,7 @@ def _checked_probes(probes, probe_every):
 def _loss_config(loss, n_classes):
     """What the checkpoint remembers of the loss: its name and, for the squared losses, the factor c of
     L = c·mean (f − y)², so that a run saved before "mse" took its ½ (rmtnet 0.2) is not resumed under it."""
-    name = ("mse" if n_classes is None else "cross_entropy") if loss is None else loss
+    name = _default_loss(loss, n_classes)
     factor = SQUARED_LOSSES.get(name) if isinstance(name, str) else None
     return {"loss": _name(loss), **({"squared_loss_factor": factor} if factor is not None else {})}
 

@@ -40,7 +40,7 @@ from .jacobian import layer_d2_law
 from .laws import MarchenkoPastur
 from .measures import Affine, PointMasses, tabulate
 from .meanfield import variance_profile
-from .stability import squared_loss_factor
+from .stability import learning_rate_border, squared_loss_factor
 
 __all__ = ["fisher_law", "fisher_moments", "critical_learning_rate"]
 
@@ -224,7 +224,7 @@ def critical_learning_rate(net, q0=None, loss="mse"):
     >>> critical_learning_rate(net), critical_learning_rate(net, loss="mean_squared")
     (0.6666666666666666, 0.3333333333333333)
     """
-    c = squared_loss_factor(loss)
+    squared_loss_factor(loss)                         # the convention checked before the law is computed
     with warnings.catch_warnings():                   # δ₀ raises below, naming the cause
         warnings.filterwarnings("ignore", message="the Fisher/NTK law of net is δ₀", category=UserWarning)
         law = fisher_law(net, q0)
@@ -233,4 +233,4 @@ def critical_learning_rate(net, q0=None, loss="mse"):
         net = _with_input(net, q0)
         raise ValueError(f"the Fisher/NTK law of net is δ₀ (q0 = {net.q0!r}: every q̂_ℓ is 0), so gradient descent "
                          "diverges at no learning rate; give a q0 > 0")
-    return 1.0 / (c * top)
+    return learning_rate_border(top, 1, 1, loss)
