@@ -14,6 +14,7 @@ from scipy import integrate, special
 from .. import backend as B
 from rmtnet._validation import finite_array, integer_at_least, real_scalar
 from .measures import Measure, PointMasses
+from .measures._quadrature import apply_elementwise, tanh_sinh_pieces
 
 __all__ = ["MarchenkoPastur", "Semicircle", "FussCatalan", "Bernoulli", "PointMasses", "Arcsine"]
 
@@ -70,12 +71,76 @@ class MarchenkoPastur(Measure):
     ([0.0], [0.5])
     """
 
+    TINY_RATIO = 1e-6     # below it the law is computed in u = (x − σ²(1 + λ))/(2σ²√λ) (:meth:`_tiny_cdf`)
+
     def __init__(self, ratio, scale=1.0):
         self.ratio = real_scalar("ratio", ratio, lo=0, lo_open=True)
         self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
         r = np.sqrt(self.ratio)
-        self.edges = _finite_edges((self.scale * (1 - r) ** 2, self.scale * (1 + r) ** 2), "ratio and scale",
-                                   ratio, scale)
+        if self._tiny:       # σ²(1 ∓ √λ)² as σ²(1 + λ ∓ 2√λ), rounded outwards: 1 − √λ rounds to 1 for λ < 1e-32
+            edges = (np.nextafter(self.scale * (1 + self.ratio - 2 * r), -np.inf),
+                     np.nextafter(self.scale * (1 + self.ratio + 2 * r), np.inf))
+        else:
+            edges = (self.scale * (1 - r) ** 2, self.scale * (1 + r) ** 2)
+        self.edges = _finite_edges(edges, "ratio and scale", ratio, scale)
+
+    @property
+    def _tiny(self):
+        return self.ratio < self.TINY_RATIO
+
+    def _u(self, x):
+        """u = (x − σ²(1 + λ))/(2σ²√λ) ∈ [−1, 1] on the band, x − σ² first (exact next to σ²)."""
+        return ((x - self.scale) - self.scale * self.ratio) / (2 * self.scale * np.sqrt(self.ratio))
+
+    def _u_weight(self, t):
+        """The law's density in u = t, (2/π)√(1 − t²)/(1 + λ + 2√λ t): a semicircle tilted by 1/x."""
+        return 2.0 / np.pi * np.sqrt(np.maximum(1.0 - t * t, 0.0)) / (1 + self.ratio + 2 * np.sqrt(self.ratio) * t)
+
+    _GL = np.polynomial.legendre.leggauss(32)
+
+    def _tiny_cdf(self, u):
+        """μ(u' ≤ u) = (2/π)∫_{arccos u}^{π} sin²θ/(1 + λ + 2√λ cos θ) dθ by 32-point Gauss–Legendre in θ (t = cos θ):
+        the integrand is analytic, its poles at cos θ = −(1 + λ)/(2√λ) < −500 for λ < 10⁻⁶ (geometric convergence
+        far below 1e-16). Used below :attr:`TINY_RATIO`, where the band 4σ²√λ is too narrow for a table in x (for
+        λ ≲ 10⁻³² it is a few ulp of σ² wide)."""
+        lo = np.arccos(np.clip(u, -1.0, 1.0))
+        t, w = self._GL
+        th = lo[..., None] + 0.5 * (np.pi - lo[..., None]) * (t + 1.0)
+        val = np.sin(th) ** 2 / (1 + self.ratio + 2 * np.sqrt(self.ratio) * np.cos(th))
+        return np.where(u >= 1, 1.0, np.clip(0.5 * (np.pi - lo) * (val @ w) * 2.0 / np.pi, 0.0, 1.0))
+
+    def _cdf(self, x):
+        if not self._tiny:
+            return super()._cdf(x)
+        return self._tiny_cdf(self._u(x))
+
+    def _own_cdf(self):
+        return self._tiny
+
+    def _ppf(self, q):
+        """Below :attr:`TINY_RATIO`, bisection in u on :meth:`_tiny_cdf` (to 1e-15 of the band)."""
+        if not self._tiny:
+            return super()._ppf(q)
+        lo, hi = np.full(q.shape, -1.0), np.full(q.shape, 1.0)
+        for _ in range(52):
+            mid = 0.5 * (lo + hi)
+            below = self._tiny_cdf(mid) < q
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        x = self.scale * (1 + self.ratio) + 2 * self.scale * np.sqrt(self.ratio) * hi
+        return np.clip(x, *self.edges)
+
+    def _expect_continuous(self, func, lo, hi, rtol, atol):
+        """Below :attr:`TINY_RATIO`, tanh-sinh in θ (x = σ²(1 + λ + 2√λ cos θ)) on the part of [0, π] in [lo, hi]."""
+        if not self._tiny:
+            return super()._expect_continuous(func, lo, hi, rtol, atol)
+        th = sorted(float(np.arccos(np.clip(self._u(np.float64(v)), -1.0, 1.0))) for v in (max(lo, self.edges[0]),
+                                                                                             min(hi, self.edges[1])))
+        r = np.sqrt(self.ratio)
+
+        def g(theta):
+            x = self.scale * (1 + self.ratio + 2 * r * np.cos(theta))
+            return apply_elementwise(func, x) * np.sin(theta) ** 2 * 2.0 / np.pi / (1 + self.ratio + 2 * r * np.cos(theta))
+        return tanh_sinh_pieces(g, [tuple(th)], -np.inf, np.inf, rtol, atol, self) if th[1] > th[0] else 0.0
 
     def atoms(self):
         if self.ratio > 1:
@@ -110,6 +175,9 @@ class MarchenkoPastur(Measure):
 
     def _pdf(self, x):
         a, b = self.edges
+        if self._tiny:
+            u = self._u(x)
+            return np.where(np.abs(u) < 1, self._u_weight(u) / (2 * self.scale * np.sqrt(self.ratio)), 0.0)
         inside = (x > a) & (x < b)
         xs = np.where(inside, x, 0.5 * (a + b))
         rho = np.sqrt(np.maximum((b - xs) * (xs - a), 0.0)) / (2 * np.pi * self.ratio * self.scale * xs)
@@ -121,6 +189,18 @@ class MarchenkoPastur(Measure):
         j = np.arange(1, k + 1)
         narayana = special.comb(k, j) * special.comb(k, j - 1) / k
         return float(self.scale ** k * np.sum(narayana * self.ratio ** (j - 1)))
+
+    def _var(self):
+        return self.ratio * self.scale ** 2
+
+    def _central_moment(self, k):
+        """σ^{2k} Σ_b N(k, b) λ^{k−b}: the free cumulants of X − σ² are 0, λσ⁴, λ²σ⁶, … (κ_n = λ^{n−1}σ^{2n} for
+        n ≥ 2), and the moment–cumulant formula sums over non-crossing partitions without singletons, of which
+        N(k, b) = C(k+1, b)·C(k−b−1, b−1)/(k+1) have b blocks (Nica & Speicher 2006, Lectures on the Combinatorics of
+        Free Probability, Cambridge UP, lecture 11). All terms are positive: no cancellation at small λ."""
+        b = np.arange(1, k // 2 + 1)
+        count = special.comb(k + 1, b) * special.comb(k - b - 1, b - 1) / (k + 1)
+        return float(self.scale ** k * np.sum(count * self.ratio ** (k - b)))
 
     def _s_transform(self, w):
         return 1.0 / (self.scale * (1 + self.ratio * w))
@@ -169,9 +249,19 @@ class Semicircle(Measure):
         self.loc = real_scalar("loc", loc)
         r = 2 * np.sqrt(self.variance)
         self.edges = _finite_edges((self.loc - r, self.loc + r), "var and loc", var, loc)
+        if not self.edges[1] > self.edges[0]:
+            ulp = float(np.spacing(abs(self.loc)))
+            least = (ulp / 4) ** 2 if ulp < 1e154 else float("inf")
+            raise ValueError(f"var = {var!r} and loc = {loc!r} give a band loc ± 2√var narrower than the float64 "
+                             f"spacing at loc ({ulp:.3g}): var must be at least (spacing/4)² = {least:.3g} at this "
+                             f"loc (beyond float64 where inf: give a smaller |loc|)")
 
     def _var(self):
         return self.variance
+
+    def _central_moment(self, k):
+        """var^{k/2}·Catalan(k/2) for even k, 0 for odd k."""
+        return 0.0 if k % 2 else float(self.variance ** (k // 2) * special.comb(k, k // 2) / (k // 2 + 1))
 
     def continuous_support(self):
         return self.edges
@@ -336,6 +426,10 @@ class FussCatalan(Measure):
         s = self.s
         return float(self.scale ** k * special.comb((s + 1) * k, k, exact=True) / (s * k + 1))
 
+    def _var(self):
+        """s·scale²: m₂ = C(2s + 2, 2)/(2s + 1) = s + 1 and m₁ = 1."""
+        return self.s * self.scale ** 2
+
     @cached_property
     def _engine(self):
         from .free import free_mult_power
@@ -430,7 +524,19 @@ class Arcsine(Measure):
     def _ppf(self, q):
         return self.lo + (self.hi - self.lo) * np.sin(0.5 * np.pi * q) ** 2
 
+    def _var(self):
+        """(hi − lo)²/8, as r²/2 with r = hi/2 − lo/2 the half-width (exact, no overflow)."""
+        r = 0.5 * self.hi - 0.5 * self.lo
+        return 0.5 * r * r
+
+    def _central_moment(self, k):
+        """r^k·C(k, k/2)/2^k for even k (X = centre + r cos Θ, Θ uniform), 0 for odd k."""
+        r = 0.5 * self.hi - 0.5 * self.lo
+        return 0.0 if k % 2 else float(r ** k * special.comb(k, k // 2) / 2.0 ** k)
+
     def _moment(self, k):
+        if k == 1:
+            return 0.5 * self.lo + 0.5 * self.hi
         w = self.hi - self.lo
         return float(sum(special.comb(k, j) * self.lo ** (k - j) * w ** j * special.comb(2 * j, j) / 4 ** j
                          for j in range(k + 1)))

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import integrate
 
 from ... import backend as B
-from rmtnet._validation import finite_array, probability_vector
+from rmtnet._validation import finite_array, integer_at_least, probability_vector, real_scalar
 from ._base import Measure
 from ._cauchy import atom_cauchy, binned_cauchy
 from ._quadrature import adaptive_tanh_sinh, apply_elementwise, tanh_sinh_pieces
@@ -71,8 +71,14 @@ class PointMasses(Measure):
 
     def _var(self):
         """Σ p (x − mean)², centred first (no cancellation for atoms far from 0)."""
+        return self._central_moment(2)
+
+    def _central_moment(self, k):
+        """Σ p (x − m)^k about the mean, held as m + δ with m = Σ p x and δ = Σ p (x − m) (the rounding of m, which
+        is not negligible against a width of a few ulp of m): x − m is exact next to m, then δ is taken off."""
         m = float(np.sum(self._masses * self._locs))
-        return float(np.sum(self._masses * (self._locs - m) ** 2))
+        delta = float(np.sum(self._masses * (self._locs - m)))
+        return float(np.sum(self._masses * ((self._locs - m) - delta) ** k))
 
     def _pdf(self, x):
         return np.zeros_like(x)
@@ -224,17 +230,26 @@ class GridDensity(Measure):
         return binned_cauchy(z, *self._bins, self._alocs, self._amasses)
 
     def _moment(self, k):
-        # exact for piecewise-linear ρ: the integrand t^k·(linear) has degree k + 1, which Gauss–Legendre with
-        # ⌈(k + 2)/2⌉ nodes per cell integrates exactly; unlike expanding the polynomial, this stays accurate for the
-        # tiny cells at a tanh-sinh table's ends
+        return self._moment_about(k, 0.0)
+
+    def _moment_about(self, k, c, c_low=0.0):
+        """∫ (t − c)^k dμ, exact for piecewise-linear ρ: the integrand (t − c)^k·(linear) has degree k + 1, which
+        Gauss–Legendre with ⌈(k + 2)/2⌉ nodes per cell integrates exactly; unlike expanding the polynomial, this stays
+        accurate for the tiny cells at a tanh-sinh table's ends, and t − c = (x₀ − c) + h·s does not cancel for a
+        grid far from 0 (c its mean; c + c_low the centre to twice the float precision)."""
         s, ws = np.polynomial.legendre.leggauss((k + 1) // 2 + 1)
         s, ws = 0.5 * (s + 1), 0.5 * ws
         x0, h = self.x[:-1, None], np.diff(self.x)[:, None]
         r0, r1 = self.rho[:-1, None], self.rho[1:, None]
-        t = x0 + h * s
+        t = ((x0 - c) - c_low) + h * s
         total = float(np.sum(h * ws * (r0 * (1 - s) + r1 * s) * t ** k))
         locs, masses = self.atoms()
-        return total + float(np.sum(masses * locs ** k))
+        return total + float(np.sum(masses * ((locs - c) - c_low) ** k))
+
+    def _central_moment(self, k):
+        """About the mean m₁ + δ, δ = ∫ (t − m₁) dμ the rounding of m₁ (not negligible against a narrow grid)."""
+        m = self._moment_about(1, 0.0)
+        return self._moment_about(k, m, self._moment_about(1, m))
 
     def _panels(self):
         return [] if self._sup is None else [(float(self.x[0]), float(self.x[-1]))]
@@ -282,6 +297,8 @@ class Tabulated(GridDensity):
     """
 
     def __init__(self, source, n0=200, rtol=1e-9):
+        n0 = integer_at_least("n0", n0, 1)
+        rtol = real_scalar("rtol", rtol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         xs, rs = [], []
         for a, b in source._panels():
             x, _, fx, _ = adaptive_tanh_sinh(source.pdf, a, b, rtol=rtol, n0=n0, min_level=1)
@@ -294,6 +311,12 @@ class Tabulated(GridDensity):
 
     def _moment(self, k):
         return self.source.moment(k)
+
+    def _var(self):
+        return self.source.var()
+
+    def _central_moment(self, k):
+        return self.source.central_moment(k)
 
     def __repr__(self):
         return f"tabulate({self.source!r})"
@@ -330,6 +353,8 @@ def tabulate(mu, n0=200, rtol=1e-9):
     """
     if not isinstance(mu, Measure):
         raise ValueError(f"mu must be a Measure, got {type(mu).__name__}")
+    n0 = integer_at_least("n0", n0, 1)
+    rtol = real_scalar("rtol", rtol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if isinstance(mu, GridDensity):
         return mu
     if mu.continuous_support() is None or mu.continuous_mass <= 1e-14:

@@ -40,6 +40,27 @@ def _large_order_moment(mu, k):
     return mu._quadrature_moment(k)
 
 
+_CANCELLATION = 1e6       # the shifted raw moments are used where they lose fewer than six digits
+
+
+def _shifted_moments(mu, k):
+    """μ_k = Σ_j C(k, j) m_j (−m₁)^{k−j} from the raw moments where the terms cancel to no less than 10⁻⁶ of their
+    size (k = 2: m₂ − m₁², as before); otherwise :meth:`Measure._centred_quadrature`, which does not cancel."""
+    try:
+        m1 = float(mu.moment(1))
+        if k == 2:
+            m2 = float(mu.moment(2))
+            value, size = m2 - m1 ** 2, m2 + m1 ** 2
+        else:
+            terms = [special.comb(k, j) * float(mu.moment(j)) * (-m1) ** (k - j) for j in range(k + 1)]
+            value, size = math.fsum(terms), math.fsum(abs(t) for t in terms)
+    except OverflowError:
+        return mu._centred_quadrature(k)
+    if np.isfinite(size) and abs(value) * _CANCELLATION >= size:
+        return value
+    return mu._centred_quadrature(k)
+
+
 def _draw_size(size):
     """``size`` of :meth:`Measure.rvs` checked: None, an integer ≥ 0 or a tuple of them (returned as ints)."""
     if size is None:
@@ -96,7 +117,9 @@ class Measure(CdfTables):
     ``_cdf(x)``          μ((−∞, x]) at a finite float array (atoms plus the tanh-sinh table of ``_pdf``),
     ``_ppf(q)``          inf{x : cdf(x) ≥ q} for a float array q in [0, 1] (atoms, then the inverse table),
     ``_moment(k)``       ∫ x^k dμ for an int 0 ≤ k ≤ ``LARGE_ORDER`` (atoms plus quadrature),
-    ``_var()``           the variance (m₂ − m₁² by default),
+    ``_var()``           the variance (``_central_moment(2)`` by default),
+    ``_central_moment(k)`` ∫ (x − m₁)^k dμ for an int 2 ≤ k ≤ ``LARGE_ORDER`` (by default the raw moments shifted
+                         where that does not cancel, centred quadrature where it does: :func:`_shifted_moments`),
     ``_rvs(size, rng)``  draws of shape ``size`` (an int or a tuple) from a ``numpy.random.Generator`` (inversion),
     ``_s_transform(w)``  S(w) at a finite complex array (inversion of M),
     ``_entropy()``       differential entropy of a continuous law (quadrature of −ρ log ρ),
@@ -120,7 +143,7 @@ class Measure(CdfTables):
     """
 
     FINAL_METHODS = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "quantile", "isf", "moment", "mean",
-                     "var", "std", "median", "interval", "stats", "entropy", "expect", "rvs", "s_transform",
+                     "var", "central_moment", "std", "median", "interval", "stats", "entropy", "expect", "rvs", "s_transform",
                      "cauchy", "cauchy_prime", "m_transform", "psi", "eta", "support", "hull", "cdf_above",
                      "edge_tails", "dilate", "shift")
 
@@ -267,11 +290,83 @@ class Measure(CdfTables):
         return self.moment(1)
 
     def var(self):
-        """The variance ∫ (x − m₁)² dμ."""
-        return self._var()
+        """The variance ∫ (x − m₁)² dμ, by a route that does not cancel for a law far from 0 relative to its width
+        (a kind's closed form, or the centred moments of :meth:`central_moment`). A variance beyond float64 raises
+        OverflowError naming var (PointMasses([1e308, -1e308], [0.5, 0.5]) has variance 1e616)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            try:
+                value = self._var()
+            except OverflowError:
+                value = np.inf
+        if not np.all(np.isfinite(value)):
+            raise OverflowError(f"var() of {self!r} is not representable in float64 (got {value!r}): the variance "
+                                f"overflows")
+        return value
 
     def _var(self):
-        return self.moment(2) - self.moment(1) ** 2
+        return self._central_moment(2)
+
+    def central_moment(self, k):
+        """The central moment ∫ (x − m₁)^k dμ, m₁ the mean, for an integer 0 ≤ k ≤ :data:`LARGE_ORDER`.
+
+        Computed without the cancellation of the shifted raw moments Σ_j C(k, j) m_j (−m₁)^{k−j} (which loses every
+        digit for a law far from 0 relative to its width): a kind's own closed form (semicircle, arcsine,
+        Marchenko–Pastur, …), the centred sum or quadrature of its atoms and density, or the shifted raw moments
+        where they lose fewer than six digits. ``central_moment(2)`` is :meth:`var`.
+
+        Parameters
+        ----------
+        k : int
+            The order, 0 ≤ k ≤ 10⁴.
+
+        Returns
+        -------
+        float
+            μ_k; OverflowError naming k where it is beyond float64.
+
+        Examples
+        --------
+        The arcsine law on [lo, hi] has μ₂ = (hi − lo)²/8 and μ₄ = 3(hi − lo)⁴/128, also a billion from 0:
+
+        >>> from rmtnet.spectra import Arcsine
+        >>> a = Arcsine(1e9, 1e9 + 2.0)
+        >>> a.central_moment(2), a.central_moment(3), a.central_moment(4)
+        (0.5, 0.0, 0.375)
+        """
+        order = moment_order(k)
+        if order > LARGE_ORDER:
+            raise ValueError(f"k must be an integer in [0, {LARGE_ORDER}] for central_moment, got {k!r}")
+        if order < 2:
+            return (1.0, 0.0)[order]
+        if order == 2:
+            return float(self.var())
+        with np.errstate(over="ignore", invalid="ignore"):
+            try:
+                value = self._central_moment(order)
+            except OverflowError:
+                value = np.inf
+        if not np.all(np.isfinite(value)):
+            raise OverflowError(f"central_moment(k={k!r}) of {self!r} is not representable in float64 (got "
+                                f"{value!r})")
+        return float(value)
+
+    def _central_moment(self, k):
+        return _shifted_moments(self, k)
+
+    def _centred_quadrature(self, k):
+        """∫ (x − m)^k dμ by the atoms' centred sum and the quadrature of :meth:`expect` over the continuous part,
+        the centre the mean m₁ plus the centred first moment δ (m₁ from a quadrature carries its relative
+        error times |m₁|, which is not small against the width for a law far from 0)."""
+        locs, masses = self.atoms()
+        cont = self.continuous_support() is not None
+
+        def centred(j, m, low=0.0):
+            total = float(np.sum(masses * ((locs - m) - low) ** j))
+            if cont:
+                total += float(self._expect_continuous(lambda x: ((x - m) - low) ** j, -np.inf, np.inf, 1e-10, None))
+            return total
+        m = float(self.moment(1))
+        return centred(k, m, centred(1, m))
 
     def std(self):
         """√var() (a variance that rounds below 0 counts as 0)."""
@@ -283,13 +378,14 @@ class Measure(CdfTables):
         moment beyond float64 raises OverflowError naming k (every moment of a law rmtnet computes is a finite
         real: a value that is not is float64 overflow or a failed series)."""
         order = moment_order(k)
+        why = ""
         try:
             value = _large_order_moment(self, order) if order > LARGE_ORDER else self._moment(order)
-        except OverflowError:               # float ** int raises where NumPy would return inf
-            value = np.inf
+        except OverflowError as exc:        # float ** int raises where NumPy would return inf
+            value, why = np.inf, f" ({exc})" if str(exc) else ""
         if not np.all(np.isfinite(value)):
             raise OverflowError(f"moment(k={k!r}) of {self!r} is not representable in float64 (got {value!r}): the "
-                                f"moment overflows, or the series for it failed at this order")
+                                f"moment overflows, or the series for it failed at this order{why}")
         return value
 
     def _moment(self, k):
@@ -495,7 +591,6 @@ class Measure(CdfTables):
         if not isinstance(moments, str) or not moments or set(moments) - set("mvsk"):
             raise ValueError(f"moments must be a non-empty string of the letters 'm', 'v', 's', 'k', got {moments!r}")
         m1, var = float(self.mean()), float(self.var())
-        raw = [1.0, m1] + ([float(self.moment(k)) for k in (2, 3, 4)] if set("sk") & set(moments) else [])
         out = []
         for letter in moments:
             if letter == "m":
@@ -505,11 +600,9 @@ class Measure(CdfTables):
             elif not var > 0:
                 out.append(float("nan"))
             elif letter == "s":
-                mu3 = raw[3] - 3 * m1 * raw[2] + 2 * m1 ** 3
-                out.append(mu3 / var ** 1.5)
+                out.append(self.central_moment(3) / var ** 1.5)
             else:
-                mu4 = raw[4] - 4 * m1 * raw[3] + 6 * m1 ** 2 * raw[2] - 3 * m1 ** 4
-                out.append(mu4 / var ** 2 - 3.0)
+                out.append(self.central_moment(4) / var ** 2 - 3.0)
         return out[0] if len(out) == 1 else tuple(out)
 
     def entropy(self):
@@ -768,6 +861,9 @@ class Affine(Measure):
 
     def _var(self):
         return self.a ** 2 * self.base.var()
+
+    def _central_moment(self, k):
+        return self.a ** k * self.base.central_moment(k)
 
     def _ppf(self, q):
         """a·Q(q) + b for a > 0. For a < 0, inf{y : P(aX + b ≤ y) ≥ q} = a·Q⁺(1 − q) + b with Q⁺(p) = inf{x : F(x) > p}

@@ -6,7 +6,7 @@ import numpy as np
 from scipy import special
 from scipy.optimize import elementwise
 
-from rmtnet._validation import probability_vector, real_scalar
+from rmtnet._validation import ConvergenceError, integer_at_least, probability_vector, real_scalar
 from ._base import Measure
 from ._cauchy import binned_cauchy
 from ._quadrature import apply_elementwise, tanh_sinh_pieces
@@ -21,6 +21,23 @@ def _merge(intervals):
         else:
             out.append((a, b))
     return out
+
+
+def _mixed_central_moment(k, parts):
+    """∫ (x − m)^k d(Σ w_i μ_i), m = Σ w_i m_i, from the components' central moments μ_{i,j}: x − m = (x − m_i) + d_i
+    with d_i = m_i − m, so Σ_i w_i Σ_j C(k, j) μ_{i,j} d_i^{k−j} — no cancellation for components far from 0
+    (k = 2 is the law of total variance Σ w_i (σ_i² + d_i²)). The mean is held as m + Σ w_i (m_i − m) (twice the precision)."""
+    means = [float(mu.mean()) for _, mu in parts]
+    m = sum(w * mi for (w, _), mi in zip(parts, means))
+    delta = sum(w * (mi - m) for (w, _), mi in zip(parts, means))      # m + δ: the mean to twice the precision
+    total = 0.0
+    for (w, mu), mi in zip(parts, means):
+        if w == 0:
+            continue
+        d = (mi - m) - delta
+        central = [1.0, 0.0] + [mu.central_moment(j) for j in range(2, k + 1)]
+        total += w * sum(special.comb(k, j) * central[j] * d ** (k - j) for j in range(k + 1))
+    return float(total)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -100,6 +117,9 @@ class Mixture(Measure):
 
     def _moment(self, k):
         return float(sum(w * m.moment(k) for w, m in zip(self.weights, self.components)))
+
+    def _central_moment(self, k):
+        return _mixed_central_moment(k, list(zip(self.weights, self.components)))
 
     def _rvs(self, size, rng):
         which = rng.choice(len(self.components), size=size, p=self.weights)
@@ -192,6 +212,12 @@ class OtherGram(Measure):
     def _moment(self, k):
         return 1.0 if k == 0 else self.base.moment(k) / self.ratio
 
+    def _central_moment(self, k):
+        """(1/r)·base + (1 − 1/r)·δ₀ as a signed mixture (:func:`_mixed_central_moment`)."""
+        from ._atomic import PointMasses
+        return _mixed_central_moment(k, [(1.0 / self.ratio, self.base),
+                                         (1.0 - 1.0 / self.ratio, PointMasses([0.0], [1.0]))])
+
     def __repr__(self):
         return f"OtherGram({self.base!r}, ratio={self.ratio})"
 
@@ -244,25 +270,29 @@ class GaussianPushforward(Measure):
         self.q = real_scalar("q", q, lo=0, lo_open=True)
         if isinstance(n_panels, bool) or int(n_panels) != n_panels or n_panels < 8:
             raise ValueError(f"n_panels must be an integer ≥ 8, got {n_panels!r}")
+        n_gauss = integer_at_least("n_gauss", n_gauss, 1)
+        width = real_scalar("width", width, lo=0, lo_open=True)
         sd = np.sqrt(self.q)
         H = width * sd
         h = np.linspace(-H, H, int(n_panels) + 1)
-        fh = np.asarray(f(h), dtype=float)
+        fh = self._values(h)
         if fh.shape != h.shape or not np.all(np.isfinite(fh)):
             raise ValueError("f must map a float array to a finite float array of the same shape")
         self._build_atoms(h, fh)
         nodes, weights = np.polynomial.legendre.leggauss(n_gauss)
+        self._H, self._step, self._gl = H, 2 * H / int(n_panels), (nodes, weights)
         flat = np.diff(fh) == 0
+        self._open_ends = (not flat[0], not flat[-1])       # a flat end is an atom holding the tail beyond it
         a, b = self._trim_panels(h[:-1][~flat], h[1:][~flat])
         self._pa, self._pb = a, b
         mid, half = (a + b) / 2, (b - a) / 2
         hq = mid[:, None] + half[:, None] * nodes[None, :]
         wq = half[:, None] * weights[None, :] * _gauss_pdf(hq, self.q)
-        fq = np.asarray(f(hq.ravel()), dtype=float).reshape(hq.shape)
-        fa, fb = np.asarray(f(a), dtype=float), np.asarray(f(b), dtype=float)
+        fq = self._values(hq.ravel()).reshape(hq.shape)
+        fa, fb = self._values(a), self._values(b)
         self._fa, self._fb = fa, fb
         # exact panel masses; Gauss–Legendre moments rescaled to them
-        pm = special.ndtr(b / sd) - special.ndtr(a / sd)
+        pm = _gauss_mass(a / sd, b / sd)
         wq = wq * (pm / np.where(wq.sum(1) > 0, wq.sum(1), 1.0))[:, None]
         tot = pm.sum() + self._atom_masses.sum()
         self._norm = tot
@@ -343,8 +373,87 @@ class GaussianPushforward(Measure):
     def _g(self, z):
         return binned_cauchy(z, self._bc, self._bw, self._bm, self._bp, self._atom_locs, self._atom_masses)
 
+    def _values(self, h):
+        """f(h) as a real float array, or ValueError/TypeError naming f and what it returned."""
+        raw = self.f(h)
+        y = np.asarray(raw)
+        if y.dtype.kind == "c":
+            raise ValueError(f"f must be real-valued (the law of f(h) lives on the real line), but it returned "
+                             f"complex values such as {y.ravel()[:1].tolist()}")
+        if y.dtype.kind not in "biuf":
+            raise TypeError(f"f must return real numbers elementwise, but it returned {type(raw).__name__} "
+                            f"of dtype {y.dtype}")
+        return y.astype(float)
+
     def _moment(self, k):
-        return float(np.sum(self._wq * self._fq ** k) + np.sum(self._atom_masses * self._atom_locs ** k))
+        return self._integral(k, 0.0) + float(np.sum(self._atom_masses * self._atom_locs ** k))
+
+    def _central_moment(self, k):
+        """∫ (f(h) − m)^k over h, about m + δ, m the mean and δ = ∫ (f(h) − m) its rounding: no cancellation for f far from 0."""
+        def about(j, c, c_low=0.0):
+            return self._integral(j, c, c_low) + float(np.sum(self._atom_masses * ((self._atom_locs - c) - c_low) ** j))
+        m = self._moment(1)
+        return about(k, m, about(1, m))
+
+    _DOUBLINGS = 6           # the h-range is doubled at most this often beyond width·√q (to 2⁶·9 = 576 s.d.)
+
+    def _integral(self, k, c, c_low=0.0):
+        """∫ (f(h) − c)^k φ_q(h) dh over the continuous part: Gauss–Legendre on the panels of [−H, H], plus the tails
+        beyond ±H wherever the integrand has not died out there (f growing faster than the Gaussian decays: e^{kh}
+        peaks at h = kq, h^{20}·φ at |h| = √(20q), e^{h²/4}·φ decays only like e^{−h²/4} for q = 1). Each tail is
+        integrated on [R, 2R] by Gauss–Legendre panels of the table's width and R doubled, until the integrand at R,
+        1.5R and 2R, times R, is below 10⁻¹⁵ of ∫|f − c|^k φ (the integrand formed from its logarithm, so that
+        (f − c)^k may exceed float64 where φ_q makes the product small); ConvergenceError naming f after 6 doublings
+        (mass beyond 576√q), OverflowError where f(h) itself leaves float64 first."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            body = ((self._fq - c) - c_low) ** k
+            total = float(np.sum(self._wq * body))
+            size = float(np.sum(self._wq * np.abs(body)))
+            for side, is_open in zip((-1.0, 1.0), self._open_ends):
+                if is_open:
+                    total += self._tail(k, c + c_low, side, size)
+        return total
+
+    def _tail_integrand(self, k, c, h):
+        """(f(h) − c)^k φ_q(h)/norm, from k·log|f − c| − h²/(2q) (no overflow of the power where φ_q is tiny)."""
+        y = self._values(h)
+        if not np.all(np.isfinite(y)):
+            raise OverflowError(f"f(h) leaves float64 at h = {h[~np.isfinite(y)][:2].tolist()} before its moment "
+                                f"of order {k} has converged: that moment of the law of f(h) does not exist in "
+                                f"float64 ({self!r})")
+        d = y - c
+        with np.errstate(divide="ignore"):
+            log_g = k * np.log(np.abs(d)) - 0.5 * h * h / self.q - 0.5 * np.log(2 * np.pi * self.q)
+        return np.where(d == 0, 0.0 if k else 1.0, np.sign(d) ** k * np.exp(log_g)) / self._norm
+
+    def _tail(self, k, c, side, size):
+        """∫ over side·h > H of (f(h) − c)^k φ_q(h) dh (see :meth:`_integral`)."""
+        nodes, weights = self._gl
+        out, R = 0.0, self._H
+        for _ in range(self._DOUBLINGS + 1):
+            probe = side * R * np.array([1.0, 1.5, 2.0])
+            g = self._tail_integrand(k, c, probe)
+            if not np.all(np.isfinite(g)):
+                raise OverflowError(f"moment of order {k} of f(h) for {self!r}: the integrand leaves float64 at h = "
+                                    f"{probe.tolist()}")
+            if float(np.max(np.abs(g))) * R <= 1e-15 * (size + abs(out)):
+                return out
+            if R >= self._H * 2 ** self._DOUBLINGS:
+                break
+            n = int(np.ceil(R / self._step))
+            ends = R + R * np.arange(n + 1) / n
+            mid, half = 0.5 * (ends[1:] + ends[:-1]), 0.5 * (ends[1:] - ends[:-1])
+            h = side * (mid[:, None] + half[:, None] * nodes[None, :])
+            vals = self._tail_integrand(k, c, h.ravel()).reshape(h.shape)
+            if not np.all(np.isfinite(vals)):
+                raise OverflowError(f"moment of order {k} of f(h) for {self!r}: the integrand leaves float64 for "
+                                    f"|h| in [{R:.3g}, {2 * R:.3g}]")
+            out += float(np.sum(half[:, None] * weights[None, :] * vals))
+            R *= 2
+        raise ConvergenceError(f"moment of order {k} of f(h) for {self!r}: (f(h) − c)^k·φ_q(h) still carries mass beyond |h| = {R:.3g} "
+                               f"({R / np.sqrt(self.q):.0f} standard deviations of h): f grows too fast for this moment "
+                               f"to exist or to be computed (use a smaller k or q)", z=float(side * R),
+                               iteration=self._DOUBLINGS, residual=float(np.max(np.abs(g))))
 
     def _pdf(self, x):
         """ρ(x) = Σ_{h: f(h) = x} φ_q(h)/|f'(h)| over the non-flat panels."""
@@ -422,6 +531,12 @@ def gaussian_pushforward(f, q, **kwargs):
     ([0.0, 1.0], [0.5, 0.5], None)
     """
     return GaussianPushforward(f, q, **kwargs)
+
+
+def _gauss_mass(a, b):
+    """Φ(b) − Φ(a) for a ≤ b, as Φ(−a) − Φ(−b) right of 0: the difference of two numbers next to 1 loses the mass
+    of a panel deep in the upper tail (at h = 6 s.d. every digit), which the moments of a growing f weigh most."""
+    return np.where(a > 0, special.ndtr(-a) - special.ndtr(-b), special.ndtr(b) - special.ndtr(a))
 
 
 def _gauss_pdf(h, q):

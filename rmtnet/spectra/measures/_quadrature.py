@@ -277,11 +277,20 @@ def _interleave(a, b):
 def apply_elementwise(func, x):
     """func(x) for an array x, checked to be elementwise (a scalar result is broadcast)."""
     y = np.asarray(func(x))
+    if y.dtype.kind not in "biufc":
+        raise TypeError(f"func must return numbers (real or complex, elementwise on arrays), but it returned "
+                        f"{_shown(y)} of dtype {y.dtype}")
     if y.ndim == 0:
         return np.broadcast_to(y, np.shape(x))
     if y.shape != np.shape(x):
         raise ValueError(f"func must act elementwise: for x of shape {np.shape(x)} it returned shape {y.shape}")
     return y
+
+
+def _shown(y):
+    """A short repr of a callable's result for an error message."""
+    text = repr(y.item() if y.ndim == 0 else y.ravel()[:3].tolist())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def tanh_sinh_pieces(g, pieces, lo, hi, rtol, atol, who):
