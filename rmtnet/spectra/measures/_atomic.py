@@ -14,6 +14,13 @@ from ._cauchy import atom_cauchy, binned_cauchy
 from ._quadrature import adaptive_tanh_sinh, apply_elementwise, tanh_sinh_pieces
 
 
+def _rounding_of_mean(centred, mass):
+    """δ = ∫ (x − m) dμ / M for a float m next to the mean and M = ∫ dμ (1 up to the rounding of the masses): the
+    centre m + δ is the mean of the normalised law to twice the float precision, which a law a few ulp of m wide
+    needs (its central moments are those of μ/M, equal to μ's to the rounding of M)."""
+    return centred / mass
+
+
 class PointMasses(Measure):
     """Σ_j p_j δ_{a_j}. ``masses`` must be non-negative and sum to 1.
 
@@ -77,7 +84,7 @@ class PointMasses(Measure):
         """Σ p (x − m)^k about the mean, held as m + δ with m = Σ p x and δ = Σ p (x − m) (the rounding of m, which
         is not negligible against a width of a few ulp of m): x − m is exact next to m, then δ is taken off."""
         m = float(np.sum(self._masses * self._locs))
-        delta = float(np.sum(self._masses * (self._locs - m)))
+        delta = _rounding_of_mean(float(np.sum(self._masses * (self._locs - m))), float(np.sum(self._masses)))
         return float(np.sum(self._masses * ((self._locs - m) - delta) ** k))
 
     def _pdf(self, x):
@@ -249,7 +256,7 @@ class GridDensity(Measure):
     def _central_moment(self, k):
         """About the mean m₁ + δ, δ = ∫ (t − m₁) dμ the rounding of m₁ (not negligible against a narrow grid)."""
         m = self._moment_about(1, 0.0)
-        return self._moment_about(k, m, self._moment_about(1, m))
+        return self._moment_about(k, m, _rounding_of_mean(self._moment_about(1, m), self._moment_about(0, 0.0)))
 
     def _panels(self):
         return [] if self._sup is None else [(float(self.x[0]), float(self.x[-1]))]

@@ -29,7 +29,7 @@ def _mixed_central_moment(k, parts):
     (k = 2 is the law of total variance Σ w_i (σ_i² + d_i²)). The mean is held as m + Σ w_i (m_i − m) (twice the precision)."""
     means = [float(mu.mean()) for _, mu in parts]
     m = sum(w * mi for (w, _), mi in zip(parts, means))
-    delta = sum(w * (mi - m) for (w, _), mi in zip(parts, means))      # m + δ: the mean to twice the precision
+    delta = sum(w * (mi - m) for (w, _), mi in zip(parts, means)) / sum(w for w, _ in parts)    # m + δ: the mean
     total = 0.0
     for (w, mu), mi in zip(parts, means):
         if w == 0:
@@ -393,7 +393,7 @@ class GaussianPushforward(Measure):
         def about(j, c, c_low=0.0):
             return self._integral(j, c, c_low) + float(np.sum(self._atom_masses * ((self._atom_locs - c) - c_low) ** j))
         m = self._moment(1)
-        return about(k, m, about(1, m))
+        return about(k, m, about(1, m) / about(0, 0.0))       # m + δ: the mean to twice the precision
 
     _DOUBLINGS = 6           # the h-range is doubled at most this often beyond width·√q (to 2⁶·9 = 576 s.d.)
 
