@@ -333,3 +333,23 @@ def test_central_moments_of_every_registered_law_agree_with_the_raw_moments(name
         terms = [mp.binomial(k, j) * raw[j] * (-raw[1]) ** (k - j) for j in range(k + 1)]
         assert law.central_moment(k) == pytest.approx(float(mp.fsum(terms)),
                                                       abs=1e-8 * float(mp.fsum(abs(t) for t in terms)))
+
+
+@pytest.mark.parametrize("name, f, func, exact", [
+    ("exp_cubed", np.exp, lambda x: x ** 3, math.exp(4.5)),
+    ("exp_fifth", np.exp, lambda x: x ** 5, math.exp(12.5)),
+    ("x_pow_20", lambda h: h ** 20, None, 654729075.0),
+])
+def test_gaussian_pushforward_expect_of_fast_growing_functions(name, f, func, exact):
+    """expect integrates over the same range as the moments: the tails beyond ±9 s.d. are followed there too (the
+    default rtol 1e-10)."""
+    assert gaussian_pushforward(f, 1.0).expect(func) == pytest.approx(exact, rel=1e-10)
+
+
+def test_gaussian_pushforward_expect_overflowing_in_the_tail_is_refused_with_the_reason():
+    """E[e^{10h}] = e^{50} through expect: (e^h)^10 is inf at h = 72 although φ there is 0; refused naming f(h)
+    (moment(10) computes it in logarithms)."""
+    law = gaussian_pushforward(np.exp, 1.0)
+    with pytest.raises(OverflowError, match=r"expect of f\(h\).*leaves float64"):
+        law.expect(lambda x: x ** 10)
+    assert law.moment(10) == pytest.approx(math.exp(50.0), rel=1e-12)

@@ -367,8 +367,13 @@ class GaussianPushforward(Measure):
 
         def g(h):
             fh = np.asarray(self.f(h.ravel()), dtype=float).reshape(h.shape)
-            return apply_elementwise(func, fh) * _gauss_pdf(h, self.q) / self._norm
-        return tanh_sinh_pieces(g, list(zip(self._pa, self._pb)), -np.inf, np.inf, rtol, atol, self)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return apply_elementwise(func, fh) * _gauss_pdf(h, self.q) / self._norm
+        total = tanh_sinh_pieces(g, list(zip(self._pa, self._pb)), -np.inf, np.inf, rtol, atol, self)
+        for side, is_open in zip((-1.0, 1.0), self._open_ends):       # the tails beyond ±H, as the moments' (a
+            if is_open:                                                # func growing faster than φ_q decays)
+                total = total + self._tail(g, side, abs(total) + (atol or 0.0), "expect")
+        return total
 
     def _g(self, z):
         return binned_cauchy(z, self._bc, self._bw, self._bm, self._bp, self._atom_locs, self._atom_masses)
@@ -411,7 +416,8 @@ class GaussianPushforward(Measure):
             size = float(np.sum(self._wq * np.abs(body)))
             for side, is_open in zip((-1.0, 1.0), self._open_ends):
                 if is_open:
-                    total += self._tail(k, c + c_low, side, size)
+                    total += self._tail(lambda h: self._tail_integrand(k, c + c_low, h), side, size,
+                                        f"moment of order {k}")
         return total
 
     def _tail_integrand(self, k, c, h):
@@ -426,15 +432,16 @@ class GaussianPushforward(Measure):
             log_g = k * np.log(np.abs(d)) - 0.5 * h * h / self.q - 0.5 * np.log(2 * np.pi * self.q)
         return np.where(d == 0, 0.0 if k else 1.0, np.sign(d) ** k * np.exp(log_g)) / self._norm
 
-    def _tail(self, k, c, side, size):
-        """∫ over side·h > H of (f(h) − c)^k φ_q(h) dh (see :meth:`_integral`)."""
+    def _tail(self, integrand, side, size, what):
+        """∫ over side·h > H of ``integrand`` (a function of h: (f(h) − c)^k φ_q(h), func(f(h)) φ_q(h)), by the
+        doubling of :meth:`_integral`; ``what`` names the integral in the errors."""
         nodes, weights = self._gl
         out, R = 0.0, self._H
         for _ in range(self._DOUBLINGS + 1):
             probe = side * R * np.array([1.0, 1.5, 2.0])
-            g = self._tail_integrand(k, c, probe)
+            g = integrand(probe)
             if not np.all(np.isfinite(g)):
-                raise OverflowError(f"moment of order {k} of f(h) for {self!r}: the integrand leaves float64 at h = "
+                raise OverflowError(f"{what} of f(h) for {self!r}: the integrand leaves float64 at h = "
                                     f"{probe.tolist()}")
             if float(np.max(np.abs(g))) * R <= 1e-15 * (size + abs(out)):
                 return out
@@ -444,15 +451,16 @@ class GaussianPushforward(Measure):
             ends = R + R * np.arange(n + 1) / n
             mid, half = 0.5 * (ends[1:] + ends[:-1]), 0.5 * (ends[1:] - ends[:-1])
             h = side * (mid[:, None] + half[:, None] * nodes[None, :])
-            vals = self._tail_integrand(k, c, h.ravel()).reshape(h.shape)
+            vals = integrand(h.ravel()).reshape(h.shape)
             if not np.all(np.isfinite(vals)):
-                raise OverflowError(f"moment of order {k} of f(h) for {self!r}: the integrand leaves float64 for "
-                                    f"|h| in [{R:.3g}, {2 * R:.3g}]")
+                raise OverflowError(f"{what} of f(h) for {self!r}: the integrand leaves float64 for |h| in "
+                                    f"[{R:.3g}, {2 * R:.3g}]")
             out += float(np.sum(half[:, None] * weights[None, :] * vals))
             R *= 2
-        raise ConvergenceError(f"moment of order {k} of f(h) for {self!r}: (f(h) − c)^k·φ_q(h) still carries mass beyond |h| = {R:.3g} "
-                               f"({R / np.sqrt(self.q):.0f} standard deviations of h): f grows too fast for this moment "
-                               f"to exist or to be computed (use a smaller k or q)", z=float(side * R),
+        raise ConvergenceError(f"{what} of f(h) for {self!r}: the integrand still carries mass beyond |h| = {R:.3g} "
+                               f"({R / np.sqrt(self.q):.0f} standard deviations of h): f grows too fast for this "
+                               f"integral "
+                               f"to exist or to be computed (use a smaller order or q)", z=float(side * R),
                                iteration=self._DOUBLINGS, residual=float(np.max(np.abs(g))))
 
     def _pdf(self, x):
