@@ -353,3 +353,22 @@ def test_gaussian_pushforward_expect_overflowing_in_the_tail_is_refused_with_the
     with pytest.raises(OverflowError, match=r"expect of f\(h\).*leaves float64"):
         law.expect(lambda x: x ** 10)
     assert law.moment(10) == pytest.approx(math.exp(50.0), rel=1e-12)
+
+
+def test_marchenko_pastur_tiny_ratio_entropy_and_stats():
+    """Below the tiny-ratio threshold the entropy is log(2√λ) plus the entropy in u: against the generic table route
+    at λ = 1e-7 (1e-9), and the semicircle of variance λ, its limit, at λ = 1e-33 (1e-12); stats are closed forms."""
+    law = MarchenkoPastur(1e-7)
+    assert law.entropy() == pytest.approx(_table_entropy(1e-7), abs=1e-9)
+    assert MarchenkoPastur(1e-33).entropy() == pytest.approx(Semicircle(1e-33).entropy(), abs=1e-12)
+    assert MarchenkoPastur(1e-33).stats("mvsk") == pytest.approx((1.0, 1e-33, math.sqrt(1e-33), -1.0), rel=1e-12)
+
+
+def _table_entropy(lam):
+    """The entropy of MP(λ) by the generic quadrature of −ρ log ρ in x (the route above the threshold)."""
+    threshold = MarchenkoPastur.TINY_RATIO
+    try:
+        MarchenkoPastur.TINY_RATIO = 0.0
+        return MarchenkoPastur(lam).entropy()
+    finally:
+        MarchenkoPastur.TINY_RATIO = threshold

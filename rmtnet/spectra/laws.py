@@ -129,6 +129,17 @@ class MarchenkoPastur(Measure):
         x = self.scale * (1 + self.ratio) + 2 * self.scale * np.sqrt(self.ratio) * hi
         return np.clip(x, *self.edges)
 
+    def _entropy(self):
+        """Below :attr:`TINY_RATIO`, log(2σ²√λ) − ∫ w log w du with w the density in u (:meth:`_u_weight`), by
+        quadrature in θ (u = cos θ): −ρ log ρ in x cannot be sampled inside a band a few ulp wide."""
+        if not self._tiny:
+            return super()._entropy()
+        def minus_w_log_w(theta):
+            w = self._u_weight(np.cos(theta))
+            return -w * np.log(np.where(w > 0, w, 1.0)) * np.sin(theta)
+        inner = integrate.quad(minus_w_log_w, 0.0, np.pi, epsabs=1e-13, epsrel=1e-12)[0]
+        return float(inner + np.log(2 * self.scale * np.sqrt(self.ratio)))
+
     def _expect_continuous(self, func, lo, hi, rtol, atol):
         """Below :attr:`TINY_RATIO`, tanh-sinh in θ (x = σ²(1 + λ + 2√λ cos θ)) on the part of [0, π] in [lo, hi]."""
         if not self._tiny:
