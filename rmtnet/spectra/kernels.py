@@ -738,8 +738,9 @@ def _block_layers(net, parameterization, S, T, variances, rows, cols):
 
 
 def _blockwise_layers(net, X, parameterization, tangent=True, return_all=False):
-    """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L (only ℓ = L without ``return_all``; Θ_ℓ None without ``tangent``) on the rows of
-    the NumPy array X, by the closed forms, as :func:`_ntk_layers` computes them on whole matrices.
+    """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L on the rows of the NumPy array X, by the closed forms, as :func:`_ntk_layers`
+    computes them on whole matrices; without ``return_all`` only [(None, Θ_L)], or [(Σ_L, None)] without
+    ``tangent``.
 
     The variances d_ℓ are carried first (:func:`_variances`); then each block of rows [r₀, r₁) of the upper
     triangle (columns j ≥ r₀) goes through all L layers while it sits in the cache (:func:`_block_layers`) and is
@@ -752,7 +753,8 @@ def _blockwise_layers(net, X, parameterization, tangent=True, return_all=False):
     bias = 1.0 if net.sigma_b > 0 else 0.0
     T1 = S1 if parameterization == "ntk" else X @ X.T + bias   # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
     keep = range(net.depth) if return_all else [net.depth - 1]
-    out = {layer: (np.empty((n, n)), np.empty((n, n)) if tangent else None) for layer in keep}
+    out = {layer: (np.empty((n, n)) if return_all or not tangent else None, np.empty((n, n)) if tangent else None)
+           for layer in keep}                            # Σ_L alone, Θ_L alone, or every layer's (Σ_ℓ, Θ_ℓ)
 
     def run(r0):
         rows, cols = slice(r0, min(n, r0 + step)), slice(r0, n)
@@ -780,17 +782,17 @@ def _ntk_layers(net, X, method, parameterization, return_all=True):
     """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L on the rows of X (see :func:`ntk_kernel`); closed forms on a NumPy X by
     :func:`_blockwise_layers` (then only [(Σ_L, Θ_L)] without ``return_all``)."""
     act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
-    S = _first_layer(net, X, X)
-    S = 0.5 * (S + S.T)
-    bias = 1.0 if net.sigma_b > 0 else 0.0
-    T = S if parameterization == "ntk" else X @ X.T + bias      # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
-    out = [(S, T)]
     closed = method != "quadrature" and act.pair_kernels is not None
     if method == "closed_form" and not closed:
         raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
                          f"(available: {_closed_names()})")
     if closed and isinstance(X, np.ndarray):          # a block of rows at a time, in the cache
         return _blockwise_layers(net, X, parameterization, return_all=return_all)
+    S = _first_layer(net, X, X)
+    S = 0.5 * (S + S.T)
+    bias = 1.0 if net.sigma_b > 0 else 0.0
+    T = S if parameterization == "ntk" else X @ X.T + bias      # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
+    out = [(S, T)]
     for width in net.widths[1:-1]:
         if closed:                                    # both kernels from one pass over the matrix
             d = S.diagonal()
