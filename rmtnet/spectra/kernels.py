@@ -491,7 +491,7 @@ def nngp_kernel(net, x1, x2=None, *, method="auto", return_all=False):
     a pair's next covariance needs only the two points' own variances and their covariance, so the recursion runs on
     the variances of both sets and the cross block. ``return_all=True`` gives the list [Σ₁, …, Σ_L] (cross blocks
     with x2). ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise), ``"closed_form"``
-    or ``"quadrature"``.
+    or ``"quadrature"``. The closed forms on a NumPy x1 run as in :func:`ntk_kernel` (blocks of rows, BLAS threads).
 
     Parameters
     ----------
@@ -861,8 +861,8 @@ def ntk_kernel(net, x1, x2=None, *, method="auto", parameterization="ntk", retur
 
     E[φφ] and E[φ′φ′] have closed forms for ReLU (arc-cosine kernels of degree 1 and 0), erf and linear; other
     activations use quadrature (:func:`gaussian_pair_expectation`, far slower per pair: for thousands of points
-    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on x1's library
-    (NumPy or CuPy: a CuPy x1 gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
+    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms run on x1's library (a CuPy x1
+    gives CuPy kernels; NumPy: row blocks, the BLAS's threads); quadrature on the host. ``return_all=True``: the list
     [(Σ₁, Θ₁), …, (Σ_L, Θ_L)], the last pair being neural-tangents' ``kernel_fn(x1, x2, ("nngp", "ntk"))``. With x2
     every Σ_ℓ, Θ_ℓ is the cross block (x1, x2) of the kernel of the concatenated inputs (to rounding), computed from
     the variances of both sets and the cross blocks alone, without the (n₁ + n₂)² joint kernel.
