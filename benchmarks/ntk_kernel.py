@@ -1,7 +1,9 @@
 """Benchmark: the infinite-width NTK Θ_L of a depth-10 MLP on B = 2000 inputs (rmtnet.spectra.kernels.ntk_kernel).
 
-Each layer evaluates E[φφ] and E[φ′φ′] on all B² pairs at once (closed forms for ReLU and erf: arc-cosine kernels,
-Williams' arcsine), so a layer costs a few elementwise passes over a B × B matrix. Printed per activation: the time
+The closed forms (ReLU and erf: arc-cosine kernels, Williams' arcsine) give E[φφ] and E[φ′φ′] of a pair from its
+covariance and the two variances, so the recursion runs a block of rows of the upper triangle at a time through all
+layers while the block sits in the cache (B(B + 1)/2 pairs a layer, on as many threads as the BLAS may use). The
+side-by-side with neural-tangents is benchmarks/peer_neural_tangents.py. Printed per activation: the time
 of Θ_L (which carries Σ_ℓ along), the time of the NNGP kernel Σ_L alone (:func:`nngp_kernel`, upper triangle only),
 their ratio (the NTK's own overhead), and for scale the quadrature route (``method="quadrature"``) timed on a
 B_q × B_q kernel and extrapolated as B²-proportional. The issue's target: 2000 × 2000 at depth 10 in seconds.

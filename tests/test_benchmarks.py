@@ -162,3 +162,19 @@ def test_cpu_estimate_beyond_the_cap_scales_by_the_power(gpu_bench):
     assert t == pytest.approx(5.0 * 4 ** 3) and "N^3 from N=200" in note and "--cpu-max 200" in note
     t, note = gpu_bench._cpu_or_estimate(800, 200, lambda: 1 / 0, {})
     assert np.isnan(t) and "CPU skipped" in note
+
+
+def test_peer_neural_tangents_without_the_peer_times_rmtnet_alone(capsys):
+    """benchmarks/peer_neural_tangents.py with no peer interpreter says that neural-tangents is not compared and
+    times rmtnet's NTK and NNGP kernels (ReLU and erf) at the threads asked; the peer's environment pins its threads."""
+    spec = importlib.util.spec_from_file_location("bench_nt", ROOT / "benchmarks" / "peer_neural_tangents.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.main(["--points", "30", "--depth", "3", "--repeats", "1", "--threads", "1", "--peer-python", ""])
+    assert "neural-tangents is not compared" in capsys.readouterr().out
+    assert [(r["act"], r["kernel"]) for r in rows] == [("relu", "ntk"), ("relu", "nngp"), ("erf", "ntk"),
+                                                         ("erf", "nngp")]
+    assert all(r["rmtnet_s"] > 0 and np.isnan(r["peer_s"]) for r in rows)
+    env = module.peer_environment(1)
+    assert env["OMP_NUM_THREADS"] == "1" and "--xla_cpu_multi_thread_eigen=false" in env["XLA_FLAGS"]
+    assert module.max_relative_difference(np.array([1.0, -2.0]), np.array([1.0, -2.0 + 2e-8])) == pytest.approx(1e-8)

@@ -239,3 +239,40 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         ntk_predict(net, Xa, Y, Xt, t=1.0, steps=3)
     with pytest.raises(ValueError, match="positive definite"):
         ntk_predict(net, np.concatenate([Xa, Xa[:1]]), np.concatenate([Y, Y[:1]]), Xt)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("parameterization", ["ntk", "standard"])
+@pytest.mark.parametrize("act", ["relu", "erf", "linear"])
+def test_blockwise_recursion_equals_the_whole_matrix_one(act, parameterization, threads, monkeypatch):
+    """The closed forms run a few rows of the upper triangle at a time through all layers (blocks of 4 rows here,
+    37 points: ten blocks, the last of one row), on one thread or two, mirrored: every layer's Σ and Θ equal the
+    recursion written on whole matrices, exactly symmetric, and the kernel of each point with itself equal to the
+    recursion on that point alone (its correlation with itself exactly 1 at every layer: one rounding below 1 would
+    move ReLU's arccos by 1e-8)."""
+    from threadpoolctl import threadpool_limits
+    from rmtnet.spectra import kernels
+    from rmtnet.spectra.activations import activation
+    monkeypatch.setattr(kernels, "_BLOCK_ENTRIES", 4 * 37)
+    net = mlp(4, widths=(12, 30, 20, 10, 1), activation=act, sigma_w=1.3, sigma_b=0.2)
+    X = np.random.default_rng(3).standard_normal((37, 12))
+    with threadpool_limits(threads):
+        layers = ntk_kernel(net, X, parameterization=parameterization, return_all=True)
+        nngp = nngp_kernel(net, X, return_all=True)
+    pair, sw2, sb2 = activation(act).pair_kernels, 1.3 ** 2, 0.2 ** 2
+    S = sw2 * X @ X.T / 12 + sb2
+    T = S if parameterization == "ntk" else X @ X.T + 1.0
+    for layer, ((S_b, T_b), S_n) in enumerate(zip(layers, nngp)):
+        if layer:
+            d = np.diag(S)
+            K, D = pair(d[:, None], S, d[None, :])
+            S_next = sw2 * K + sb2
+            T = (S_next if parameterization == "ntk" else net.widths[layer] * K + 1.0) + sw2 * D * T
+            S = S_next
+        for got in (S_b, T_b, S_n):
+            assert np.array_equal(got, got.T)
+        np.testing.assert_allclose(S_b, S, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(T_b, T, rtol=1e-13, atol=1e-15)
+        np.testing.assert_array_equal(S_n, S_b)
+    alone = [ntk_kernel(net, X[i:i + 1], parameterization=parameterization)[0, 0] for i in (0, 17, 36)]
+    np.testing.assert_allclose(np.diag(layers[-1][1])[[0, 17, 36]], alone, rtol=1e-14)   # a ρ = 1 − 1e-16: 1e-8

@@ -124,10 +124,15 @@ def _relu_pair(c11, c12, c22):
     E[relu relu] = √(c11c22)/(2π)·(sin θ + (π − θ) cos θ), E[relu′ relu′] = (π − θ)/(2π); θ = π/2 where a variance
     vanishes."""
     bound = np.sqrt(c11 * c22)
-    rho = np.clip(np.divide(c12, bound, out=np.zeros_like(bound), where=bound > 0), -1.0, 1.0)
-    theta = np.arccos(rho)
-    return (bound / (2 * np.pi) * (np.sqrt((1.0 - rho) * (1.0 + rho)) + (np.pi - theta) * rho),
-            (np.pi - theta) / (2 * np.pi))
+    rho = np.divide(c12, bound, out=np.zeros_like(bound), where=bound > 0)     # cos θ
+    np.clip(rho, -1.0, 1.0, out=rho)
+    pi_theta = np.subtract(np.pi, np.arccos(rho))                                # π − θ
+    j = np.sqrt(np.multiply(np.subtract(1.0, rho), np.add(1.0, rho)))          # sin θ + (π − θ) cos θ, the last
+    j += np.multiply(pi_theta, rho, out=rho)                                     # product in cos θ's memory
+    bound /= 2 * np.pi                                                           # (in place: no n × n temporaries)
+    bound *= j
+    pi_theta /= 2 * np.pi
+    return bound, pi_theta
 
 
 def _erf_pair(c11, c12, c22):

@@ -41,6 +41,8 @@ the joint kernel's upper triangle.
 from __future__ import annotations
 
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -430,6 +432,20 @@ def _nngp_cross(net, x1, x2, method):
     return out
 
 
+def _nngp_layers(net, X, method, return_all=True):
+    """[Σ₁, …, Σ_L] on the rows of X (only [Σ_L] without ``return_all`` where the closed forms run on a NumPy X, by
+    :func:`_blockwise_layers`), else :func:`kernel_map` layer after layer."""
+    if method != "quadrature" and net.activation.pair_kernels is not None and isinstance(X, np.ndarray):
+        return [S for S, _ in _blockwise_layers(net, X, "ntk", tangent=False, return_all=return_all)]
+    S = _first_layer(net, X, X)
+    S = 0.5 * (S + S.T)
+    out = [S]
+    for _ in range(net.depth - 1):
+        S = kernel_map(net.activation, net.sigma_w, net.sigma_b, S, method)
+        out.append(S)
+    return out
+
+
 def _options_after_x2(*names):
     """Keep for one release the calls of rmtnet 0.1, ``f(net, X, method, ...)``: the inputs were named X and the
     options ``names`` followed them positionally, where x2 now is. A method's name in x2's place (never an input
@@ -475,7 +491,7 @@ def nngp_kernel(net, x1, x2=None, *, method="auto", return_all=False):
     a pair's next covariance needs only the two points' own variances and their covariance, so the recursion runs on
     the variances of both sets and the cross block. ``return_all=True`` gives the list [Σ₁, …, Σ_L] (cross blocks
     with x2). ``method``: ``"auto"`` (closed forms for relu, erf, linear; quadrature otherwise), ``"closed_form"``
-    or ``"quadrature"``.
+    or ``"quadrature"``. The closed forms on a NumPy x1 run as in :func:`ntk_kernel` (blocks of rows, BLAS threads).
 
     Parameters
     ----------
@@ -514,12 +530,7 @@ def nngp_kernel(net, x1, x2=None, *, method="auto", return_all=False):
     if x2 is not None:
         out = _nngp_cross(net, x1, x2, method)
         return out if return_all else out[-1]
-    S = _first_layer(net, x1, x1)
-    S = 0.5 * (S + S.T)
-    out = [S]
-    for _ in range(net.depth - 1):
-        S = kernel_map(net.activation, net.sigma_w, net.sigma_b, S, method)
-        out.append(S)
+    out = _nngp_layers(net, x1, method, return_all)
     return out if return_all else out[-1]
 
 
@@ -684,18 +695,104 @@ def _on_pairs(fn, S):
     return B.as_array(out, like=S)
 
 
-def _ntk_layers(net, X, method, parameterization):
-    """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L on the rows of X (see :func:`ntk_kernel`)."""
+_BLOCK_ENTRIES = 1 << 16        # entries of a block of rows (512 KiB of float64): the block, Θ's and the closed forms'
+                                # temporaries stay in a core's L2 cache through all the layers
+
+
+def _blas_threads():
+    """The number of threads the BLAS may use (threadpoolctl; 1 if none is found): the blockwise recursion runs as
+    many blocks at once, so that limiting the BLAS threads (``threadpool_limits(k)``, ``rmtnet run --jobs``) limits
+    it too."""
+    from threadpoolctl import threadpool_info
+    counts = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+    return max(1, min(counts + [os.cpu_count() or 1])) if counts else 1
+
+
+def _variances(act, sw2, sb2, d, depth):
+    """[d₁, …, d_L], d_ℓ = Σ_ℓ(x, x): (1)–(2) at c11 = c12 = c22 = d, the n pairs of a point with itself."""
+    out = [d]
+    for _ in range(depth - 1):
+        d = sw2 * act.pair_kernels(d, d, d)[0] + sb2
+        out.append(d)
+    return out
+
+
+def _block_layers(net, parameterization, S, T, variances, rows, cols):
+    """Carry one block (Σ₁, Θ₁)[rows, cols] through the layers of (1)–(2) and of :func:`ntk_kernel`'s Θ recursion
+    (Θ None: Σ alone), yielding each layer's (Σ_ℓ, Θ_ℓ) block. Entrywise given the variances: the pair (i, j) needs of
+    layer ℓ only Σ_ℓ(i, j), d_ℓ(i) and d_ℓ(j). The block's entries with i = j (``diag``: pairs of a point with itself)
+    are set to d_ℓ at each layer, so that their correlation is exactly 1 (the arc-cosine kernels' arccos is
+    ill-conditioned there), as on the diagonal of the full matrix."""
     act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
+    bias = 1.0 if net.sigma_b > 0 else 0.0
+    diag = (np.arange(rows.stop - rows.start), np.arange(rows.start - cols.start, rows.stop - cols.start))
+    S[diag] = variances[0][rows]
+    yield S, T
+    for width, d, d_next in zip(net.widths[1:-1], variances, variances[1:]):
+        K, D = act.pair_kernels(d[rows, None], S, d[None, cols])
+        S = sw2 * K + sb2
+        S[diag] = d_next[rows]
+        if T is not None:
+            T = (S if parameterization == "ntk" else width * K + bias) + sw2 * D * T
+        yield S, T
+
+
+def _blockwise_layers(net, X, parameterization, tangent=True, return_all=False):
+    """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L on the rows of the NumPy array X, by the closed forms, as :func:`_ntk_layers`
+    computes them on whole matrices; without ``return_all`` only [(None, Θ_L)], or [(Σ_L, None)] without
+    ``tangent``.
+
+    The variances d_ℓ are carried first (:func:`_variances`); then each block of rows [r₀, r₁) of the upper
+    triangle (columns j ≥ r₀) goes through all L layers while it sits in the cache (:func:`_block_layers`) and is
+    written to its place and, transposed, to the lower triangle: n(n + 1)/2 + O(n·rows) pair evaluations a layer
+    instead of n², and no n × n temporary. The blocks run on as many threads as the BLAS may use
+    (:func:`_blas_threads`; the closed forms' NumPy loops release the GIL)."""
+    n = X.shape[0]
+    S1 = _first_layer(net, X, X)
+    variances = _variances(net.activation, net.sigma_w ** 2, net.sigma_b ** 2, S1.diagonal().copy(), net.depth)
+    bias = 1.0 if net.sigma_b > 0 else 0.0
+    T1 = S1 if parameterization == "ntk" else X @ X.T + bias   # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
+    keep = range(net.depth) if return_all else [net.depth - 1]
+    out = {layer: (np.empty((n, n)) if return_all or not tangent else None, np.empty((n, n)) if tangent else None)
+           for layer in keep}                            # Σ_L alone, Θ_L alone, or every layer's (Σ_ℓ, Θ_ℓ)
+
+    def run(r0):
+        rows, cols = slice(r0, min(n, r0 + step)), slice(r0, n)
+        S = S1[rows, cols].copy()
+        T = None if not tangent else S if parameterization == "ntk" else T1[rows, cols].copy()
+        for layer, blocks in enumerate(_block_layers(net, parameterization, S, T, variances, rows, cols)):
+            for full, block in zip(out.get(layer, ()), blocks):
+                if full is not None:                   # the block, and its transpose below the diagonal
+                    full[rows, cols] = block
+                    full[rows.stop:, rows] = block[:, rows.stop - r0:].T
+
+    step = max(4, _BLOCK_ENTRIES // max(n, 1))
+    starts = range(0, n, step)
+    threads = _blas_threads() if len(starts) > 1 else 1
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(run, starts))
+    else:
+        for r0 in starts:
+            run(r0)
+    return [out[layer] for layer in keep]
+
+
+def _ntk_layers(net, X, method, parameterization, return_all=True):
+    """[(Σ_ℓ, Θ_ℓ)] for ℓ = 1 … L on the rows of X (see :func:`ntk_kernel`); closed forms on a NumPy X by
+    :func:`_blockwise_layers` (then only [(Σ_L, Θ_L)] without ``return_all``)."""
+    act, sw2, sb2 = net.activation, net.sigma_w ** 2, net.sigma_b ** 2
+    closed = method != "quadrature" and act.pair_kernels is not None
+    if method == "closed_form" and not closed:
+        raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
+                         f"(available: {_closed_names()})")
+    if closed and isinstance(X, np.ndarray):          # a block of rows at a time, in the cache
+        return _blockwise_layers(net, X, parameterization, return_all=return_all)
     S = _first_layer(net, X, X)
     S = 0.5 * (S + S.T)
     bias = 1.0 if net.sigma_b > 0 else 0.0
     T = S if parameterization == "ntk" else X @ X.T + bias      # standard: ∂h₁/∂W₁ gives x·x′, ∂h₁/∂b₁ gives 1
     out = [(S, T)]
-    closed = method != "quadrature" and act.pair_kernels is not None
-    if method == "closed_form" and not closed:
-        raise ValueError(f"method='closed_form': no closed form for activation {act.name!r} "
-                         f"(available: {_closed_names()})")
     for width in net.widths[1:-1]:
         if closed:                                    # both kernels from one pass over the matrix
             d = S.diagonal()
@@ -764,8 +861,8 @@ def ntk_kernel(net, x1, x2=None, *, method="auto", parameterization="ntk", retur
 
     E[φφ] and E[φ′φ′] have closed forms for ReLU (arc-cosine kernels of degree 1 and 0), erf and linear; other
     activations use quadrature (:func:`gaussian_pair_expectation`, far slower per pair: for thousands of points
-    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms are evaluated on x1's library
-    (NumPy or CuPy: a CuPy x1 gives CuPy kernels); quadrature runs on the host. ``return_all=True``: the list
+    use a closed-form activation). ``method`` as in :func:`nngp_kernel`. Closed forms run on x1's library (a CuPy x1
+    gives CuPy kernels; NumPy: row blocks, the BLAS's threads); quadrature on the host. ``return_all=True``: the list
     [(Σ₁, Θ₁), …, (Σ_L, Θ_L)], the last pair being neural-tangents' ``kernel_fn(x1, x2, ("nngp", "ntk"))``. With x2
     every Σ_ℓ, Θ_ℓ is the cross block (x1, x2) of the kernel of the concatenated inputs (to rounding), computed from
     the variances of both sets and the cross blocks alone, without the (n₁ + n₂)² joint kernel.
@@ -813,7 +910,7 @@ def ntk_kernel(net, x1, x2=None, *, method="auto", parameterization="ntk", retur
     if x2 is not None:
         layers = _ntk_cross_layers(net, x1, x2, method, parameterization)
     else:
-        layers = _ntk_layers(net, x1, method, parameterization)
+        layers = _ntk_layers(net, x1, method, parameterization, return_all)
     return layers if return_all else layers[-1][1]
 
 
