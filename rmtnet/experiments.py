@@ -4,7 +4,10 @@
 finished run to a CSV store at once (one line, flushed and fsync'd). Restarting with the same store skips the runs
 already there — identified by :func:`run_key`, a stable hash of the configuration and the seed — so a sweep killed at
 any moment (SIGKILL included) resumes where it stopped and ends with every run present exactly once. A kill during a
-write leaves at most a truncated last line, which the reader drops and the next writer cuts away.
+write leaves at most a truncated last line, which the reader drops and the next writer cuts away (with a warning
+quoting it). A store written or edited on Windows (``\r\n`` line ends) or saved without its final line break is
+read whole and extended in its own line ends; a file that is no store, or a corrupt line, is refused naming the file
+and the line, and nothing is deleted.
 
 Runs go in this process (``n_jobs=1``), to a local process pool (``n_jobs > 1``), to any ``executor`` with the
 ``concurrent.futures`` interface (a Dask ``distributed.Client`` is accepted as it is: its ``get_executor()``), or to
@@ -206,10 +209,29 @@ def _run(fn, config, seed, nonfinite="warn"):
     return result
 
 
+def _whole_row(head: bytes, tail: bytes) -> bool:
+    """Whether ``tail``, a last line without a line break after the lines ``head``, is a whole run all the same
+    (a store edited by hand and saved without a final line break): the header's number of fields, ending in a
+    16-hex-digit ``run_key`` where the header ends in ``run_key``. A line is written with one ``write``, so one
+    cut short by a kill that still ends in a whole key lacks only its line break."""
+    try:
+        header = next(csv.reader([head.split(b"\n", 1)[0].decode("utf-8").rstrip("\r")]), [])
+        fields = next(csv.reader([tail.decode("utf-8").rstrip("\r")]), [])
+    except (UnicodeDecodeError, csv.Error):
+        return False
+    key = fields[-1] if fields else ""
+    return (bool(header) and header[-1] == KEY and len(fields) == len(header) and len(key) == 16
+            and all(c in "0123456789abcdef" for c in key))
+
+
 def _complete_bytes(path: Path) -> bytes:
-    """The store's bytes up to its last line break (a run killed mid-write leaves a truncated last line)."""
+    """The store's bytes up to its last line break (a run killed mid-write leaves a truncated last line), or, when
+    the last line lacks only its line break (:func:`_whole_row`), all of them with the line break added."""
     data = path.read_bytes() if path.exists() else b""
-    return data[:data.rfind(b"\n") + 1]
+    end = data.rfind(b"\n") + 1
+    if end and end < len(data) and _whole_row(data[:end], data[end:]):
+        return data + (b"\r\n" if data[:end].endswith(b"\r\n") else b"\n")
+    return data[:end]
 
 
 def _recovery(path, number) -> str:
@@ -318,11 +340,25 @@ class _Store:
         text = _decoded(path, data)
         if text:
             _checked_lines(path, text)
-        if path.exists() and path.stat().st_size != len(data):
-            os.truncate(path, len(data))  # cut a truncated last line before appending after it
+        self._repair(data)
         first = text.split("\n", 1)[0]
         self.header = next(csv.reader([first])) if first else []
         self.newline = "\r\n" if data.split(b"\n", 1)[0].endswith(b"\r") else "\n"   # as the file has them
+
+    def _repair(self, data: bytes):
+        """Make the file end as ``data`` (its complete lines) ends: cut a truncated last line (a run killed
+        mid-write, run again by this sweep), with a warning quoting it, or add the line break a whole last line
+        lacks."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size > len(data):
+            with open(self.path, "rb") as f:
+                cut = f.read()[len(data):]
+            warnings.warn(f"runs store {str(self.path)!r}: cut its incomplete last line (a run killed while it was "
+                          f"written; it runs again): {cut[:200]!r}", RuntimeWarning, stacklevel=5)
+            os.truncate(self.path, len(data))
+        elif size < len(data):
+            with open(self.path, "ab") as f:
+                f.write(data[size:])
 
     def keys(self) -> set[str]:
         return set(read_store(self.path)[KEY]) if self.header else set()

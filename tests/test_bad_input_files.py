@@ -168,7 +168,9 @@ def test_a_crlf_store_with_a_truncated_last_line_resumes(tmp_path):
     store = _crlf_store(tmp_path)
     store.write_bytes(store.read_bytes() + b"3,0,3")             # a run killed mid-write
     assert len(read_store(store)) == 2
-    assert sweep(_score, {"a": [1, 2, 3]}, store=store, progress=False)["y"].tolist() == [10, 20, 30]
+    with pytest.warns(RuntimeWarning, match=r"cut its incomplete last line"):
+        assert sweep(_score, {"a": [1, 2, 3]}, store=store, progress=False)["y"].tolist() == [10, 20, 30]
+    assert store.read_bytes().count(b"\r\n") == store.read_bytes().count(b"\n") == 4
 
 
 def test_a_sweep_pointed_at_an_ordinary_csv_is_refused_naming_store(tmp_path):
@@ -394,3 +396,25 @@ def test_the_store_format_is_unchanged_for_lf_stores(tmp_path):
     text = store.read_bytes().decode()
     assert "\r" not in text and text.splitlines()[0] == "a,seed,y,run_config,run_key"
     assert json.loads(pd.read_csv(store)["run_config"][0]) == {"a": 1}
+
+
+def test_a_store_saved_without_a_final_line_break_keeps_its_last_run(tmp_path):
+    """An editor that drops the final line break must not cost the last run (it was cut as a truncated write)."""
+    for ending in (b"\n", b"\r\n"):
+        store = tmp_path / f"runs{len(ending)}.csv"
+        sweep(_score, {"a": [1, 2]}, store=store, progress=False)
+        store.write_bytes(store.read_bytes().replace(b"\n", ending).removesuffix(ending))
+        assert read_store(store)["a"].tolist() == [1, 2]
+        calls = []
+        table = sweep(lambda a, seed: calls.append(a) or _score(a, seed), {"a": [1, 2, 3]}, store=store,
+                      progress=False)
+        assert calls == [3] and table["y"].tolist() == [10, 20, 30]
+        assert store.read_bytes().count(ending) == 4 and store.read_bytes().endswith(ending)
+
+
+def test_a_truncated_last_line_is_cut_with_a_warning_quoting_it(tmp_path):
+    store = tmp_path / "runs.csv"
+    sweep(_score, {"a": [1]}, store=store, progress=False)
+    store.write_bytes(store.read_bytes() + b"2,0,20,")                # a run killed mid-write
+    with pytest.warns(RuntimeWarning, match=r"runs store '.*runs\.csv': cut its incomplete last line .*b'2,0,20,'"):
+        assert sweep(_score, {"a": [1, 2]}, store=store, progress=False)["y"].tolist() == [10, 20]
