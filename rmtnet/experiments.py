@@ -350,6 +350,11 @@ class _Store:
         mid-write, run again by this sweep), with a warning quoting it, or add the line break a whole last line
         lacks."""
         size = self.path.stat().st_size if self.path.exists() else 0
+        if size and not data:                    # no whole line: not a store (a sweep's first write is 2 lines)
+            raise ValueError(f"store={str(self.path)!r} is not a runs store of rmtnet.experiments.sweep: it holds "
+                             f"no complete line (a store's first line is its header, ending in {KEY!r}); nothing "
+                             f"was deleted: give a new file, or delete this one yourself if a sweep was killed "
+                             f"while it wrote its first run")
         if size > len(data):
             with open(self.path, "rb") as f:
                 cut = f.read()[len(data):]

@@ -418,3 +418,12 @@ def test_a_truncated_last_line_is_cut_with_a_warning_quoting_it(tmp_path):
     store.write_bytes(store.read_bytes() + b"2,0,20,")                # a run killed mid-write
     with pytest.warns(RuntimeWarning, match=r"runs store '.*runs\.csv': cut its incomplete last line .*b'2,0,20,'"):
         assert sweep(_score, {"a": [1, 2]}, store=store, progress=False)["y"].tolist() == [10, 20]
+
+
+def test_a_one_line_file_without_a_line_break_is_not_taken_for_an_empty_store(tmp_path):
+    store = tmp_path / "notes.csv"
+    store.write_bytes(b"x,y")
+    with pytest.raises(ValueError, match=r"^store='.*notes\.csv' is not a runs store .*no complete line.*nothing "
+                                         r"was deleted"):
+        sweep(_score, {"a": [1]}, store=store, progress=False)
+    assert store.read_bytes() == b"x,y"
