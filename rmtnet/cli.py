@@ -141,7 +141,7 @@ def script_args(doc, full_help, argv=None):
     ap.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="run the script's parameter sweeps on this Dask scheduler (e.g. tcp://head:8786)")
     a = ap.parse_args(argv)
-    problem = _backend_problem(a.backend)
+    problem = _backend_problem(a.backend) or _outdir_problem(a.outdir)
     if problem:
         ap.error(problem)
     if a.scheduler is not None:
@@ -162,6 +162,18 @@ def _backend_problem(backend):
         array_backend.cupy_module()
     except RuntimeError as exc:
         return f"--backend cupy: {exc}"
+    return None
+
+
+def _outdir_problem(outdir):
+    """Why ``--outdir`` cannot take the outputs (None when it can): a file standing there or above it, a folder
+    this process cannot write in (:func:`rmtnet._io.output_path`), checked before any simulation starts rather
+    than when its figure is written, minutes later."""
+    from rmtnet._io import output_path
+    try:
+        output_path("--outdir", outdir, kind="directory")
+    except (TypeError, ValueError) as exc:
+        return str(exc)
     return None
 
 
@@ -419,14 +431,17 @@ def _summary(records, total):
 
 
 def main(argv=None):
-    """Entry point of the ``rmtnet`` command; returns the exit status (argparse exits 2 on a bad option, an
-    unknown simulation name or an unusable --backend/--scheduler exits 1 with a message, a failed simulation makes
-    the status 1 after the others ran)."""
+    """Entry point of the ``rmtnet`` command; returns the exit status (argparse exits 2 on a bad option or an
+    --outdir that cannot take the outputs, checked before anything runs; an unknown simulation name or an unusable
+    --backend/--scheduler exits 1 with a message, a failed simulation makes the status 1 after the others ran)."""
     ap, run_parser = _parser()
     a = ap.parse_args(argv)
     if a.cmd == "list":
         return _list()
     chosen = _chosen(a, run_parser)
+    problem = _outdir_problem(a.outdir)
+    if problem:
+        run_parser.error(problem)
     for problem in (_backend_problem(a.backend), a.scheduler and _scheduler_problem(a.scheduler)):
         if problem:
             raise SystemExit(f"rmtnet: {problem}")

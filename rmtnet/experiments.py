@@ -4,7 +4,10 @@
 finished run to a CSV store at once (one line, flushed and fsync'd). Restarting with the same store skips the runs
 already there — identified by :func:`run_key`, a stable hash of the configuration and the seed — so a sweep killed at
 any moment (SIGKILL included) resumes where it stopped and ends with every run present exactly once. A kill during a
-write leaves at most a truncated last line, which the reader drops and the next writer cuts away.
+write leaves at most a truncated last line, which the reader drops and the next writer cuts away (with a warning
+quoting it). A store written or edited on Windows (``\r\n`` line ends) or saved without its final line break is
+read whole and extended in its own line ends; a file that is no store, or a corrupt line, is refused naming the file
+and the line, and nothing is deleted.
 
 Runs go in this process (``n_jobs=1``), to a local process pool (``n_jobs > 1``), to any ``executor`` with the
 ``concurrent.futures`` interface (a Dask ``distributed.Client`` is accepted as it is: its ``get_executor()``), or to
@@ -39,7 +42,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from rmtnet._io import atomic_write
+from rmtnet._io import NotAPathError, atomic_write, output_path
 from rmtnet._optional import MissingExtra, require
 from rmtnet._progress import tqdm_disable
 from rmtnet._system import affinity_cores
@@ -47,6 +50,7 @@ from rmtnet._system import affinity_cores
 __all__ = ["sweep", "use_scheduler", "default_scheduler", "expand_grid", "run_key", "read_store", "SweepError"]
 
 ON_ERROR = ("collect", "raise", "skip")
+NONFINITE = ("warn", "ignore", "raise")
 # pandas ≥ 3 parses floats exactly by default (and deprecates the option); pandas 2's default parser may be 1 ulp off
 _EXACT_FLOATS = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 KEY = "run_key"
@@ -176,11 +180,15 @@ def expand_grid(grid) -> list[dict]:
                 raise ValueError(f"grid keys must be strings other than {SEED!r}, {KEY!r} and {CONFIG!r}, got "
                                  f"{key!r}")
             config[key] = _scalar(f"grid value {key}", value)
+            if isinstance(config[key], float) and not np.isfinite(config[key]):
+                raise ValueError(f"grid[{key!r}] must hold finite values, got {config[key]!r} (a NaN or ±inf "
+                                 f"configuration would be stored and run as if it were a number)")
     return configs
 
 
-def _run(fn, config, seed):
-    """One run, in whichever process executes it: ``fn(**config, seed=seed)`` as a flat dict of scalars."""
+def _run(fn, config, seed, nonfinite="warn"):
+    """One run, in whichever process executes it: ``fn(**config, seed=seed)`` as a flat dict of scalars; with
+    ``nonfinite="raise"`` a NaN or ±inf result is a FloatingPointError (the run fails, see :func:`sweep`)."""
     result = fn(**config, seed=seed)
     if isinstance(result, pd.DataFrame):
         if len(result) != 1:
@@ -194,19 +202,99 @@ def _run(fn, config, seed):
     if clash:
         raise ValueError(f"fn's results must not reuse the names of config keys, {SEED!r}, {KEY!r} or {CONFIG!r}: "
                          f"{sorted(clash)}")
-    return {str(k): _scalar(f"result {k}", v) for k, v in result.items()}
+    result = {str(k): _scalar(f"result {k}", v) for k, v in result.items()}
+    bad = {k: v for k, v in result.items() if isinstance(v, float) and not np.isfinite(v)}
+    if bad and nonfinite == "raise":
+        raise FloatingPointError(f"results not finite: {bad} (nonfinite='raise' counts such a run as failed)")
+    return result
+
+
+def _whole_row(head: bytes, tail: bytes) -> bool:
+    """Whether ``tail``, a last line without a line break after the lines ``head``, is a whole run all the same
+    (a store edited by hand and saved without a final line break): the header's number of fields, ending in a
+    16-hex-digit ``run_key`` where the header ends in ``run_key``. A line is written with one ``write``, so one
+    cut short by a kill that still ends in a whole key lacks only its line break."""
+    try:
+        header = next(csv.reader([head.split(b"\n", 1)[0].decode("utf-8").rstrip("\r")]), [])
+        fields = next(csv.reader([tail.decode("utf-8").rstrip("\r")]), [])
+    except (UnicodeDecodeError, csv.Error):
+        return False
+    key = fields[-1] if fields else ""
+    return (bool(header) and header[-1] == KEY and len(fields) == len(header) and len(key) == 16
+            and all(c in "0123456789abcdef" for c in key))
+
+
+def _complete_bytes(path: Path) -> bytes:
+    """The store's bytes up to its last line break (a run killed mid-write leaves a truncated last line), or, when
+    the last line lacks only its line break (:func:`_whole_row`), all of them with the line break added."""
+    data = path.read_bytes() if path.exists() else b""
+    end = data.rfind(b"\n") + 1
+    if end and end < len(data) and _whole_row(data[:end], data[end:]):
+        return data + (b"\r\n" if data[:end].endswith(b"\r\n") else b"\n")
+    return data[:end]
+
+
+def _recovery(path, number) -> str:
+    return (f"nothing was deleted: fix line {number} of {str(path)!r} or delete that line yourself (its run is "
+            f"then run again by the next sweep), or give the sweep another store")
+
+
+def _decoded(path: Path, data: bytes) -> str:
+    """The store's complete lines as text with ``\n`` line ends (a store written on Windows or edited there ends
+    its lines with ``\r\n``); ValueError naming the file and the line of bytes that are not UTF-8."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        number = data[:exc.start].count(b"\n") + 1
+        raise ValueError(f"runs store {str(path)!r} is corrupt: line {number} is not UTF-8 text ({exc.reason}); "
+                         f"{_recovery(path, number)}") from None
+    return text.replace("\r\n", "\n")
 
 
 def _complete_text(path: Path) -> str:
-    """The store's text up to its last line break (a run killed mid-write leaves a truncated last line)."""
-    text = path.read_text() if path.exists() else ""
-    return text[:text.rfind("\n") + 1]
+    """The store's complete lines (see :func:`_complete_bytes`) as text with ``\n`` line ends."""
+    return _decoded(path, _complete_bytes(path))
+
+
+def _checked_lines(path: Path, text: str):
+    """Check the store's text line by line before pandas parses it: a header naming ``run_key`` (else this is no
+    runs store), and on every other non-blank line the header's number of fields and a ``run_config`` that is JSON.
+    ValueError naming the file, the line and how to recover."""
+    lines = text.split("\n")
+    header = next(csv.reader([lines[0]]), [])
+    if KEY not in header:
+        raise ValueError(f"store={str(path)!r} is not a runs store of rmtnet.experiments.sweep: its first line "
+                         f"has no {KEY!r} column (a store's header names the configuration keys, {SEED!r}, the "
+                         f"results, {CONFIG!r} and {KEY!r}, one line per run below it); give a new file or an "
+                         f"existing runs store")
+    column = header.index(CONFIG) if CONFIG in header else None
+    for number, fields in enumerate(csv.reader(lines[1:]), start=2):
+        if not fields:
+            continue
+        problem = (f"it has {len(fields)} fields, the header {len(header)}" if len(fields) != len(header) else
+                   None if column is None or not fields[column] else _json_problem(fields[column]))
+        if problem:
+            raise ValueError(f"runs store {str(path)!r} is corrupt: line {number}: {problem}; "
+                             f"{_recovery(path, number)}")
+
+
+def _json_problem(text):
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        return f"its {CONFIG} is not JSON ({exc})"
+    return None
 
 
 def read_store(store) -> pd.DataFrame:
     """The runs in a sweep's CSV store, one row each (a truncated last line is dropped; a run stored twice is kept
     once). Floats are read back exactly (the shortest repr written by ``csv`` parsed round-trip); ``run_key`` stays
-    a string.
+    a string. Lines may end in ``\n`` or ``\r\n`` (a store written or edited on Windows).
+
+    A ``store`` that does not exist is a FileNotFoundError naming it (an empty file is a store with no runs yet:
+    an empty table with a ``run_key`` column). A file that is no runs store (no ``run_key`` column in its first
+    line) and a corrupt line (not UTF-8, the wrong number of fields, a ``run_config`` that is not JSON) are
+    ValueErrors naming the file and the line, and saying how to recover; nothing is deleted.
 
     Configuration values come back with the type they had in the grid — str ``"1"`` as str, ``1`` as int, ``1.0``
     as float, bools and None as themselves — from the store's ``run_config`` column, each run's configuration as
@@ -227,9 +315,16 @@ def read_store(store) -> pd.DataFrame:
     >>> table["tag"].tolist(), table["seed"].tolist(), table["y"].tolist()
     (['1', '1'], [0, 1], [0.0, 0.1])
     """
-    text = _complete_text(Path(store))
+    if not isinstance(store, (str, os.PathLike)):
+        raise NotAPathError(f"store must be a path (str or os.PathLike), got {type(store).__name__} {store!r}")
+    path = Path(store)
+    if not path.is_file():
+        raise FileNotFoundError(f"store={str(path)!r}: no such file" + (" (it is a directory)" if path.is_dir()
+                                                                          else ""))
+    text = _complete_text(path)
     if not text:
         return pd.DataFrame(columns=[KEY])
+    _checked_lines(path, text)
     table = pd.read_csv(io.StringIO(text), dtype={KEY: str, CONFIG: str}, on_bad_lines="warn", **_EXACT_FLOATS)
     return _typed_configs(table.drop_duplicates(KEY, keep="first").reset_index(drop=True))
 
@@ -241,19 +336,42 @@ class _Store:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = _complete_text(path)
-        if path.exists() and path.stat().st_size != len(text.encode()):
-            os.truncate(path, len(text.encode()))  # cut a truncated last line before appending after it
+        data = _complete_bytes(path)
+        text = _decoded(path, data)
+        if text:
+            _checked_lines(path, text)
+        self._repair(data)
         first = text.split("\n", 1)[0]
         self.header = next(csv.reader([first])) if first else []
+        self.newline = "\r\n" if data.split(b"\n", 1)[0].endswith(b"\r") else "\n"   # as the file has them
+
+    def _repair(self, data: bytes):
+        """Make the file end as ``data`` (its complete lines) ends: cut a truncated last line (a run killed
+        mid-write, run again by this sweep), with a warning quoting it, or add the line break a whole last line
+        lacks."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size and not data:                    # no whole line: not a store (a sweep's first write is 2 lines)
+            raise ValueError(f"store={str(self.path)!r} is not a runs store of rmtnet.experiments.sweep: it holds "
+                             f"no complete line (a store's first line is its header, ending in {KEY!r}); nothing "
+                             f"was deleted: give a new file, or delete this one yourself if a sweep was killed "
+                             f"while it wrote its first run")
+        if size > len(data):
+            with open(self.path, "rb") as f:
+                cut = f.read()[len(data):]
+            warnings.warn(f"runs store {str(self.path)!r}: cut its incomplete last line (a run killed while it was "
+                          f"written; it runs again): {cut[:200]!r}", RuntimeWarning, stacklevel=5)
+            os.truncate(self.path, len(data))
+        elif size < len(data):
+            with open(self.path, "ab") as f:
+                f.write(data[size:])
 
     def keys(self) -> set[str]:
         return set(read_store(self.path)[KEY]) if self.header else set()
 
-    @staticmethod
-    def _line(header, row):
+    def _line(self, header, row):
         buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow(["" if row.get(c) is None else row.get(c) for c in header])
+        csv.writer(buf, lineterminator=self.newline).writerow(["" if row.get(c) is None else row.get(c)
+                                                              for c in header])
         return buf.getvalue()
 
     def append(self, row: dict):
@@ -404,13 +522,15 @@ def available_cores() -> int:
     return affinity_cores()
 
 
-def _checked_jobs(fn, on_error, n_jobs) -> int:
-    """Check :func:`sweep`'s ``fn`` and ``on_error``; its ``n_jobs`` as a number of local workers (-1: every core
-    this process may use)."""
+def _checked_jobs(fn, on_error, n_jobs, nonfinite="warn") -> int:
+    """Check :func:`sweep`'s ``fn``, ``on_error`` and ``nonfinite``; its ``n_jobs`` as a number of local workers
+    (-1: every core this process may use)."""
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {fn!r}")
     if not isinstance(on_error, str) or on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    if not isinstance(nonfinite, str) or nonfinite not in NONFINITE:
+        raise ValueError(f"nonfinite must be one of {NONFINITE}, got {nonfinite!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
         raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
     return available_cores() if n_jobs == -1 else n_jobs
@@ -451,9 +571,13 @@ def _destination(executor, scheduler):
 
 
 def _open_store(store):
-    """The :class:`_Store` at the path ``store``, or None for ``store=None``; ValueError if it cannot be opened."""
+    """The :class:`_Store` at the path ``store``, or None for ``store=None``; ValueError if it cannot be opened
+    (:func:`rmtnet._io.output_path`'s checks, then the store's own: a runs store, no corrupt line)."""
+    if store is None:
+        return None
+    path = output_path("store", store)
     try:
-        return None if store is None else _Store(Path(store))
+        return _Store(path)
     except OSError as exc:
         raise ValueError(f"store={str(store)!r} cannot be created or read ({exc.strerror or exc}); give a path in "
                          f"a writable folder, or store=None to keep nothing on disk") from exc
@@ -463,8 +587,8 @@ class _Outcomes:
     """What became of a sweep's runs as they come back: a finished run is stored at once (one line) and kept, a
     failed one is collected (``on_error`` "collect" or "skip") or re-raised ("raise"); either moves the bar on."""
 
-    def __init__(self, writer, on_error, bar):
-        self.writer, self.on_error, self.bar = writer, on_error, bar
+    def __init__(self, writer, on_error, bar, nonfinite="warn"):
+        self.writer, self.on_error, self.bar, self.nonfinite = writer, on_error, bar, nonfinite
         self.kept, self.failures = [], []
 
     def finish(self, run, outcome):
@@ -488,7 +612,7 @@ def _run_here(fn, todo, outcomes):
     """The runs ``todo`` one after the other in this process."""
     for run in todo:
         try:
-            outcome = _run(fn, run[0], run[1])
+            outcome = _run(fn, run[0], run[1], outcomes.nonfinite)
         except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, not fatal
             outcomes.fail(run, exc)
         else:
@@ -506,7 +630,7 @@ def _run_elsewhere(fn, todo, outcomes, pool, address, n_jobs):
     owned = pool is None
     pool = _local_pool(n_jobs) if owned else pool
     try:
-        futures = {pool.submit(_run, fn, config, seed): (config, seed, key) for config, seed, key in todo}
+        futures = {pool.submit(_run, fn, config, seed, outcomes.nonfinite): (config, seed, key) for config, seed, key in todo}
         try:
             # Results are stored in the order they come back; a task of a lost Dask worker is run again
             # elsewhere by the scheduler and simply comes back later (or raises KilledWorker: a failure).
@@ -530,8 +654,10 @@ def _run_elsewhere(fn, todo, outcomes, pool, address, n_jobs):
 def _sweep_table(store, kept, keys) -> pd.DataFrame:
     """The runs ``keys`` of a sweep in that order: read back from the ``store`` (runs of earlier attempts
     included), or with ``store=None`` the rows ``kept`` by this call."""
-    if store is not None:
+    if store is not None and Path(store).exists():
         table = read_store(Path(store))
+    elif store is not None:            # nothing was stored (no runs)
+        table = pd.DataFrame(columns=[KEY])
     else:
         table = _typed_configs(pd.DataFrame(kept)) if kept else pd.DataFrame(columns=[KEY])
     order = {key: i for i, key in enumerate(keys)}
@@ -539,8 +665,26 @@ def _sweep_table(store, kept, keys) -> pd.DataFrame:
     return table.sort_values(KEY, key=lambda k: k.map(order)).reset_index(drop=True)
 
 
+def _flag_nonfinite(table: pd.DataFrame, config_keys) -> pd.DataFrame:
+    """``table`` as it is, with a RuntimeWarning naming every run (configuration and seed) whose results hold NaN
+    or ±inf, and those results' columns."""
+    results = [c for c in table.columns if c not in {*config_keys, SEED, KEY}
+               and pd.api.types.is_numeric_dtype(table[c]) and not pd.api.types.is_bool_dtype(table[c])]
+    bad = ~np.isfinite(table[results].to_numpy(dtype=float)) if results else np.zeros((len(table), 0), bool)
+    rows = np.flatnonzero(bad.any(axis=1))
+    if rows.size:
+        runs = table.iloc[rows[:20]].to_dict("records")                  # Python scalars, not NumPy ones
+        lines = [f"  { {k: run[k] for k in config_keys if k in run} } seed={run[SEED]}: "
+                 + ", ".join(f"{c}={run[c]}" for c, b in zip(results, bad[i]) if b) for i, run in zip(rows, runs)]
+        more = [f"  … and {rows.size - 20} more"] if rows.size > 20 else []
+        warnings.warn("\n".join([f"{rows.size} run(s) of the sweep have a NaN or infinite result (stored and "
+                                  f"returned as they are; a run diverged or fn divided by zero):", *lines, *more]),
+                      RuntimeWarning, stacklevel=3)
+    return table
+
+
 def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, progress: bool = True,
-          executor=None, on_error: str = "collect", scheduler=None) -> pd.DataFrame:
+          executor=None, on_error: str = "collect", scheduler=None, nonfinite: str = "warn") -> pd.DataFrame:
     """Run ``fn(**config, seed=seed)`` for every configuration of ``grid`` and every seed; return the table.
 
     Parameters
@@ -566,12 +710,16 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     on_error : what a run that raises does. ``"collect"``: store nothing for it, go on, and raise a
         :class:`SweepError` listing the failed runs at the end; ``"raise"``: stop at once (pending runs are
         cancelled) and re-raise; ``"skip"``: go on and end with a warning.
+    nonfinite : what a run whose results hold NaN or ±inf does. ``"warn"`` (the default): it is stored and
+        returned as it is, with a RuntimeWarning at the end naming its configuration, seed and those results;
+        ``"ignore"``: the same without the warning (results where NaN means "not measured"); ``"raise"``: the run
+        fails with a FloatingPointError, handled by ``on_error`` (nothing stored for it).
 
     Returns
     -------
     pandas.DataFrame, one row per run of this sweep (read back from the store, so a resumed sweep returns the runs
     of earlier attempts too) in grid order (configurations, then seeds): the config columns, ``seed``, the results,
-    ``run_key``.
+    ``run_key``. NaN or ±inf in ``grid`` is a ValueError naming the key (see ``nonfinite`` for results).
 
     Examples
     --------
@@ -581,7 +729,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
     >>> table[["n", "seed", "y"]].values.tolist()
     [[1, 0, 0], [1, 1, 1], [2, 0, 0], [2, 1, 2]]
     """
-    n_jobs, disable = _checked_jobs(fn, on_error, n_jobs), tqdm_disable(progress)
+    n_jobs, disable = _checked_jobs(fn, on_error, n_jobs, nonfinite), tqdm_disable(progress)
     runs = _runs(grid, _seed_list(seeds))
     pool, address = _destination(executor, scheduler)
     writer = _open_store(store)
@@ -590,7 +738,7 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
 
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), desc="sweep", unit="run",
                disable=disable)
-    outcomes = _Outcomes(writer, on_error, bar)
+    outcomes = _Outcomes(writer, on_error, bar, nonfinite)
     try:
         if pool is None and address is None and n_jobs == 1:
             _run_here(fn, todo, outcomes)
@@ -603,4 +751,6 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
         raise SweepError(outcomes.failures)
     if outcomes.failures:
         warnings.warn(str(SweepError(outcomes.failures)), RuntimeWarning, stacklevel=2)
-    return _sweep_table(store, outcomes.kept, [key for _, _, key in runs])
+    table = _sweep_table(store, outcomes.kept, [key for _, _, key in runs])
+    keys = dict.fromkeys(k for config, _, _ in runs for k in config)
+    return _flag_nonfinite(table, keys) if nonfinite == "warn" else table

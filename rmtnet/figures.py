@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rmtnet._io import output_path
+
 __all__ = ["SIZES", "Tables", "size_name", "settings", "seeds", "output_dir", "make", "write", "subplots",
            "style", "report"]
 
@@ -113,7 +115,9 @@ def seeds(seed, count):
 
 
 def output_dir(outdir):
-    """``outdir`` as a :class:`~pathlib.Path`, created if missing (where a sweep keeps its runs).
+    """``outdir`` as a :class:`~pathlib.Path`, created if missing (where a sweep keeps its runs); checked first by
+    :func:`rmtnet._io.output_path` (TypeError for a non-path, ValueError naming ``outdir`` for a file standing
+    there or above it, or a folder this process cannot write in).
 
     Examples
     --------
@@ -121,7 +125,7 @@ def output_dir(outdir):
     >>> output_dir(os.path.join(tempfile.mkdtemp(), "figs")).is_dir()
     True
     """
-    path = Path(outdir)
+    path = output_path("outdir", outdir, kind="directory")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -157,7 +161,10 @@ def write(fig, outdir, name, tables):
     demo.png ['demo.csv', 'demo.png'] (2, 2)
     """
     from . import plot
-    return plot.save(fig, output_dir(outdir) / f"{name}.png", tables)
+    folder = output_dir(outdir)
+    png = output_path("outdir", folder / f"{name}.png")
+    output_path("outdir", png.with_suffix(".csv"))
+    return plot.save(fig, png, tables)
 
 
 def make(name, compute, draw, full=False, outdir="figures", seed=0, backend=None, **kwargs):
@@ -201,6 +208,7 @@ def make(name, compute, draw, full=False, outdir="figures", seed=0, backend=None
     ...     print(path.name, tables["square"]["y"].tolist())
     square.png [0, 1, 4, 9]
     """
+    output_path("outdir", outdir, kind="directory")          # before computing: a bad outdir fails at once
     tables = compute(size_name(full), seed=seed, backend=backend, **kwargs)
     return write(draw(tables), outdir, name, tables), tables
 

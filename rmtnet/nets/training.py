@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from rmtnet._io import atomic_write
+from rmtnet._io import atomic_write, output_path
 from rmtnet.nets._modules import check_model, model_dtype
 from rmtnet.nets.data import Dataset
 from rmtnet._validation import integer_at_least, one_of, real_scalar
@@ -33,6 +33,11 @@ __all__ = ["train", "evaluate", "loss_function", "DivergenceError"]
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "onecycle", "step")
 LOSSES = ("cross_entropy", "mse", "mean_squared")
+
+
+# what a checkpoint written by train holds (read back by _Run._resume)
+_CHECKPOINT_KEYS = frozenset({"config", "model", "optimizer", "scheduler", "torch_rng", "shuffle_rng", "rows",
+                              "epoch", "step", "wall_s"})
 
 
 class DivergenceError(FloatingPointError, OverflowError):
@@ -52,16 +57,14 @@ class DivergenceError(FloatingPointError, OverflowError):
     """
 
 
-def _path(name, value):
-    """``value`` as a Path to a file, or None; ValueError naming ``name`` for anything else, or a directory."""
-    if value is None:
-        return None
-    if not isinstance(value, (str, os.PathLike)):
-        raise ValueError(f"{name} must be a file path (str or os.PathLike) or None, got {type(value).__name__}")
-    path = Path(value)
-    if path.is_dir():
-        raise ValueError(f"{name} must be a file path, got the directory {str(path)!r}")
-    return path
+def _paths(**named):
+    """The output files ``named`` (name → path or None) as Paths or None, in order, each checked by
+    :func:`rmtnet._io.output_path` (a writable place, not a directory, none of the others): TypeError for a
+    non-path, ValueError naming the argument for a bad path or one path given twice."""
+    paths = {}
+    for name, value in named.items():
+        paths[name] = None if value is None else output_path(name, value, others=paths)
+    return list(paths.values())
 
 
 def _shapes(x):
@@ -378,20 +381,34 @@ class _Run:
         self.start = time.perf_counter()
         self.last_lr = self.opt.param_groups[0]["lr"]
 
+    def _unreadable(self, why):
+        """The error for a checkpoint file that cannot be resumed from: its name, why, and what to do (nothing is
+        deleted here)."""
+        return RuntimeError(f"checkpoint {self.checkpoint} cannot be read ({why}); nothing was deleted: delete it "
+                            f"to restart this training from epoch 0 (or give another checkpoint path), or put back "
+                            f"an intact copy to resume")
+
     def _resume(self):
         checkpoint = self.checkpoint
         try:
             state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as exc:
-            raise RuntimeError(f"checkpoint {checkpoint} cannot be read (truncated or corrupt: {exc}); delete it "
-                               f"to restart this training from epoch 0, or put back an intact copy to resume") from exc
+        except Exception as exc:  # noqa: BLE001 - torch's unpickler fails on garbage with any error (IndexError…)
+            raise self._unreadable(f"truncated or corrupt, or not a file written by rmtnet.nets.train: {exc}") from exc
+        missing = sorted(_CHECKPOINT_KEYS - set(state)) if isinstance(state, dict) else ["(not a dict)"]
+        if missing or not isinstance(state["config"], dict):
+            raise self._unreadable(f"not a checkpoint of rmtnet.nets.train, or of another version of it: "
+                                   f"missing {', '.join(missing) or 'its config'}")
         changed = {k: (state["config"].get(k), v) for k, v in self.config.items() if state["config"].get(k) != v}
         if changed:
             raise ValueError(f"checkpoint {checkpoint} was written with other arguments (saved, given): {changed}; "
-                             f"use another checkpoint path or the same arguments")
-        self.model.load_state_dict(state["model"])
-        self.opt.load_state_dict(state["optimizer"])
-        self.sched.load_state_dict(state["scheduler"])
+                             f"use another checkpoint path or the same arguments (or delete it yourself to "
+                             f"restart from epoch 0; nothing was deleted)")
+        try:
+            self.model.load_state_dict(state["model"])
+            self.opt.load_state_dict(state["optimizer"])
+            self.sched.load_state_dict(state["scheduler"])
+        except (RuntimeError, ValueError, KeyError) as exc:
+            raise self._unreadable(f"it holds another model or optimiser: {exc}") from exc
         torch.set_rng_state(state["torch_rng"])
         if state.get("cuda_rng") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
@@ -399,7 +416,7 @@ class _Run:
         self.rows, self.epoch, self.step = state["rows"], state["epoch"], state["step"]
         self.wall_before = state["wall_s"]
 
-    def _save(self):
+    def _save(self):  # the keys are _CHECKPOINT_KEYS (and "cuda_rng")
         state = {"config": self.config, "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
                  "scheduler": self.sched.state_dict(), "torch_rng": torch.get_rng_state(),
                  "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
@@ -577,7 +594,7 @@ def train(model: torch.nn.Module, data: Dataset, *, epochs: int, batch_size: int
     check_model(model)
     epochs, batch_size, eval_every, lr, momentum, weight_decay, seed = _checked_arguments(
         data, epochs, batch_size, eval_every, lr, momentum, weight_decay, optimizer, schedule, callback, seed, dtype)
-    checkpoint, metrics = _path("checkpoint", checkpoint), _path("metrics", metrics)
+    checkpoint, metrics = _paths(checkpoint=checkpoint, metrics=metrics)
     probes, probe_every = _checked_probes(probes, probe_every)
     blowup = None if blowup is None else real_scalar("blowup", blowup, lo=1.0, lo_open=True)
     loss_fn, dtype = _loss_function(loss, data.n_classes), _training_dtype(model, dtype, lr, weight_decay)
