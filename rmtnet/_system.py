@@ -48,7 +48,13 @@ def _device_bytes(backend) -> int | None:
 def available_memory(backend=None) -> int | None:
     """Bytes an allocation may take now: the free memory of the CuPy device when ``backend`` is "cupy", else the host's
     MemAvailable (Linux ``/proc/meminfo``), else physical pages × page size (``os.sysconf``); None where the OS does
-    not say."""
+    not say.
+
+    Examples
+    --------
+    >>> available_memory() is None or available_memory() > 0
+    True
+    """
     device = _device_bytes(backend)
     if device is not None:
         return device
@@ -62,7 +68,13 @@ def available_memory(backend=None) -> int | None:
 
 
 def human_bytes(n: float) -> str:
-    """``n`` bytes in binary units: "512 B", "23 GiB", "7.3 TiB" (two significant digits at least)."""
+    """``n`` bytes in binary units: "512 B", "23 GiB", "7.3 TiB" (two significant digits at least).
+
+    Examples
+    --------
+    >>> human_bytes(512), human_bytes(8e12)
+    ('512 B', '7.3 TiB')
+    """
     units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
     try:
         value, unit = float(n), 0

@@ -56,7 +56,7 @@ WORKER = textwrap.dedent("""
         "free_product_eigs": lambda: rm.free_product_eigs([np.ones(10 ** 6)]),
         "sample_jacobian_eigs": lambda: mc.sample_jacobian_eigs(relu, width=10 ** 6),
         "sample_fisher_eigs": lambda: mc.sample_fisher_eigs(relu, width=10 ** 6),
-        "sample_ck_eigs": lambda: mc.sample_ck_eigs(relu, 10 ** 6),
+        "sample_ck_eigs": lambda: mc.sample_ck_eigs(relu, 10 ** 9),
         "sample_ntk": lambda: mc.sample_ntk(fan_wang, 10 ** 6),
         "sample_nngp_kernel": lambda: mc.sample_nngp_kernel(relu, np.ones((2, 10)), width=10 ** 6),
         "propagate": lambda: next(mc.propagate(relu, width=10 ** 6)),

@@ -91,14 +91,15 @@ def gaussian_(tensor, std, generator, name="sigma_w"):
     return tensor
 
 
-def check_parameters(name, numel, *, what, alternative, device=None, dtype=None, scratch=8):
+def check_parameters(name, numel, *, what, alternative, device=None, dtype=None, scratch=8, scratch_numel=None):
     """Refuse, before any tensor exists, ``numel`` parameters that cannot fit: a
     :class:`rmtnet._system.MemoryLimitError` (a MemoryError and a ValueError) naming the size argument ``name``, the
     bytes needed against those available, and the ``alternative``.
 
     The need counted is a lower bound (never a size that fits is refused): ``numel`` elements of ``dtype`` (default
     torch's) on ``device`` (checked against the CUDA device's free memory there), plus ``scratch`` bytes per element
-    on the host (the float64 draws of :func:`gaussian_`).
+    of the largest tensor, ``scratch_numel`` elements (default ``numel``), on the host (the float64 draws of
+    :func:`gaussian_`, one tensor at a time).
 
     Parameters
     ----------
@@ -112,6 +113,8 @@ def check_parameters(name, numel, *, what, alternative, device=None, dtype=None,
         Where and in what dtype the parameters would live.
     scratch : int, default 8
         Host bytes per element needed while initialising.
+    scratch_numel : int, optional
+        The elements of the largest tensor initialised at once (default ``numel``).
 
     Examples
     --------
@@ -130,7 +133,8 @@ def check_parameters(name, numel, *, what, alternative, device=None, dtype=None,
         check_allocation(name, float(numel) * item, what=what + f" on {device}", alternative=alternative,
                          available=int(free))
         item = 0
-    check_allocation(name, float(numel) * (item + scratch), what=what, alternative=alternative)
+    scratch_numel = numel if scratch_numel is None else scratch_numel
+    check_allocation(name, float(numel) * item + float(scratch_numel) * scratch, what=what, alternative=alternative)
 
 
 def init_scale(name, value):
@@ -259,7 +263,8 @@ class MaskedLinear(nn.Module):
         sigma_w = init_scale("sigma_w", sigma_w)
         self.in_features, self.out_features = int(in_features), int(out_features)
         check_parameters("in_features × out_features", self.out_features * self.in_features, device=device,
-                         dtype=dtype, scratch=16, what="MaskedLinear's dense weight and mask",
+                         dtype=dtype, scratch=8 if isinstance(mask, torch.Tensor) else 16,
+                         what="MaskedLinear's dense weight and mask",
                          alternative="use SparseMaskedLinear (memory ∝ density · in_features · out_features) or "
                                      "smaller in_features, out_features")
         factory = dict(device=device, dtype=dtype)
@@ -854,7 +859,8 @@ class PermutedMixing(nn.Module):
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n_blocks, self.d_in, self.d_out = int(n_blocks), int(d_in), int(d_out)
         check_parameters("d_in × d_out", self.d_in * self.d_out + 2 * self.n_blocks * (self.d_in + self.d_out),
-                         device=device, dtype=dtype, what="PermutedMixing's dense weight and permutations",
+                         device=device, dtype=dtype, scratch_numel=self.d_in * self.d_out,
+                         what="PermutedMixing's dense weight and permutations",
                          alternative="give smaller d_in, d_out or fewer n_blocks")
         g = generator(seed)
         self.register_buffer("perm_in", self._perm(perm_in, self.n_blocks * self.d_in, g, "perm_in", device))
@@ -938,7 +944,8 @@ class MonarchLinear(nn.Module):
         self.in_features, self.out_features, self.n_blocks = int(in_features), int(out_features), int(n_blocks)
         b, k_in, k_out = self.n_blocks, self.in_features // n_blocks, self.out_features // n_blocks
         check_parameters("in_features × out_features / n_blocks", b * k_out * k_in + k_out * b * b, device=device,
-                         dtype=dtype, what="MonarchLinear's block factors R and L",
+                         dtype=dtype, scratch_numel=max(b * k_out * k_in, k_out * b * b),
+                         what="MonarchLinear's block factors R and L",
                          alternative="give smaller in_features, out_features or more n_blocks")
         g = generator(seed)
         self.R = nn.Parameter(torch.empty(b, k_out, k_in, device=device, dtype=dtype))

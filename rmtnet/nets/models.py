@@ -163,7 +163,8 @@ class MLP(nn.Module):
         self.widths, self.last_activation = widths, bool(last_activation)
         widest = max(range(len(widths)), key=widths.__getitem__)
         check_parameters(f"widths[{widest}]", sum(a * b + b for a, b in zip(widths[:-1], widths[1:])), device=device,
-                         dtype=dtype, what=f"MLP's {len(widths) - 1} dense weight matrices",
+                         dtype=dtype, scratch_numel=max(a * b for a, b in zip(widths[:-1], widths[1:])),
+                         what=f"MLP's {len(widths) - 1} dense weight matrices",
                          alternative="give smaller widths (the spectra of wide networks without weights: "
                                      "rmtnet.spectra.network.MLP with its limit laws, or "
                                      "rmtnet.spectra.sampling.operators.mlp_network with rmtnet.spectra.slq)")

@@ -157,9 +157,10 @@ def _loss_function(loss, n_classes, notice=True):
     return squared
 
 
-class CallableResultError(TypeError):
+class CallableResultError(TypeError, ValueError):
     """A callable given to :func:`train` (``loss=``, ``schedule=``, ``probes=``) returned something it cannot use; the
-    message names the argument and what came back."""
+    message names the argument and what came back. A TypeError (the wrong kind of result) and a ValueError (what a
+    probe's wrong result always raised)."""
 
 
 def _returned(value):

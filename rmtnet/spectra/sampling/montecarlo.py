@@ -163,9 +163,10 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     net = check_network("net", net)
     progress = check_progress(progress)
     positive_integers(n_samples=n_samples)
-    widths, widest, name = _layer_sizes(net, width)
-    _fits(name, 8.0 * n_samples * (2 * widest + widths[0] * widths[-1]),
-          f"n_samples = {n_samples} Jacobians ({widths[-1]}×{widths[0]}) and weight matrices", backend)
+    widths, _, name = _layer_sizes(net, width)
+    # per layer W_ℓ, D_ℓ W_ℓ, the product so far and the next one (n_{ℓ−1}×n₀ and n_ℓ×n₀) at once
+    held = max(2 * b * a + (a + b) * widths[0] * (ell > 1) for ell, (a, b) in enumerate(zip(widths, widths[1:]), 1))
+    _fits(name, 8.0 * n_samples * held, f"n_samples = {n_samples} Jacobian products and weight matrices", backend)
     xp = B.native(backend)
     dphi = net.activation.dphi
     L = net.depth
@@ -305,11 +306,10 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     widths = _feature_widths(net, width)
-    widest = max(a * b for a, b in zip(widths[:-1], widths[1:])) if len(widths) > 1 else 0
-    features = 2 * n_data * max(widths)
-    _fits("n_data" if features > widest and n_data > widths[0] else ("net" if width is None else "width"),
-          8.0 * n_samples * (widest + features + n_data ** 2),
-          f"n_samples = {n_samples} weight, feature ({max(widths)}×{n_data}) and Gram matrices", backend)
+    # per layer W, X_{ℓ−1} and W X_{ℓ−1} at once (the Gram is never formed: its eigenvalues are X's singular values²)
+    held = max((a * b + (a + b) * n_data for a, b in zip(widths[:-1], widths[1:])), default=widths[0] * n_data)
+    _fits("n_data" if n_data > max(widths) else ("net" if width is None else "width"), 8.0 * n_samples * held,
+          f"n_samples = {n_samples} weight and feature ({max(widths)}×{n_data}) matrices", backend)
     phi = normalised_activation(net.activation).phi
     x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64")
     for n_in, n_out in bar(list(zip(widths[:-1], widths[1:])), progress=progress, desc="CK samples", unit="layer"):
