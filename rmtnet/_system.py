@@ -1,4 +1,5 @@
-"""What the machine lends this process: the one place that reads CPU affinity."""
+"""What the machine lends this process: the one place that reads CPU affinity and free memory, and that refuses an
+allocation the machine cannot hold (:func:`check_allocation`) before it is attempted."""
 from __future__ import annotations
 
 import os
