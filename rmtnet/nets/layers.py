@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from rmtnet._system import check_allocation
 from rmtnet._validation import positive_integers, real_scalar
 
 
@@ -88,6 +89,52 @@ def gaussian_(tensor, std, generator, name="sigma_w"):
             raise ValueError(f"{name} gives initial weights of standard deviation {std!r}, beyond what "
                              f"{tensor.dtype} holds; give a smaller {name}")
     return tensor
+
+
+def check_parameters(name, numel, *, what, alternative, device=None, dtype=None, scratch=8, scratch_numel=None):
+    """Refuse, before any tensor exists, ``numel`` parameters that cannot fit: a
+    :class:`rmtnet._system.MemoryLimitError` (a MemoryError and a ValueError) naming the size argument ``name``, the
+    bytes needed against those available, and the ``alternative``.
+
+    The need counted is a lower bound (never a size that fits is refused): ``numel`` elements of ``dtype`` (default
+    torch's) on ``device`` (checked against the CUDA device's free memory there), plus ``scratch`` bytes per element
+    of the largest tensor, ``scratch_numel`` elements (default ``numel``), on the host (the float64 draws of
+    :func:`gaussian_`, one tensor at a time).
+
+    Parameters
+    ----------
+    name : str
+        The argument(s) setting the size, e.g. "in_features × out_features".
+    numel : int
+        Elements to allocate.
+    what, alternative : str
+        What would be allocated, and what to use instead.
+    device, dtype : optional
+        Where and in what dtype the parameters would live.
+    scratch : int, default 8
+        Host bytes per element needed while initialising.
+    scratch_numel : int, optional
+        The elements of the largest tensor initialised at once (default ``numel``).
+
+    Examples
+    --------
+    >>> check_parameters("width", 10 ** 6, what="a weight", alternative="a smaller width")     # 4 MB: fits
+    >>> try:
+    ...     check_parameters("width", 10 ** 20, what="a weight", alternative="a smaller width")
+    ... except MemoryError as e:
+    ...     print(str(e)[:38])
+    width is too large for this machine: a
+    """
+    item = torch.empty((), dtype=dtype or torch.get_default_dtype()).element_size()
+    device = torch.device(device) if device is not None else None
+    what = f"{what} ({float(numel):.3g} elements of {dtype or torch.get_default_dtype()})"
+    if device is not None and device.type == "cuda" and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(device)
+        check_allocation(name, float(numel) * item, what=what + f" on {device}", alternative=alternative,
+                         available=int(free))
+        item = 0
+    scratch_numel = numel if scratch_numel is None else scratch_numel
+    check_allocation(name, float(numel) * item + float(scratch_numel) * scratch, what=what, alternative=alternative)
 
 
 def init_scale(name, value):
@@ -215,6 +262,11 @@ class MaskedLinear(nn.Module):
         positive_integers(in_features=in_features, out_features=out_features)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.in_features, self.out_features = int(in_features), int(out_features)
+        check_parameters("in_features × out_features", self.out_features * self.in_features, device=device,
+                         dtype=dtype, scratch=8 if isinstance(mask, torch.Tensor) else 16,
+                         what="MaskedLinear's dense weight and mask",
+                         alternative="use SparseMaskedLinear (memory ∝ density · in_features · out_features) or "
+                                     "smaller in_features, out_features")
         factory = dict(device=device, dtype=dtype)
         g = generator(seed)
         shape = (self.out_features, self.in_features)
@@ -503,6 +555,11 @@ class SparseMaskedLinear(nn.Module):
             density = density_value(density)
             if mask not in ("bernoulli", "exact"):
                 raise ValueError(f"mask must be 'bernoulli', 'exact' or a 0/1 tensor, got {mask!r}")
+            # per kept weight: its value, int64 row and column while drawing, three int32 stored indices at least
+            check_parameters("in_features × out_features × density", density * n_out * n_in, device=device,
+                             dtype=dtype, scratch=28, what="SparseMaskedLinear's kept weights and their indices",
+                             alternative="give a smaller density, in_features or out_features (spectra at such sizes: "
+                                         "rmtnet.spectra.sampling.operators.sparse_network with rmtnet.spectra.slq)")
         n_cb = self._blocks(n_in, n_out, density)
         col_bounds = _bounds(n_in, n_cb)
         if mask == "bernoulli":
@@ -694,6 +751,8 @@ class TokenMixing(nn.Module):
         positive_integers(tokens_in=tokens_in, tokens_out=tokens_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.tokens_in, self.tokens_out = int(tokens_in), int(tokens_out)
+        check_parameters("tokens_in × tokens_out", self.tokens_in * self.tokens_out, device=device, dtype=dtype,
+                         what="TokenMixing's dense weight", alternative="give fewer tokens")
         self.weight = nn.Parameter(torch.empty(self.tokens_out, self.tokens_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.tokens_out, device=device, dtype=dtype)) if bias else None
         gaussian_(self.weight, sigma_w / math.sqrt(self.tokens_in), generator(seed))
@@ -739,6 +798,8 @@ class ChannelMixing(nn.Module):
         positive_integers(channels_in=channels_in, channels_out=channels_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.channels_in, self.channels_out = int(channels_in), int(channels_out)
+        check_parameters("channels_in × channels_out", self.channels_in * self.channels_out, device=device,
+                         dtype=dtype, what="ChannelMixing's dense weight", alternative="give fewer channels")
         self.weight = nn.Parameter(torch.empty(self.channels_out, self.channels_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.channels_out, device=device, dtype=dtype)) if bias else None
         gaussian_(self.weight, sigma_w / math.sqrt(self.channels_in), generator(seed))
@@ -797,6 +858,10 @@ class PermutedMixing(nn.Module):
         positive_integers(n_blocks=n_blocks, d_in=d_in, d_out=d_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n_blocks, self.d_in, self.d_out = int(n_blocks), int(d_in), int(d_out)
+        check_parameters("d_in × d_out", self.d_in * self.d_out + 2 * self.n_blocks * (self.d_in + self.d_out),
+                         device=device, dtype=dtype, scratch_numel=self.d_in * self.d_out,
+                         what="PermutedMixing's dense weight and permutations",
+                         alternative="give smaller d_in, d_out or fewer n_blocks")
         g = generator(seed)
         self.register_buffer("perm_in", self._perm(perm_in, self.n_blocks * self.d_in, g, "perm_in", device))
         self.register_buffer("perm_out", self._perm(perm_out, self.n_blocks * self.d_out, g, "perm_out", device))
@@ -878,6 +943,10 @@ class MonarchLinear(nn.Module):
                              f"out_features = {out_features}")
         self.in_features, self.out_features, self.n_blocks = int(in_features), int(out_features), int(n_blocks)
         b, k_in, k_out = self.n_blocks, self.in_features // n_blocks, self.out_features // n_blocks
+        check_parameters("in_features × out_features / n_blocks", b * k_out * k_in + k_out * b * b, device=device,
+                         dtype=dtype, scratch_numel=max(b * k_out * k_in, k_out * b * b),
+                         what="MonarchLinear's block factors R and L",
+                         alternative="give smaller in_features, out_features or more n_blocks")
         g = generator(seed)
         self.R = nn.Parameter(torch.empty(b, k_out, k_in, device=device, dtype=dtype))
         self.L = nn.Parameter(torch.empty(k_out, b, b, device=device, dtype=dtype))
@@ -953,6 +1022,9 @@ class AdjacencyLinear(nn.Module):
         positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n, self.c_in, self.c_out, self.self_loops = int(n_nodes), int(copies_in), int(copies_out), bool(self_loops)
+        check_parameters("n_nodes", self.n ** 2 * self.c_out * self.c_in, device=device, dtype=dtype,
+                         what="AdjacencyLinear's dense (n_nodes·copies_out) × (n_nodes·copies_in) weight",
+                         alternative="give fewer n_nodes or copies")
         self.weight = nn.Parameter(torch.empty(self.n * self.c_out, self.n * self.c_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.n * self.c_out, device=device, dtype=dtype)) if bias else None
         gaussian_(self.weight, sigma_w / math.sqrt(self.n * self.c_in), generator(seed))
@@ -1006,6 +1078,8 @@ class ClusterLinear(nn.Module):
         positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n, self.c_in, self.c_out = int(n_nodes), int(copies_in), int(copies_out)
+        check_parameters("n_nodes × copies_in × copies_out", self.n * self.c_out * self.c_in, device=device,
+                         dtype=dtype, what="ClusterLinear's weights", alternative="give fewer n_nodes or copies")
         self.weight = nn.Parameter(torch.empty(self.n, self.c_out, self.c_in, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(self.n * self.c_out, device=device, dtype=dtype)) if bias else None
         gaussian_(self.weight, sigma_w / math.sqrt(self.c_in), generator(seed))

@@ -36,7 +36,7 @@ from rmtnet.spectra.network import mlp as _describe
 from rmtnet._validation import positive_integers, real_scalar
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
-                     SparseMaskedLinear, TokenMixing, commutation, gaussian_, generator)
+                     SparseMaskedLinear, TokenMixing, check_parameters, commutation, gaussian_, generator)
 
 __all__ = ["MLP", "MLPMixer", "RPMixer", "SWMLP", "MonarchMLP", "EMN", "activation_module", "Elementwise",
            "sparse_storage", "SPARSE_MIN_WIDTH", "SPARSE_MAX_DENSITY"]
@@ -161,6 +161,13 @@ class MLP(nn.Module):
         sigma_w = real_scalar("sigma_w", sigma_w, lo=0.0, lo_open=True)
         sigma_b = real_scalar("sigma_b", sigma_b, lo=0.0)
         self.widths, self.last_activation = widths, bool(last_activation)
+        widest = max(range(len(widths)), key=widths.__getitem__)
+        check_parameters(f"widths[{widest}]", sum(a * b + b for a, b in zip(widths[:-1], widths[1:])), device=device,
+                         dtype=dtype, scratch_numel=max(a * b for a, b in zip(widths[:-1], widths[1:])),
+                         what=f"MLP's {len(widths) - 1} dense weight matrices",
+                         alternative="give smaller widths (the spectra of wide networks without weights: "
+                                     "rmtnet.spectra.network.MLP with its limit laws, or "
+                                     "rmtnet.spectra.sampling.operators.mlp_network with rmtnet.spectra.slq)")
         g = generator(seed)
         self.layers = nn.ModuleList()
         for n_in, n_out in zip(widths[:-1], widths[1:]):

@@ -142,8 +142,8 @@ def _loss_function(loss, n_classes, notice=True):
     (:data:`rmtnet.spectra.stability.SQUARED_LOSSES`),
     "mean_squared" the mean without ½."""
     loss = _default_loss(loss, n_classes)
-    if callable(loss):
-        return loss
+    if callable(loss):                          # a built-in loss or one checked already passes as it is
+        return loss if loss is F.cross_entropy or getattr(loss, "rmtnet_checked", False) else _checked_loss(loss)
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES} or a callable (output, y) -> scalar, got {loss!r:.60}")
     if loss == "cross_entropy":
@@ -156,8 +156,42 @@ def _loss_function(loss, n_classes, notice=True):
 
     def squared(output, y):
         return factor * F.mse_loss(output, _one_hot_targets(output, y, n_classes, loss))
-    squared.__qualname__ = loss
+    squared.__qualname__, squared.rmtnet_checked = loss, True
     return squared
+
+
+class CallableResultError(TypeError, ValueError):
+    """A callable given to :func:`train` (``loss=``, ``schedule=``, ``probes=``) returned something it cannot use; the
+    message names the argument and what came back. A TypeError (the wrong kind of result) and a ValueError (what a
+    probe's wrong result always raised)."""
+
+
+def _returned(value):
+    """What a callable returned, in words: the type, a tensor's shape and dtype, a short repr."""
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def _checked_loss(loss):
+    """A user's ``loss`` callable with each result checked: one floating-point number as a torch tensor (0-d or of one
+    element, returned 0-d), finite; else :class:`CallableResultError` / :class:`DivergenceError` naming ``loss``."""
+    name = _name(loss)
+
+    def checked(output, y):
+        value = loss(output, y)
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            raise CallableResultError(f"loss= callable {name} must return the mean loss as a floating-point torch "
+                                      f"tensor (with its graph: not .item() or a Python float), got "
+                                      f"{_returned(value)}")
+        if value.numel() != 1:
+            raise CallableResultError(f"loss= callable {name} must return one number, the mean loss over the batch "
+                                      f"(reduce it with .mean()), got {_returned(value)}")
+        if not bool(torch.isfinite(value)):
+            raise DivergenceError(f"the loss callable {name} (loss=) returned {float(value.detach())}")
+        return value.reshape(())
+    checked.__qualname__, checked.rmtnet_checked, checked.user_callable = name, True, True
+    return checked
 
 
 def loss_function(loss, n_classes):
@@ -260,7 +294,12 @@ def _scheduler(schedule, optimizer, total_steps, lr):
     """Every schedule is stepped once per optimisation step (``total_steps`` in all)."""
     S = torch.optim.lr_scheduler
     if callable(schedule):
-        return schedule(optimizer, total_steps)
+        sched = schedule(optimizer, total_steps)
+        if not all(callable(getattr(sched, f, None)) for f in ("step", "state_dict", "load_state_dict")):
+            raise CallableResultError(f"schedule= callable {_name(schedule)} must return a learning-rate scheduler "
+                                      f"(step(), state_dict(), load_state_dict(): e.g. "
+                                      f"torch.optim.lr_scheduler.LambdaLR), got {_returned(sched)}")
+        return sched
     if schedule == "constant":
         return S.ConstantLR(optimizer, factor=1.0, total_iters=0)
     if schedule == "cosine":
@@ -432,9 +471,11 @@ class _Run:
             out = probe(self.model, self.data)
             for key, value in (out.items() if isinstance(out, dict) else [(None, out)]):
                 column = name if key is None else f"{name}_{key}"
+                if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype.is_complex:
+                    value = value.item()                     # a 0-d tensor is the number it holds
                 if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                    raise ValueError(f"probe {name!r} must return a real number or a dict of them, got "
-                                     f"{type(value).__name__} for {column!r}")
+                    raise CallableResultError(f"probe {name!r} (probes=) must return a real number or a dict of them, "
+                                              f"got {_returned(value)} for {column!r}")
                 if not math.isfinite(value):
                     raise DivergenceError(f"probe column {column!r} is {value} after epoch {self.epoch}, step "
                                           f"{self.step} ({self.settings})")
@@ -474,6 +515,8 @@ class _Run:
         mismatch of shapes or dtypes between the model and the data (the probes' own errors pass unchanged)."""
         try:
             row = self._evaluated()
+        except CallableResultError:
+            raise
         except (RuntimeError, TypeError, IndexError) as exc:
             raise ValueError(f"model cannot be applied to data's inputs (x_train of shape "
                              f"{_shapes(self.data.x_train)}): {type(exc).__name__}: {exc}") from exc
@@ -487,10 +530,18 @@ class _Run:
         for x, y in self.batches:
             self.last_lr = self.opt.param_groups[0]["lr"]
             self.opt.zero_grad(set_to_none=True)
-            value = self.loss_fn(apply_model(self.model, x), y)
+            try:
+                value = self.loss_fn(apply_model(self.model, x), y)
+            except DivergenceError as exc:                    # a loss callable's NaN: where it happened
+                raise DivergenceError(f"{exc} at epoch {self.epoch}, step {self.step + 1} ({self.settings}; lr at "
+                                      f"this step {self.last_lr:g})") from None
             if not torch.isfinite(value):
                 raise DivergenceError(f"non-finite training loss {float(value.detach())} at epoch {self.epoch}, "
                                       f"step {self.step + 1} ({self.settings}; lr at this step {self.last_lr:g})")
+            if not value.requires_grad and getattr(self.loss_fn, "user_callable", False):
+                raise CallableResultError(f"loss= callable {self.config['loss']} returned a tensor without a "
+                                          f"gradient (requires_grad=False): compute it from the model's output with "
+                                          f"torch operations, not from .item(), .detach() or NumPy")
             value.backward()
             self.opt.step()
             self.sched.step()

@@ -21,6 +21,7 @@ from scipy import linalg
 from .. import backend as B
 from rmtnet._validation import finite_array, input_rows, integer_at_least, real_scalar
 from .network import check_network
+from .stability import learning_rate_border
 from .kernels import METHODS, PARAMETERIZATIONS, nngp_blocks, ntk_kernel
 
 __all__ = ["gp_posterior", "nngp_regression", "gradient_descent_mse", "ensemble_moments", "ntk_predict"]
@@ -225,6 +226,24 @@ class _Eigenbasis:
         return (V * g[..., None, :]) @ V.T
 
 
+def _check_stable(basis, eta, Y):
+    """Discrete gradient descent f ← f − (η/N) A (f − y) contracts iff |1 − ηλ/N| ≤ 1 for every eigenvalue λ of A, i.e.
+    η ≤ 2N/λ_max(A) (:func:`rmtnet.spectra.stability.learning_rate_border` with the loss ½·mean over N = y.size):
+    above it the iterates grow like |1 − ηλ_max/N|^k and soon overflow, so ValueError naming learning_rate and the
+    critical value."""
+    lam_max = float(basis.eig[0][-1])
+    if lam_max <= 0:
+        return
+    n_rows = Y.shape[0]
+    border = learning_rate_border(lam_max, n_rows, Y.size // n_rows, "mse")
+    if eta > border:
+        raise ValueError(f"learning_rate must be at most 2N/λ_max = 2·{Y.size}/{lam_max:.6g} = {border:.6g} for "
+                         f"discrete gradient descent (steps) on the loss ½·mean over N = {Y.size} targets, λ_max the "
+                         f"largest eigenvalue of the train kernel (+ ridge); above it the iterates diverge as "
+                         f"|1 − η·λ_max/N|^k = {abs(1 - eta * lam_max / Y.size):.4g}^k; got {eta!r}. Give a "
+                         f"learning_rate ≤ {border:.6g}, or gradient flow (continuous time t) instead")
+
+
 def _train_kernel(K, Y):
     K = B.to_numpy(finite_array("k_train_train", K))
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 1:
@@ -281,7 +300,8 @@ def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0
         f_test(t)  = f_test(0) + Θ(X*, X) A⁻¹(I − e^{−τA})(y − f_train(0)),
 
     and k steps of full-batch gradient descent (``steps=True``, t = k) the same with e^{−τA} → (I − ηA/N)^k (stable
-    for η < 2N/λ_max(A)). t = None is t = ∞: f_train = y and f_test = f_test(0) + Θ(X*, X)A⁻¹(y − f_train(0)), kernel
+    for η ≤ 2N/λ_max(A); a larger ``learning_rate`` raises ValueError stating 2N/λ_max(A), since the iterates
+    diverge). t = None is t = ∞: f_train = y and f_test = f_test(0) + Θ(X*, X)A⁻¹(y − f_train(0)), kernel
     regression (Jacot, Gabriel & Hongler, NeurIPS 2018; Lee et al., NeurIPS 2019, eqs. (9)–(11)).
 
     Same as neural-tangents' ``predict.gradient_descent_mse`` (Novak et al., ICLR 2020): the name and arguments,
@@ -341,7 +361,10 @@ def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0
     if not np.all(np.isfinite(A)):
         raise ValueError(f"diag_reg = {diag_reg!r} makes k_train_train + λI overflow float64 (λ = {lam_reg!r}); "
                          f"give a smaller diag_reg")
-    return _MSEPredictor(_Eigenbasis(A, eta / Y.size), Y, steps)
+    basis = _Eigenbasis(A, eta / Y.size)
+    if steps:
+        _check_stable(basis, eta, Y)
+    return _MSEPredictor(basis, Y, steps)
 
 
 def ensemble_moments(predict, k_test_train, nngp_train_train, nngp_test_train, nngp_test_test, t=None):
@@ -405,8 +428,8 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
 
     ``t=None``: t = ∞, kernel regression, mean = Θ*Θ⁻¹Y (the NTK-GP of Lee et al. 2019; :func:`nngp_regression`
     is its Bayesian counterpart). ``steps=k`` instead of t: k steps of full-batch gradient descent at learning rate
-    η, e^{−τΘ} → (I − ηΘ/N)^k (stable for η < 2N/λ_max(Θ)). The ensemble is over initialisations; its mean starts
-    at 0 and its covariance at K(X*, X*).
+    η, e^{−τΘ} → (I − ηΘ/N)^k (stable for η ≤ 2N/λ_max(Θ); above it, ValueError stating that critical value).
+    The ensemble is over initialisations; its mean starts at 0 and its covariance at K(X*, X*).
 
     ``diag_reg`` ≥ 0 adds λI to Θ(X, X) before solving, λ = diag_reg·tr Θ/N_train (neural-tangents' default) or
     λ = diag_reg with ``diag_reg_absolute_scale=True``. ``parameterization``, ``method``: as in :func:`ntk_kernel`.
@@ -468,5 +491,5 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     Th_tr, Th_x = Th[:n, :n], Th[n:, :n]
     K_tr, K_x, K_te = Sig[:n, :n], Sig[n:, :n], Sig[n:, n:]
     predict = gradient_descent_mse(Th_tr, Y, eta, reg, diag_reg_absolute_scale=diag_reg_absolute_scale,
-                                   steps=steps is not None)
-    return ensemble_moments(predict, Th_x, K_tr, K_x, K_te, t if steps is None else steps)
+                                   steps=bool(steps))              # steps=0 is gradient flow to t = 0: any η
+    return ensemble_moments(predict, Th_x, K_tr, K_x, K_te, steps if steps else (0.0 if steps == 0 else t))

@@ -64,6 +64,7 @@ from scipy.sparse import linalg as splinalg
 
 from ... import backend as B
 from rmtnet._progress import bar, check_progress
+from rmtnet._system import check_allocation
 from rmtnet._validation import (ConvergenceError, boolean, integer_at_least, moment_order, one_of,
                       real_scalar)
 from ..measures import GridDensity, Measure, PointMasses, binned_cauchy
@@ -251,6 +252,17 @@ def _project(basis, w, xp):
     return xp.einsum("pjm,pj->pm", basis, xp.einsum("pjm,pm->pj", basis, w))
 
 
+def _check_lanczos_memory(m, n_steps, n_probes, reorth, backend):
+    """Refuse (:func:`rmtnet._system.check_allocation`) Lanczos vectors that cannot fit: per probe the probe, three
+    Lanczos vectors and the operator's output, and with full reorthogonalisation the whole basis of n_steps vectors."""
+    full = reorth == "full"
+    check_allocation("n_steps" if full else "n_probes", 8.0 * n_probes * m * (5 + (n_steps if full else 0)),
+                     what=f"the Lanczos vectors of {n_probes} probes of length {m}"
+                          + (f" over {n_steps} steps (reorth='full' keeps the basis)" if full else ""),
+                     alternative="give fewer n_probes or n_steps, or reorth='none' (no stored basis)",
+                     backend=backend)
+
+
 def _gauss_quadrature(alpha, beta, beta_k):
     """Nodes θ_j (eigenvalues of T), weights (e₁ᵀs_j)² of the Jacobi matrix T = tridiag(β, α, β), and the residual
     norms ‖A y_j − θ_j y_j‖ = β_k |e_kᵀ s_j| of the Ritz pairs (Golub & Van Loan 2013, §10.1; β_k the last
@@ -327,6 +339,7 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
     one_of("probe", probe, PROBES)
     one_of("reorth", reorth, REORTH)
     progress = check_progress(progress)
+    _check_lanczos_memory(m, n_steps, n_probes, reorth, be)
     xp = B.native(be)
     V = _probes(m, n_probes, probe, seed, be)
     alpha, beta, length = _lanczos(f, V, n_steps, reorth, xp, progress=progress)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import backend as B
 from rmtnet._progress import bar, check_progress
+from rmtnet._system import check_allocation
 from rmtnet._validation import finite_array, input_rows, one_of, positive_integers
 from ..network import check_network
 from ..meanfield import normalised_activation
@@ -19,6 +20,22 @@ from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, 
 # stay reachable here; this module's own names are the network samplers.
 __all__ = ["propagate", "sample_jacobian_eigs", "sample_fisher_eigs", "sample_ck_eigs", "ntk_gram", "sample_ntk",
            "sample_ntk_eigs", "sample_nngp_kernel"]
+
+
+def _fits(name, nbytes, what, backend):
+    """Refuse, before drawing, a sample that cannot fit in memory: :func:`rmtnet._system.check_allocation` naming
+    the size argument ``name`` (``nbytes`` a lower bound of what the sampler holds at once, float64 throughout)."""
+    check_allocation(name, float(nbytes), what=what, backend=B.get_backend() if backend is None else backend,
+                     alternative=f"give a smaller {name} or n_samples (the limit laws of rmtnet.spectra need no "
+                                 f"sampling, and rmtnet.spectra.slq of the matrix-free operators of "
+                                 f"rmtnet.spectra.sampling.operators reaches widths in the millions)")
+
+
+def _layer_sizes(net, width):
+    """The widths n₀ … n_L (rescaled to n₀ = ``width``), the largest n_ℓ·n_{ℓ−1}, and the name of the argument that
+    sets them (``width``, or ``net`` when ``width`` is None)."""
+    widths = net.scaled_widths(width)
+    return widths, max(a * b for a, b in zip(widths[:-1], widths[1:])), "net" if width is None else "width"
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -64,7 +81,9 @@ def propagate(net, width=None, n_samples=1, seed=None, backend=None, weights=Non
     """
     net = check_network("net", net)
     positive_integers(n_samples=n_samples)
-    widths = net.scaled_widths(width)
+    widths, widest, name = _layer_sizes(net, width)
+    _fits(name, 8.0 * n_samples * widest, f"a batch of n_samples = {n_samples} weight matrices of {widest:.3g} "
+                                          f"entries", backend)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     x = random_input(widths[0], net.q0, rng, xp, n_samples)
@@ -143,6 +162,11 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     """
     net = check_network("net", net)
     progress = check_progress(progress)
+    positive_integers(n_samples=n_samples)
+    widths, _, name = _layer_sizes(net, width)
+    # per layer W_ℓ, D_ℓ W_ℓ, the product so far and the next one (n_{ℓ−1}×n₀ and n_ℓ×n₀) at once
+    held = max(2 * b * a + (a + b) * widths[0] * (ell > 1) for ell, (a, b) in enumerate(zip(widths, widths[1:]), 1))
+    _fits(name, 8.0 * n_samples * held, f"n_samples = {n_samples} Jacobian products and weight matrices", backend)
     xp = B.native(backend)
     dphi = net.activation.dphi
     L = net.depth
@@ -207,6 +231,10 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
         raise ValueError("sample_fisher_eigs needs equal widths (a square network)")
     if qhat not in ("empirical", "mean_field"):
         raise ValueError(f"qhat must be 'empirical' or 'mean_field', got {qhat!r}")
+    positive_integers(n_samples=n_samples)
+    _, widest, name = _layer_sizes(net, width)
+    _fits(name, 8.0 * n_samples * 4 * widest, f"n_samples = {n_samples} n×n matrices Θ, W, W D and their products "
+                                              f"(n² = {widest:.3g})", backend)
     layers = bar(propagate(net, width, n_samples, seed, backend), progress=check_progress(progress),
                  desc="Fisher samples", total=net.depth, unit="layer")
     dphi = net.activation.dphi
@@ -278,6 +306,10 @@ def sample_ck_eigs(net, n_data, width=None, n_samples=1, seed=None, backend=None
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     widths = _feature_widths(net, width)
+    # per layer W, X_{ℓ−1} and W X_{ℓ−1} at once (the Gram is never formed: its eigenvalues are X's singular values²)
+    held = max((a * b + (a + b) * n_data for a, b in zip(widths[:-1], widths[1:])), default=widths[0] * n_data)
+    _fits("n_data" if n_data > max(widths) else ("net" if width is None else "width"), 8.0 * n_samples * held,
+          f"n_samples = {n_samples} weight and feature ({max(widths)}×{n_data}) matrices", backend)
     phi = normalised_activation(net.activation).phi
     x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64")
     for n_in, n_out in bar(list(zip(widths[:-1], widths[1:])), progress=progress, desc="CK samples", unit="layer"):
@@ -346,6 +378,18 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
     return (K, grams) if return_parts else K
 
 
+def _ntk_widths(net, width, n_data, n_samples, backend):
+    """The feature widths of :func:`sample_ntk`, checked by :func:`_fits` to hold every layer's weights, the features
+    forward and backward, and two Grams."""
+    widths = _feature_widths(net, width)
+    weights_size = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+    features = 2 * n_data * sum(widths)
+    _fits("n_data" if n_data ** 2 + features > weights_size and n_data > widths[0] else
+          ("net" if width is None else "width"), 8.0 * n_samples * (weights_size + features + 2 * n_data ** 2),
+          f"n_samples = {n_samples} networks' weights, features and NTK Gram ({n_data}×{n_data})", backend)
+    return widths
+
+
 def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=None, readout="gaussian",
                return_parts=False, progress=True):
     """NTK Gram matrices (n_samples × n_data × n_data, on the backend) of random networks in Fan & Wang's setting
@@ -406,7 +450,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
     one_of("readout", readout, READOUTS)
     progress = check_progress(progress)
     xp, rng = B.native(backend), B.rng(seed, backend)
-    widths = _feature_widths(net, width)
+    widths = _ntk_widths(net, width, n_data, n_samples, backend)
     if X is None:
         x = rng.standard_normal((n_samples, widths[0], n_data), dtype="float64") / widths[0] ** 0.5
     else:
@@ -474,13 +518,16 @@ def _count(name, v):
     return int(v)
 
 
-def _nngp_batch(sampler, widths, nb, S, max_bytes):
-    """How many of the S networks :func:`sample_nngp_kernel` draws at once within ``max_bytes``."""
+def _nngp_batch(sampler, widths, nb, S, max_bytes, width=None, backend=None):
+    """How many of the S networks :func:`sample_nngp_kernel` draws at once within ``max_bytes`` (at least one, which
+    must fit in memory: :func:`_fits` naming ``width``, or ``net`` when it is None)."""
     if sampler == "weights":
         per_sample = 3 * 8 * max(a * b for a, b in zip(widths[:-1], widths[1:]))
     else:
         per_sample = 6 * 8 * nb * max(widths)
-    return int(max(1, min(S, max_bytes // per_sample)))
+    batch = int(max(1, min(S, max_bytes // per_sample)))
+    _fits("net" if width is None else "width", batch * per_sample, f"a batch of {batch} networks", backend)
+    return batch
 
 
 def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None, sampler="weights",
@@ -535,7 +582,7 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     rng = B.rng(seed, backend)
     phi = net.activation.phi
     L, nb = net.depth, X.shape[0]
-    x0, batch = xp.asarray(X, dtype=xp.float64), _nngp_batch(sampler, widths, nb, S, max_bytes)
+    x0, batch = xp.asarray(X, dtype=xp.float64), _nngp_batch(sampler, widths, nb, S, max_bytes, width, backend)
     grams = [[] for _ in range(L)]
     networks = bar(total=S, progress=progress, desc="NNGP samples", unit="net")
     for start in range(0, S, batch):

@@ -56,6 +56,7 @@ import numpy as np
 from scipy import sparse
 
 from ... import backend as B
+from rmtnet._system import check_allocation
 from rmtnet._validation import integer_at_least, one_of, real_scalar
 from ..network import check_network
 from .random_matrices import layer_weights, random_input
@@ -65,6 +66,14 @@ __all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", 
            "bernoulli_csr"]
 
 STRUCTURES = ("kronecker", "permuted")
+
+
+def _fits_dense(name, elements, what, backend):
+    """Refuse, before allocating, ``elements`` float64 entries of a dense path that cannot fit in memory
+    (:func:`rmtnet._system.check_allocation`, naming ``name``); the matrix-free products are the alternative."""
+    check_allocation(name, 8.0 * elements, what=what, backend=B.get_backend() if backend is None else backend,
+                     alternative="stay matrix-free: the operator's products (matmat, rows) with rmtnet.spectra.slq "
+                                 "or top_eigenvalues, or a smaller size")
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -83,6 +92,8 @@ class _Factor:
 
     def to_dense(self):
         """The n_out × n_in matrix (small sizes; for tests)."""
+        _fits_dense(f"this {self.n_out}×{self.n_in} factor", self.n_in * (self.n_in + 2 * self.n_out),
+                    "to_dense()", self.backend)
         xp = self._xp
         return self.rows(xp.eye(self.n_in)).T
 
@@ -417,6 +428,9 @@ class MatrixFreeOperator:
                               rmatmat=self.matmat, dtype=self.dtype)
 
     def to_dense(self):
+        """The m × m matrix (small m; for checks)."""
+        _fits_dense(f"this {self.shape[0]}×{self.shape[0]} operator", 2 * self.shape[0] ** 2, "to_dense()",
+                    self.backend)
         return self._rows(B.native(self.backend).eye(self.shape[0]))
 
     def __repr__(self):
@@ -588,6 +602,7 @@ class StructuredNetwork:
 
     def jacobian(self):
         """The dense m×m Jacobian J (for checks at small m)."""
+        _fits_dense(f"this network of width m = {self.m}", 2 * self.m ** 2, "the dense Jacobian", self.backend)
         return self.jvp(B.native(self.backend).eye(self.m)).T
 
     @property
@@ -731,6 +746,9 @@ def sparse_network(net, tokens, channels, *, density=None, seed=None, backend=No
     p1 = real_scalar("density", p1, lo=0.0, hi=1.0, lo_open=True)
     p2 = real_scalar("density", p2, lo=0.0, hi=1.0, lo_open=True)
     be = B.get_backend() if backend is None else backend
+    # 12 bytes per kept entry (float64 value, int32 column), 8 more while drawing its position
+    _fits_dense("tokens × channels × density", 2.5 * net.depth * (p1 + p2) * float(m) ** 2,
+                f"the {2 * net.depth} sparse factors' kept entries", be)
     xp = B.native(be)
     rng = B.rng(seed, be)
     x0 = random_input(m, net.q0, rng, xp, 1)[0]
@@ -784,9 +802,11 @@ def mlp_network(net, width=None, *, seed=None, backend=None):
     if len(set(widths)) != 1:
         raise ValueError(f"mlp_network needs equal widths (a square network), got {widths}")
     be = B.get_backend() if backend is None else backend
+    n = widths[0]
+    _fits_dense("net" if width is None else "width", net.depth * n * n, f"the {net.depth} dense {n}×{n} weight "
+                f"matrices", be)
     xp = B.native(be)
     rng = B.rng(seed, be)
-    n = widths[0]
     x0 = random_input(n, net.q0, rng, xp, 1)
     layers, biases = [], []
     for _ in range(net.depth):

@@ -16,10 +16,20 @@ import numpy as np
 
 from ... import backend as B
 from rmtnet._progress import bar, check_progress
+from rmtnet._system import check_allocation
 from rmtnet._validation import finite_array, positive_integers
 
 __all__ = ["ginibre", "haar_orthogonal", "haar_isometry", "signed_permutation", "layer_weights", "random_input",
            "wishart_eigs", "ginibre_product_eigs", "free_product_eigs"]
+
+
+def _fits(name, elements, what, backend, law, smaller=None):
+    """Refuse, before drawing, ``elements`` float64 entries that cannot fit in memory: a
+    :class:`rmtnet._system.MemoryLimitError` naming the size argument ``name`` and the ``law`` to use instead."""
+    check_allocation(name, 8.0 * elements, what=what, backend=B.get_backend() if backend is None else backend,
+                     alternative=f"{smaller or f'give a smaller {name} or n_samples'}; the limit law {law} needs no "
+                                 f"sampling, and "
+                                 f"rmtnet.spectra.slq estimates the spectrum of a matrix-free operator of this size")
 
 
 def ginibre(n, m, rng, backend=None, batch=None):
@@ -111,6 +121,8 @@ def wishart_eigs(n, m, seed=None, backend=None, n_samples=1):
     (200,) 1.0 1.5
     """
     positive_integers(n=n, m=m, n_samples=n_samples)
+    _fits("n" if n >= m else "m", n_samples * (n * m + 2 * n * n),
+          f"n_samples = {n_samples} matrices X ({n}×{m}) and XXᵀ ({n}×{n})", backend, "MarchenkoPastur(n/m)")
     xp = B.native(backend)
     rng = B.rng(seed, backend)
     x = ginibre(n, m, rng, backend, batch=n_samples)
@@ -150,6 +162,8 @@ def ginibre_product_eigs(n, s, seed=None, backend=None, n_samples=1, progress=Tr
     1.0 3.0
     """
     positive_integers(n=n, s=s, n_samples=n_samples)
+    _fits("n", 4 * n_samples * n * n, f"n_samples = {n_samples} products of {n}×{n} matrices", backend,
+          "FussCatalan(s)")
     progress = check_progress(progress)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
@@ -200,6 +214,8 @@ def free_product_eigs(diagonals, seed=None, backend=None, progress=True):
     if log_top + math.log(n) > math.log(np.finfo(float).max):
         raise ValueError(f"diagonals must keep the product's eigenvalues within float64: n·Π max|d_i|² = "
                          f"e^{log_top + math.log(n):.6g} overflows; rescale them")
+    _fits("diagonals", 3 * n * n, f"the {n}×{n} product and Haar matrices (n = the diagonals' length)", backend,
+          "rmtnet.spectra.free_mult of the diagonals' laws", "give shorter diagonals")
     progress = check_progress(progress)
     xp = B.native(backend)
     rng = B.rng(seed, backend)
