@@ -227,7 +227,6 @@ def test_operator_to_dense(worker):
     refused(worker, "to_dense", "this 2000000×2000000 factor", "matrix-free")
 
 
-@pytest.mark.xfail(reason="needs the one-line check in Measure.rvs (rmtnet/spectra/measures/_base.py)", strict=False)
 def test_measure_rvs_10_13(worker):
     refused(worker, "rvs", "size", "chunks")
 

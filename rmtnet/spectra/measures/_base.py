@@ -9,6 +9,7 @@ import numpy as np
 from scipy import special
 
 from ... import backend as B
+from rmtnet._system import check_allocation
 from rmtnet._validation import (finite_array, integer_at_least, moment_order, probabilities, real_scalar)
 from ._quadrature import EDGE_ULPS, apply_elementwise, edge_tail, hermite_at, tanh_sinh_pieces
 from ._tables import CdfTables
@@ -742,6 +743,10 @@ class Measure(CdfTables):
         ((2, 3), True)
         """
         size = _draw_size(size)
+        count = math.prod(size) if isinstance(size, tuple) else (size or 1)
+        check_allocation("size", 16.0 * count, what=f"{size} float64 draws and their uniforms",
+                         alternative="draw in chunks (rvs(k, rng=g) repeatedly with one Generator g) or use the "
+                                     "law's cdf, ppf or moments")
         gen = _generator(rng, seed)
         if size is None:
             return float(np.asarray(self._rvs(1, gen))[0])
