@@ -32,7 +32,7 @@ def get_backend() -> str:
 
 def check_name(name):
     """Raise ValueError unless ``name`` is a backend rmtnet knows (``"numpy"`` or ``"cupy"``)."""
-    if name not in _BACKENDS:
+    if not isinstance(name, str) or name not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {name!r}")
 
 

@@ -73,7 +73,7 @@ def size_name(size):
     """
     if isinstance(size, bool):
         return "full" if size else "quick"
-    if size not in SIZES:
+    if not isinstance(size, str) or size not in SIZES:
         raise ValueError(f"size must be one of {SIZES} or a bool (full), got {size!r}")
     return size
 
