@@ -157,6 +157,30 @@ def test_seeds_take_integer_scalars_and_generators():
     assert seed_value("seed", g) is g and seed_value("seed", None) is None
 
 
+def test_numpy_generators_take_0d_integer_seeds():
+    """B.rng (wishart_eigs, slq, the operators' seeds) refused np.array(0) and torch.tensor(0)."""
+    from rmtnet import backend as B
+    from rmtnet.spectra.sampling.random_matrices import wishart_eigs
+    expected = wishart_eigs(4, 3, seed=0)
+    for zero in (np.array(0), torch.tensor(0), np.int64(0)):
+        assert np.array_equal(wishart_eigs(4, 3, seed=zero), expected)
+    with pytest.raises(ValueError, match="seed must be None, a non-negative integer"):
+        B.rng(np.array(-1))
+
+
+def test_sequences_given_a_0d_array_are_refused_naming_them():
+    """MLP(np.array(0.5)), free_cumulants(np.array(1.0)) …: 'iteration over a 0-d array', naming nothing."""
+    with pytest.raises(ValueError, match="widths must be a sequence"):
+        models.MLP(np.array(0.5))
+    with pytest.raises(ValueError, match="moments must be a sequence"):
+        symbolic.free_cumulants(torch.tensor(1.0))
+
+
+def test_figure_size_takes_a_numpy_bool():
+    from rmtnet.figures import size_name
+    assert size_name(np.True_) == "full" and size_name(np.array(False)) == "quick"
+
+
 def test_slq_of_a_non_symmetric_matrix_is_refused():
     A = np.array([[2.0, 1.0], [0.0, 3.0]])
     with pytest.raises(ValueError, match=r"operator must be a symmetric matrix .* max \|A - A\^T\| = 1"):
@@ -190,6 +214,9 @@ FLAGS = [
     ("diag_reg_absolute_scale", lambda v: predict.gradient_descent_mse(np.eye(2), np.ones((2, 1)),
                                                                         diag_reg_absolute_scale=v)),
     ("log", lambda v: lanczos.slq(np.eye(3), n_steps=2, progress=False).smoothed(log=v)),
+    ("block", lambda v: lanczos.as_block_operator(np.eye(3), block=v)),
+    ("batched", lambda v: __import__("rmtnet.nets.probes", fromlist=["x"]).batch_inputs(
+        torch.nn.Linear(3, 2), torch.zeros(2, 3), batched=v)),
     ("conditional", lambda v: Semicircle().expect(lambda x: x, lb=0.0, conditional=v)),
     ("normalize", lambda v: __import__("rmtnet.spectra.measures", fromlist=["GridDensity"]).GridDensity(
         [0.0, 1.0, 2.0], [0.5, 0.5, 0.5], normalize=v)),

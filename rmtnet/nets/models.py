@@ -150,7 +150,7 @@ class MLP(nn.Module):
                  bias=True, seed=None, device=None, dtype=None):
         super().__init__()
         last_activation, bias = boolean("last_activation", last_activation), boolean("bias", bias)
-        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__") or getattr(widths, "ndim", 1) == 0:
             raise ValueError(f"widths must be a sequence of integers n₀, n₁, …, got {widths!r}")
         widths = tuple(widths)
         if len(widths) < 2:

@@ -546,7 +546,7 @@ class MinibatchCKA:
 # Features of torch models
 
 def _resolve_modules(model, modules, name="modules"):
-    if isinstance(modules, (str, nn.Module)) or not isinstance(modules, Iterable):
+    if isinstance(modules, (str, nn.Module)) or not isinstance(modules, Iterable) or getattr(modules, "ndim", 1) == 0:
         raise ValueError(f"{name} must be a list of submodules or of names from model.named_modules()")
     named = dict(model.named_modules())
     ids = {id(m) for m in named.values()}
@@ -686,7 +686,8 @@ def cka_between(model_a, model_b, batches, modules_a, modules_b, device=None, pr
     progress = boolean("progress", progress)
     check_model(model_a, "model_a")
     check_model(model_b, "model_b")
-    if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable):
+    if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable) \
+            or getattr(batches, "ndim", 1) == 0:
         raise ValueError(f"batches must be an iterable of input batches (tensors or tuples of tensors), got "
                          f"{type(batches).__name__}")
     mods_a = _resolve_modules(model_a, modules_a, "modules_a")

@@ -60,7 +60,7 @@ def _rational(x):
 def _sequence(name, values):
     """A sequence of numbers or SymPy expressions (a moment or cumulant sequence), each through :func:`_rational`,
     or ValueError naming ``name``: not a sequence, an entry that is no number, or NaN/±inf."""
-    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__") or getattr(values, "ndim", 1) == 0:
         raise ValueError(f"{name} must be a sequence of numbers or SymPy expressions, got {values!r:.60}")
     out = []
     for i, x in enumerate(values):

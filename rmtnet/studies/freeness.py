@@ -85,7 +85,7 @@ def _sequence(name, v, what):
     """``v`` as a tuple (a lone string as a 1-tuple), or ValueError naming ``name`` if it is not a sequence."""
     if isinstance(v, str):
         return (v,)
-    if isinstance(v, (bytes, dict)) or not isinstance(v, Iterable):
+    if isinstance(v, (bytes, dict)) or not isinstance(v, Iterable) or getattr(v, "ndim", 1) == 0:
         raise ValueError(f"{name} must be {what}, got {v!r:.60}")
     return tuple(v)
 

@@ -116,7 +116,7 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
      [0. 2. 0.]
      [0. 0. 2.]] 3 numpy
     """
-    own = getattr(operator, "backend", None)
+    own, block = getattr(operator, "backend", None), boolean("block", block)
     if isinstance(operator, np.ndarray) or (_module(operator) == "cupy" and hasattr(operator, "ndim")):
         if operator.ndim != 2 or operator.shape[0] != operator.shape[1]:
             raise ValueError(f"operator must be a square matrix, got shape {operator.shape}")
