@@ -17,8 +17,26 @@ class ConvergenceError(RuntimeError):
         super().__init__(f"{message} (z={z!r}, iteration={iteration}, residual={residual!r})")
 
 
+def scalar(value):
+    """The Python number a NumPy scalar, a 0-d NumPy or CuPy array or a 0-d torch tensor holds (``np.float32(0.5)``,
+    ``np.array(4)``, ``torch.tensor(0.5)`` → 0.5, 4, 0.5; a bool-typed one → a bool, a complex one → a complex, so
+    the checks below still refuse them where a real number is wanted); anything else unchanged. Duck-typed (``ndim
+    == 0`` and ``item()``), so this base layer imports no torch. A 1-element 1-d array stays an array: its shape is a
+    mistake, not a number."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return value
+    if isinstance(value, np.generic) or (getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None))):
+        try:
+            item = value.item()
+        except (TypeError, ValueError, RuntimeError, AttributeError):
+            return value
+        return item if isinstance(item, (bool, int, float, complex)) else value
+    return value
+
+
 def _finite_float(value):
     """``value`` as a finite float, or None: bools, non-reals, NaN, ±inf and integers beyond float64 are not."""
+    value = scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     try:
@@ -46,9 +64,23 @@ def real_scalar(name, value, *, lo=None, hi=None, lo_open=False, hi_open=False):
 
 def integer_at_least(name, value, lo=1):
     """Return ``value`` as an int, or raise ValueError naming ``name`` and the bound (bools are not integers)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
+    number = scalar(value)
+    if isinstance(number, bool) or not isinstance(number, numbers.Integral) or number < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {_short(value)}")
+    return int(number)
+
+
+def whole_number(name, value, lo=1):
+    """Return ``value`` as an int ≥ ``lo`` where it is an integer or an integral float (3.0, np.float64(3.0), a 0-d
+    array or tensor holding one), or raise ValueError naming ``name`` and the bound (bools, 2.5, NaN, ±inf and text
+    are not whole numbers)."""
+    number = _finite_float(value)
+    if isinstance(scalar(value), numbers.Integral) and not isinstance(scalar(value), bool):
+        number = scalar(value)
+    if number is None or int(number) != number or number < lo:
+        bound = "a positive integer" if lo == 1 else f"an integer >= {lo}"
+        raise ValueError(f"{name} must be {bound}, got {_short(value)}")
+    return int(number)
 
 
 def positive_integers(**named):
@@ -75,9 +107,10 @@ def input_rows(name, X):
 def moment_order(k):
     """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools, strings and None are not
     integers; an integral float such as 3.0 is accepted)."""
-    if isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 0:
-        return int(k)
-    value = _finite_float(k)
+    number = scalar(k)
+    if isinstance(number, numbers.Integral) and not isinstance(number, bool) and number >= 0:
+        return int(number)
+    value = _finite_float(number)
     if value is None or int(value) != value or value < 0:
         raise ValueError(f"k must be a non-negative integer, got {_short(k)}")
     return int(value)
@@ -94,8 +127,15 @@ def probabilities(name, q):
 def one_of(name, value, allowed):
     """Return ``value`` if it is among ``allowed``, else raise ValueError naming ``name`` and the choices. Only a
     string matches a string choice, and values that do not compare as one bool (an array, whose ``==`` is
-    elementwise) match nothing: ``np.array(["sgd"])`` is not ``"sgd"``."""
+    elementwise) match nothing: ``np.array(["sgd"])`` is not ``"sgd"``. A NumPy string or a 0-d array among numeric
+    choices counts as the Python value it holds (returned as that value); a bool never matches a number choice."""
+    original, value = value, scalar(value)
+    if isinstance(value, np.str_):
+        value = str(value)
+
     def equal(choice):
+        if isinstance(value, bool) != isinstance(choice, (bool, np.bool_)):
+            return False
         if isinstance(choice, str) != isinstance(value, str):
             return False
         try:
@@ -103,16 +143,37 @@ def one_of(name, value, allowed):
         except (TypeError, ValueError):
             return False
     if not any(equal(choice) for choice in allowed):
-        raise ValueError(f"{name} must be one of {allowed}, got {_short(value)}")
+        raise ValueError(f"{name} must be one of {allowed}, got {_short(original)}")
     return value
 
 
 def boolean(name, value):
-    """``value`` as a bool if it is one (Python's or NumPy's), else TypeError naming ``name``: a flag given 1, "yes"
-    or NaN is a mistake, not a truth value."""
-    if not isinstance(value, (bool, np.bool_)):
+    """``value`` as a bool if it is one (Python's, NumPy's, or a 0-d bool array or tensor), else TypeError naming
+    ``name``: a flag given 1, "yes" or NaN is a mistake, not a truth value."""
+    flag = scalar(value)
+    if not isinstance(flag, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {_short(value)}")
-    return bool(value)
+    return bool(flag)
+
+
+SEED_MAX = 2 ** 64 - 1     # the largest seed torch's generators take (NumPy's take any integer ≥ 0)
+
+
+def seed_value(name, value, hi=SEED_MAX, *, none=True, generators=True):
+    """A seed as the samplers take it: an integer in [0, ``hi``] (NumPy and torch integer scalars and 0-d arrays
+    included) returned as an int, None (where ``none``), or a generator (where ``generators``: a
+    ``numpy.random.Generator``, a ``SeedSequence``, a ``torch.Generator`` or any object drawing ``standard_normal``)
+    returned unchanged; else ValueError naming ``name`` and what it may be. A negative seed is refused, not wrapped
+    round to 2**64 - |seed| as torch would."""
+    if (none and value is None) or (generators and (isinstance(value, np.random.SeedSequence)
+                                                    or hasattr(value, "standard_normal")
+                                                    or hasattr(value, "manual_seed"))):
+        return value
+    number = scalar(value)
+    if isinstance(number, bool) or not isinstance(number, numbers.Integral) or not 0 <= number <= hi:
+        what = ", ".join(["None"] * none + ["a generator"] * generators + [f"an integer in [0, {hi}]"])
+        raise ValueError(f"{name} must be {what}, got {_short(value)}")
+    return int(number)
 
 
 def probability_vector(name, masses, *, total=1.0, tol=1e-10):

@@ -32,7 +32,7 @@ def get_backend() -> str:
 
 def check_name(name):
     """Raise ValueError unless ``name`` is a backend rmtnet knows (``"numpy"`` or ``"cupy"``)."""
-    if name not in _BACKENDS:
+    if not isinstance(name, str) or name not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {name!r}")
 
 
@@ -112,6 +112,8 @@ def rng(seed, backend: str | None = None):
     passed as ``seed`` (e.g. a :class:`HostStream`) is returned as it is, so samplers accept either."""
     if hasattr(seed, "standard_normal"):
         return seed
+    if getattr(seed, "ndim", None) == 0 and hasattr(seed, "item"):     # a NumPy/torch integer scalar or 0-d array
+        seed = seed.item()
     if not (seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)
             or isinstance(seed, np.random.SeedSequence)):
         raise ValueError(f"seed must be None, a non-negative integer, a SeedSequence or a generator, got {seed!r}")

@@ -46,6 +46,7 @@ from rmtnet._io import NotAPathError, atomic_write, output_path
 from rmtnet._optional import MissingExtra, require
 from rmtnet._progress import tqdm_disable
 from rmtnet._system import affinity_cores
+from rmtnet._validation import one_of, scalar
 
 __all__ = ["sweep", "use_scheduler", "default_scheduler", "expand_grid", "run_key", "read_store", "SweepError"]
 
@@ -527,10 +528,9 @@ def _checked_jobs(fn, on_error, n_jobs, nonfinite="warn") -> int:
     (-1: every core this process may use)."""
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {fn!r}")
-    if not isinstance(on_error, str) or on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    if not isinstance(nonfinite, str) or nonfinite not in NONFINITE:
-        raise ValueError(f"nonfinite must be one of {NONFINITE}, got {nonfinite!r}")
+    one_of("on_error", on_error, ON_ERROR)
+    one_of("nonfinite", nonfinite, NONFINITE)
+    n_jobs = scalar(n_jobs)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1 or n_jobs == -1):
         raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all CPUs), got {n_jobs!r}")
     return available_cores() if n_jobs == -1 else n_jobs
@@ -538,7 +538,7 @@ def _checked_jobs(fn, on_error, n_jobs, nonfinite="warn") -> int:
 
 def _seed_list(seeds) -> list[int]:
     """:func:`sweep`'s ``seeds`` (an integer or a non-empty list of integers) as a list of Python ints."""
-    if isinstance(seeds, (numbers.Integral, np.integer)):
+    if isinstance(scalar(seeds), (numbers.Integral, np.integer)):
         seeds = (seeds,)
     if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__iter__"):
         raise ValueError(f"seeds must be an integer or a non-empty list of integers, got {seeds!r}")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from rmtnet._io import output_path
+from rmtnet._validation import scalar
 
 __all__ = ["SIZES", "Tables", "size_name", "settings", "seeds", "output_dir", "make", "write", "subplots",
            "style", "report"]
@@ -71,9 +72,10 @@ def size_name(size):
     >>> size_name(False), size_name(True), size_name("tiny")
     ('quick', 'full', 'tiny')
     """
+    size = scalar(size)                                  # np.True_ or a 0-d bool array: a bool
     if isinstance(size, bool):
         return "full" if size else "quick"
-    if size not in SIZES:
+    if not isinstance(size, str) or size not in SIZES:
         raise ValueError(f"size must be one of {SIZES} or a bool (full), got {size!r}")
     return size
 

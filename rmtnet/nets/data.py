@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from rmtnet._optional import require
-from rmtnet._validation import integer_at_least, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, seed_value
 
 __all__ = [
     "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "spirals", "cifar10",
@@ -139,8 +139,7 @@ class Dataset:
 
     def split(self, split: str):
         """``(x, y)`` of ``split`` (``"train"`` or ``"test"``)."""
-        if split not in _SPLITS:
-            raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
+        one_of("split", split, _SPLITS)
         return getattr(self, f"x_{split}"), getattr(self, f"y_{split}")
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "Dataset":
@@ -194,15 +193,15 @@ class Batches:
     """
 
     def __init__(self, x, y, batch_size: int, *, shuffle: bool = True, seed: int = 0, drop_last: bool = False):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        batch_size = integer_at_least("batch_size", batch_size, 1)
+        shuffle, drop_last = boolean("shuffle", shuffle), boolean("drop_last", drop_last)
         self.x, self.y = x, y
         self.n = len(y)
         self.batch_size, self.shuffle, self.drop_last = batch_size, bool(shuffle), bool(drop_last)
         if self.drop_last and batch_size > self.n:
             raise ValueError(f"batch_size must be <= {self.n} (the split's size) when drop_last=True, "
                              f"got {batch_size}")
-        self.generator = torch.Generator().manual_seed(int(seed))
+        self.generator = torch.Generator().manual_seed(seed_value("seed", seed, none=False, generators=False))
 
     def __len__(self) -> int:
         return self.n // self.batch_size if self.drop_last else math.ceil(self.n / self.batch_size)
@@ -244,6 +243,7 @@ def standardise(x_train, *x_other, per_feature: bool = False):
     >>> print(np.round(train, 6), np.round(test, 6), f"{3 / np.sqrt(2 / 3):.6f}")
     [-1.224745  0.        1.224745] [3.674235] 3.674235
     """
+    per_feature = boolean("per_feature", per_feature)
     x_train = np.asarray(x_train, dtype=np.float64)
     if x_train.ndim < 1 or len(x_train) < 2:
         raise ValueError(f"x_train must hold at least 2 samples, got shape {x_train.shape}")
@@ -418,7 +418,8 @@ def mnist1d(n_samples: int = 5000, seed: int = 0, test_fraction: float = 0.2,
     80 20 (1, 40) 10
     """
     generator = require("mnist1d.data", "rmtnet.nets.data.mnist1d")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 20 or n_samples % 10:
+    n_samples = integer_at_least("n_samples", n_samples, 20)
+    if n_samples % 10:
         raise ValueError(f"n_samples must be a multiple of 10 and >= 20, got {n_samples!r}")
     args = generator.get_dataset_args()
     dtype = _float_dtype(dtype)
@@ -490,13 +491,12 @@ def teacher_student(n_train: int, n_test: int, d: int, width: int, seed: int, no
     >>> print(d.y_train.shape, torch.allclose(d.y_train[:, 0].double(), d.x_train.double() @ beta, atol=1e-6))
     torch.Size([8, 1]) True
     """
-    for name, value in (("n_train", n_train), ("n_test", n_test), ("d", d), ("width", width)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    n_train, n_test, d, width = (integer_at_least(name, value, 1) for name, value in
+                                 (("n_train", n_train), ("n_test", n_test), ("d", d), ("width", width)))
     noise = real_scalar("noise", noise, lo=0.0)
     if callable(activation):
         phi = activation
-    elif activation in _ACTIVATIONS:
+    elif isinstance(activation, str) and activation in _ACTIVATIONS:
         phi = _ACTIVATIONS[activation]
     else:
         raise ValueError(f"activation must be one of {tuple(_ACTIVATIONS)} or a callable, got {activation!r}")
@@ -553,9 +553,7 @@ def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: 
     >>> print(tuple(d.x_train.shape), d.y_train.unique().tolist(), bool(d.x_train.norm(dim=1).max() <= 1))
     (100, 2) [0, 1] True
     """
-    for name, value in (("n_train", n_train), ("n_test", n_test)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    n_train, n_test = (integer_at_least(name, value, 1) for name, value in (("n_train", n_train), ("n_test", n_test)))
     noise = real_scalar("noise", noise, lo=0.0)
     turns = real_scalar("turns", turns, lo=0.0, lo_open=True)
     seed, dtype = _seed(seed), _float_dtype(dtype)
@@ -603,6 +601,7 @@ def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) ->
     >>> print(d.n_train, d.n_test, d.shape)                # doctest: +SKIP
     50000 10000 (3, 32, 32)
     """
+    download = boolean("download", download)
     dtype = _float_dtype(dtype)
     try:
         from torchvision.datasets import CIFAR10
@@ -633,8 +632,7 @@ def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) ->
 
 
 def _patch_grid(height, width, patch, pad):
-    if isinstance(patch, bool) or not isinstance(patch, int) or patch < 1:
-        raise ValueError(f"patch must be an integer >= 1, got {patch!r}")
+    patch = integer_at_least("patch", patch, 1)
     if (height % patch or width % patch) and not pad:
         raise ValueError(f"patch must divide the image height and width, got patch={patch} for {height}×{width} "
                          f"(pass pad=True to zero-pad the bottom and right edges)")
@@ -673,6 +671,7 @@ def to_patches(images: torch.Tensor, patch: int, pad: bool = False) -> torch.Ten
     >>> print(tuple(tokens.shape), tokens[0, 1].tolist())
     (1, 4, 4) [2.0, 3.0, 6.0, 7.0]
     """
+    pad = boolean("pad", pad)
     if images.ndim != 4:
         raise ValueError(f"images must have shape (n, c, H, W), got {tuple(images.shape)}")
     n, c, height, width = images.shape
@@ -708,6 +707,7 @@ def from_patches(tokens: torch.Tensor, patch: int, size: tuple[int, int], pad: b
     >>> print(torch.equal(from_patches(to_patches(images, 2, pad=True), 2, (5, 5), pad=True), images))
     True
     """
+    pad = boolean("pad", pad)
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape (n, S, C), got {tuple(tokens.shape)}")
     height, width = size

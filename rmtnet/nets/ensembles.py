@@ -65,7 +65,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, scalar, seed_value
 
 from . import metrics
 from .layers import MaskedLinear, SparseMaskedLinear
@@ -113,7 +113,7 @@ def generator(seed):
     >>> print(g.initial_seed(), torch.equal(torch.randn(4, generator=g), torch.randn(4, generator=generator(3))))
     3 True
     """
-    return torch.Generator().manual_seed(int(seed))
+    return torch.Generator().manual_seed(seed_value("seed", seed, none=False, generators=False))
 
 
 def _next_seed(g):
@@ -288,6 +288,7 @@ def sample_masks(model: nn.Module, sparsity: float, *, method: str = "random", s
     >>> print(bool(w[kept].min() >= w[~kept].max()))                     # the largest |w| are kept
     True
     """
+    exact = boolean("exact", exact)
     sparsity = _sparsity(sparsity)
     one_of("method", method, ("random", "magnitude"))
     one_of("structure", structure, STRUCTURES)
@@ -373,6 +374,7 @@ def partition_masks(model: nn.Module, k: int, *, structure: str = "unstructured"
     ...       [int(p["0.weight"].sum()) for p in parts])
     True [4, 4, 4]
     """
+    balanced = boolean("balanced", balanced)
     k = integer_at_least("k", k, lo=2)
     one_of("structure", structure, STRUCTURES)
     weights = maskable_weights(model, layers, structure)
@@ -787,6 +789,7 @@ def pruned_children(parent: nn.Module, n_children: int, sparsity: float = 0.5, *
     >>> print(torch.equal(a + b, torch.ones(3, 4)))
     True
     """
+    exact = boolean("exact", exact)
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
     prune_epochs = integer_at_least("prune_epochs", prune_epochs, lo=0)
     g = generator(seed)
@@ -861,6 +864,7 @@ def stochastic_children(parent: nn.Module, n_children: int, sparsity: float = 0.
     >>> print(torch.equal(child[0].weight, original * child_masks(child)["0.weight"]))
     True
     """
+    exact = boolean("exact", exact)
     n_children, sparsity = _check_common(parent, n_children, sparsity, method, structure, scope)
     one_of("anneal", anneal, ANNEALS)
     anneal_epochs = integer_at_least("anneal_epochs", anneal_epochs)
@@ -947,6 +951,7 @@ def noisy_children(parent: nn.Module, n_children: int, sigma: float, sparsity: f
     """
     if not isinstance(parent, nn.Module):
         raise ValueError(f"parent must be a torch.nn.Module, got {type(parent).__name__}")
+    mirrored = boolean("mirrored", mirrored)
     n_children = integer_at_least("n_children", n_children)
     sigma = real_scalar("sigma", sigma, lo=0.0)
     sparsity = _sparsity(sparsity)
@@ -1064,6 +1069,7 @@ def ensemble_predict(members: Sequence[nn.Module], x, *, method: str = "average"
     >>> print(torch.allclose(ensemble_predict(kids, x, method="vote").sum(-1), torch.ones(6, dtype=torch.float64)))
     True
     """
+    include_parent = boolean("include_parent", include_parent)
     one_of("method", method, COMBINE)
     if include_parent:
         if parent is None:
@@ -1112,6 +1118,7 @@ def evaluate_ensemble(members: Sequence[nn.Module], x, y, *, parent: nn.Module |
     >>> print(r["n_members"], r["disagreement"], r["kl"], r["accuracy"] == r["member_accuracy"])
     2 0.0 0.0 True
     """
+    include_parent, diversity = boolean("include_parent", include_parent), boolean("diversity", diversity)
     if include_parent:
         if parent is None:
             raise ValueError("include_parent=True needs parent")
@@ -1246,7 +1253,7 @@ def _checked_search(parent, target_kl, y, sigmas, sparsities, n_draws, rtol, max
     if sigmas.ndim != 1 or len(sigmas) < 1 or not np.all(np.isfinite(sigmas)) or np.any(sigmas <= 0) \
             or np.any(np.diff(sigmas) <= 0):
         raise ValueError(f"sigmas must be a 1-d strictly increasing array of positive numbers, got {sigmas!r}")
-    if isinstance(sparsities, numbers.Real):
+    if isinstance(scalar(sparsities), numbers.Real):
         sparsities = (sparsities,)
     sparsities = [_sparsity(s, "sparsities") for s in sparsities]
     if not sparsities:
@@ -1437,6 +1444,7 @@ class OneCycle:
 
     def __init__(self, max_lr: float = 0.1, pct_start: float = 0.1, div_factor: float = 100.0,
                  final_div_factor: float = 1e4, cycle_momentum: bool = True):
+        cycle_momentum = boolean("cycle_momentum", cycle_momentum)
         self.max_lr = real_scalar("max_lr", max_lr, lo=0.0, lo_open=True)
         self.pct_start = real_scalar("pct_start", pct_start, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         self.div_factor = real_scalar("div_factor", div_factor, lo=0.0, lo_open=True)

@@ -29,7 +29,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from rmtnet._system import check_allocation
-from rmtnet._validation import positive_integers, real_scalar
+from rmtnet._validation import boolean, integer_at_least, positive_integers, real_scalar, seed_value
 
 
 def generator(seed, device=None):
@@ -51,8 +51,9 @@ def generator(seed, device=None):
     >>> print(torch.equal(torch.randn(3, generator=generator(0)), torch.randn(3, generator=generator(0))))
     True
     """
+    seed = seed_value("seed", seed, generators=False)
     g = torch.Generator(device=device or "cpu")
-    g.manual_seed(int(torch.randint(2 ** 62, (1,)).item()) if seed is None else int(seed))
+    g.manual_seed(int(torch.randint(2 ** 62, (1,)).item()) if seed is None else seed)
     return g
 
 
@@ -259,6 +260,7 @@ class MaskedLinear(nn.Module):
     def __init__(self, in_features, out_features, density=1.0, bias=True, mask="bernoulli", seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(in_features=in_features, out_features=out_features)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.in_features, self.out_features = int(in_features), int(out_features)
@@ -348,7 +350,7 @@ def uniform_subset(n, k, generator, chunk=2 ** 22):
     >>> print(uniform_subset(5, 5, generator(0)).tolist())
     [0, 1, 2, 3, 4]
     """
-    n, k = int(n), int(k)
+    n, k = integer_at_least("n", n, 0), integer_at_least("k", k, 0)
     if not 0 <= k <= n:
         raise ValueError(f"k must lie in [0, n] = [0, {n}], got {k}")
     if 2 * k > n:
@@ -395,7 +397,7 @@ def bernoulli_positions(n, p, generator, chunk=2 ** 22):
     >>> print(bernoulli_positions(5, 1.0, generator(0)).tolist())
     [0, 1, 2, 3, 4]
     """
-    n, p = int(n), float(p)
+    n, p = integer_at_least("n", n, 0), real_scalar("p", p, lo=0.0, hi=1.0, lo_open=True)
     if not 0.0 < p <= 1.0:
         raise ValueError(f"p must lie in (0, 1], got {p!r}")
     if p == 1.0:
@@ -543,6 +545,7 @@ class SparseMaskedLinear(nn.Module):
     def __init__(self, in_features, out_features, density=1.0, bias=True, mask="bernoulli", seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(in_features=in_features, out_features=out_features)
         self.in_features, self.out_features = int(in_features), int(out_features)
         sigma_w = init_scale("sigma_w", sigma_w)
@@ -553,7 +556,7 @@ class SparseMaskedLinear(nn.Module):
             density = rows.numel() / (n_out * n_in)
         else:
             density = density_value(density)
-            if mask not in ("bernoulli", "exact"):
+            if not isinstance(mask, str) or mask not in ("bernoulli", "exact"):
                 raise ValueError(f"mask must be 'bernoulli', 'exact' or a 0/1 tensor, got {mask!r}")
             # per kept weight: its value, int64 row and column while drawing, three int32 stored indices at least
             check_parameters("in_features × out_features × density", density * n_out * n_in, device=device,
@@ -748,6 +751,7 @@ class TokenMixing(nn.Module):
 
     def __init__(self, tokens_in, tokens_out, bias=True, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(tokens_in=tokens_in, tokens_out=tokens_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.tokens_in, self.tokens_out = int(tokens_in), int(tokens_out)
@@ -795,6 +799,7 @@ class ChannelMixing(nn.Module):
 
     def __init__(self, channels_in, channels_out, bias=True, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(channels_in=channels_in, channels_out=channels_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.channels_in, self.channels_out = int(channels_in), int(channels_out)
@@ -855,6 +860,7 @@ class PermutedMixing(nn.Module):
     def __init__(self, n_blocks, d_in, d_out, perm_in="random", perm_out="random", bias=True, seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(n_blocks=n_blocks, d_in=d_in, d_out=d_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n_blocks, self.d_in, self.d_out = int(n_blocks), int(d_in), int(d_out)
@@ -936,6 +942,7 @@ class MonarchLinear(nn.Module):
     def __init__(self, in_features, out_features, n_blocks, bias=True, seed=None, sigma_w=1.0, device=None,
                  dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(in_features=in_features, out_features=out_features, n_blocks=n_blocks)
         sigma_w = init_scale("sigma_w", sigma_w)
         if in_features % n_blocks or out_features % n_blocks:
@@ -1019,6 +1026,7 @@ class AdjacencyLinear(nn.Module):
     def __init__(self, n_nodes, copies_in=1, copies_out=1, bias=False, self_loops=False, seed=None, sigma_w=1.0,
                  device=None, dtype=None):
         super().__init__()
+        bias, self_loops = boolean("bias", bias), boolean("self_loops", self_loops)
         positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n, self.c_in, self.c_out, self.self_loops = int(n_nodes), int(copies_in), int(copies_out), bool(self_loops)
@@ -1075,6 +1083,7 @@ class ClusterLinear(nn.Module):
 
     def __init__(self, n_nodes, copies_in, copies_out, bias=False, seed=None, sigma_w=1.0, device=None, dtype=None):
         super().__init__()
+        bias = boolean("bias", bias)
         positive_integers(n_nodes=n_nodes, copies_in=copies_in, copies_out=copies_out)
         sigma_w = init_scale("sigma_w", sigma_w)
         self.n, self.c_in, self.c_out = int(n_nodes), int(copies_in), int(copies_out)

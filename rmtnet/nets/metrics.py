@@ -29,10 +29,11 @@ ECE bins follow the ``uncertainty-calibration`` library the thesis cites: 15 equ
 from __future__ import annotations
 
 import itertools
-import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from rmtnet._validation import integer_at_least
 
 __all__ = ["accuracy", "nll", "ece", "kl", "disagreement", "correlation", "mask_distance", "total_distance",
            "pairwise_diversity"]
@@ -168,8 +169,7 @@ def ece(probs, labels, n_bins: int = 15) -> float:
     >>> print(f"{ece(p, [0, 0, 1]):.6f}")
     0.300000
     """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    n_bins = integer_at_least("n_bins", n_bins, 1)
     p = _probabilities("probs", probs)
     y = _labels("labels", labels, p)
     conf = p.max(axis=1)

@@ -33,7 +33,7 @@ from torch import nn
 
 from rmtnet.spectra import activations
 from rmtnet.spectra.network import mlp as _describe
-from rmtnet._validation import positive_integers, real_scalar
+from rmtnet._validation import boolean, positive_integers, real_scalar
 
 from .layers import (AdjacencyLinear, ChannelMixing, ClusterLinear, MaskedLinear, MonarchLinear, PermutedMixing,
                      SparseMaskedLinear, TokenMixing, check_parameters, commutation, gaussian_, generator)
@@ -149,7 +149,8 @@ class MLP(nn.Module):
     def __init__(self, widths, activation="relu", weights="gaussian", sigma_w=1.0, sigma_b=0.0, last_activation=False,
                  bias=True, seed=None, device=None, dtype=None):
         super().__init__()
-        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__"):
+        last_activation, bias = boolean("last_activation", last_activation), boolean("bias", bias)
+        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__") or getattr(widths, "ndim", 1) == 0:
             raise ValueError(f"widths must be a sequence of integers n₀, n₁, …, got {widths!r}")
         widths = tuple(widths)
         if len(widths) < 2:
@@ -301,6 +302,7 @@ class Residual(nn.Module):
 
     def __init__(self, f, channels, norm=True, device=None, dtype=None):
         super().__init__()
+        norm = boolean("norm", norm)
         self.norm = nn.LayerNorm(channels, device=device, dtype=dtype) if norm else nn.Identity()
         self.f = f
 
@@ -352,7 +354,7 @@ class _PatchNet(nn.Module):
     def __init__(self, tokens, in_channels, channels, n_classes, norm, g, device, dtype, pool="mean"):
         super().__init__()
         positive_integers(tokens=tokens, in_channels=in_channels, channels=channels, n_classes=n_classes)
-        if pool not in ("mean", "flatten"):
+        if not isinstance(pool, str) or pool not in ("mean", "flatten"):
             raise ValueError(f"pool must be 'mean' or 'flatten', got {pool!r}")
         self.tokens, self.in_channels, self.channels, self.pool = int(tokens), int(in_channels), int(channels), pool
         self._g, self._factory = g, dict(device=device, dtype=dtype)
@@ -499,7 +501,7 @@ class RPMixer(_PatchNet):
                  permutations="random", pool="mean", seed=None, device=None, dtype=None):
         super().__init__(tokens, in_channels, channels, n_classes, norm, generator(seed), device, dtype, pool)
         positive_integers(depth=depth)
-        if permutations not in ("random", "commutation"):
+        if not isinstance(permutations, str) or permutations not in ("random", "commutation"):
             raise ValueError(f"permutations must be 'random' or 'commutation', got {permutations!r}")
         S, C, f = self.tokens, self.channels, self._factory
         gS, gC = _expanded(gamma, S, "S"), _expanded(gamma, C, "C")
@@ -734,6 +736,8 @@ class EMN(nn.Module):
     def __init__(self, n, copies=(1,), sequential=False, self_loops=False, activation="linear", bias=False, seed=None,
                  sigma_w=1.0, device=None, dtype=None):
         super().__init__()
+        sequential, self_loops = boolean("sequential", sequential), boolean("self_loops", self_loops)
+        bias = boolean("bias", bias)
         copies = tuple(copies)
         if not copies:
             raise ValueError("copies must list at least one hidden layer's copies per node")

@@ -53,6 +53,7 @@ def batch_inputs(model, x, name="x", batched=True):
     """``x`` (tensor or tuple of tensors) as a tuple of tensors on the model's device; with ``batched``, check that
     all share a leading dimension n ≥ 1 and return n too. The input check of every probe in :mod:`rmtnet.nets`
     (also :mod:`rmtnet.nets.sharpness`)."""
+    batched = boolean("batched", batched)
     xs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
     if not xs:
         raise ValueError(f"{name} must be a tensor or a non-empty tuple of tensors")
@@ -84,6 +85,7 @@ def checked_forward(model, xs, name, batched=True):
     """One forward pass on the inputs ``xs`` (a batch, or one example when not ``batched``), before any Jacobian: a
     model that cannot take them, or whose output on them is not finite, is reported naming ``name``. Shared with
     :mod:`rmtnet.nets.sharpness`."""
+    batched = boolean("batched", batched)
     with torch.no_grad():
         out = apply_to(model, xs if batched else tuple(t.unsqueeze(0) for t in xs), name)
     if not isinstance(out, torch.Tensor):

@@ -35,7 +35,7 @@ import torch
 from scipy.sparse.linalg import ArpackError
 from torch.func import functional_call, grad, jvp, vjp
 
-from rmtnet._validation import integer_at_least, real_scalar
+from rmtnet._validation import boolean, integer_at_least, real_scalar, scalar
 from rmtnet.nets._modules import check_model
 from rmtnet.nets.data import Dataset
 from rmtnet.nets.probes import batch_inputs, checked_forward, trainable_state
@@ -194,9 +194,10 @@ def _top(operator, k, dim, options):
 
 def _top_k(k, dim, name):
     """``k`` as an int in [1, dim − 1] (k = 1 also when dim = 1), or ValueError naming ``k``."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < max(dim, 2):
+    number = scalar(k)
+    if isinstance(number, bool) or not isinstance(number, numbers.Integral) or not 1 <= number < max(dim, 2):
         raise ValueError(f"k must be an integer in [1, {name} - 1] = [1, {dim - 1}], got {k!r}")
-    return int(k)
+    return int(number)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -441,7 +442,6 @@ def sharpness_probe(loss="mse", *, n_examples=None, ntk=True, tol=1e-6, ncv=None
     loss_function(loss, 2)              # an unknown name is refused here, not at the first probe
     if n_examples is not None:
         n_examples = integer_at_least("n_examples", n_examples, 1)
-    if not isinstance(ntk, (bool, np.bool_)):
-        raise ValueError(f"ntk must be True or False, got {ntk!r:.60}")
+    ntk = boolean("ntk", ntk)
     options = _lanczos_options(1, 3, tol, None, ncv, seed)         # the probe's k = 1: ncv ≥ 3
     return SharpnessProbe(loss, n_examples, bool(ntk), options["tol"], options["seed"], _checked_ncv(ncv, 1))

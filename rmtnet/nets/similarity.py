@@ -56,7 +56,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ._modules import apply_to, check_model, model_dtype
-from rmtnet._validation import boolean, real_scalar
+from rmtnet._validation import boolean, one_of, real_scalar
 
 __all__ = ["gram", "hsic", "cka", "MinibatchCKA", "layer_features", "cka_between"]
 
@@ -111,10 +111,8 @@ BANDWIDTH_RANGE = (1e-150, 1e150)     # σ² = bandwidth² × a squared distance
 
 
 def _check_kernel(kernel, bandwidth, median):
-    if not isinstance(kernel, str) or kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r:.60}")
-    if not isinstance(median, str) or median not in MEDIANS:
-        raise ValueError(f"median must be one of {MEDIANS}, got {median!r:.60}")
+    one_of("kernel", kernel, KERNELS)
+    one_of("median", median, MEDIANS)
     bandwidth = real_scalar("bandwidth", bandwidth, lo=0.0, lo_open=True)
     if not BANDWIDTH_RANGE[0] <= bandwidth <= BANDWIDTH_RANGE[1]:
         raise ValueError(f"bandwidth must lie in [{BANDWIDTH_RANGE[0]:g}, {BANDWIDTH_RANGE[1]:g}] (its square scales "
@@ -331,6 +329,7 @@ def hsic(K, L, unbiased=False):
     >>> print(hsic(K, K))
     1.0
     """
+    unbiased = boolean("unbiased", unbiased)
     dev = next((a.device for a in (K, L) if isinstance(a, torch.Tensor)), None)
     K, L = _as_float64("K", K, dev), _as_float64("L", L, dev)
     for name, g in (("K", K), ("L", L)):
@@ -547,7 +546,7 @@ class MinibatchCKA:
 # Features of torch models
 
 def _resolve_modules(model, modules, name="modules"):
-    if isinstance(modules, (str, nn.Module)) or not isinstance(modules, Iterable):
+    if isinstance(modules, (str, nn.Module)) or not isinstance(modules, Iterable) or getattr(modules, "ndim", 1) == 0:
         raise ValueError(f"{name} must be a list of submodules or of names from model.named_modules()")
     named = dict(model.named_modules())
     ids = {id(m) for m in named.values()}
@@ -684,9 +683,11 @@ def cka_between(model_a, model_b, batches, modules_a, modules_b, device=None, pr
     >>> print(np.round(np.diag(cka_between(net, net, [x, x], ["0", "2"], ["0", "2"])), 10))
     [1. 1.]
     """
+    progress = boolean("progress", progress)
     check_model(model_a, "model_a")
     check_model(model_b, "model_b")
-    if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable):
+    if isinstance(batches, (str, bytes, torch.Tensor)) or not isinstance(batches, Iterable) \
+            or getattr(batches, "ndim", 1) == 0:
         raise ValueError(f"batches must be an iterable of input batches (tensors or tuples of tensors), got "
                          f"{type(batches).__name__}")
     mods_a = _resolve_modules(model_a, modules_a, "modules_a")

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from rmtnet._io import atomic_write, output_path
 from rmtnet.nets._modules import check_model, model_dtype
 from rmtnet.nets.data import Dataset
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
 from rmtnet.spectra.stability import SQUARED_LOSSES
 
 __all__ = ["train", "evaluate", "loss_function", "DivergenceError"]
@@ -99,9 +99,7 @@ def apply_model(model, x):
 
 
 def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+    return integer_at_least(name, value, 1)
 
 
 def _one_hot_targets(output, y, n_classes, loss):
@@ -550,7 +548,7 @@ class _Run:
     def epochs_with_bar(self, epochs, eval_every, callback, progress):
         """:meth:`epochs_up_to` under a tqdm bar of the epochs (shown when ``progress``)."""
         bar = tqdm(total=epochs, initial=self.epoch, desc=f"train {self.data.name}", unit="epoch",
-                   disable=None if progress else True)
+                   disable=None if boolean("progress", progress) else True)
         try:
             self.epochs_up_to(epochs, eval_every, callback, bar)
         finally:

@@ -30,6 +30,8 @@ import numpy as np
 from array_api_compat import array_namespace
 from scipy import special
 
+from rmtnet._validation import boolean
+
 from .laws import Bernoulli
 from .measures import PointMasses
 
@@ -284,6 +286,7 @@ def define_activation(name, phi, dphi, *, breakpoints=(), pair_kernels=None, sec
     >>> round(meanfield.second_moment(cube, 1.0), 10)                      # E[ξ⁶] = 15
     15.0
     """
+    homogeneous, replace = boolean("homogeneous", homogeneous), boolean("replace", replace)
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
     if name in _BUILT_IN or (name in _REGISTRY and not replace):

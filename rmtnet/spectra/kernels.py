@@ -48,7 +48,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import _deprecation
-from rmtnet._validation import INPUT_MAX, finite_array, input_rows, real_scalar
+from rmtnet._validation import INPUT_MAX, boolean, finite_array, input_rows, one_of, real_scalar
 from .network import check_network
 from .activations import Activation, activation, registered_activations
 
@@ -269,8 +269,7 @@ def _closed_names():
 
 
 def _method(method):
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    one_of("method", method, METHODS)
     return method
 
 
@@ -524,6 +523,7 @@ def nngp_kernel(net, x1, x2=None, *, method="auto", return_all=False):
     >>> np.round(nngp_kernel(net, X, X[1:]), 7).tolist()
     [[5.6953125], [11.390625]]
     """
+    return_all = boolean("return_all", return_all)
     net = check_network("net", net)
     x1, x2 = _input_sets(x1, x2)
     method = _method(method)
@@ -568,6 +568,7 @@ def nngp_blocks(net, X_train, X_test, method="auto", full_cov=False):
     >>> bool(np.allclose(Ktr, nngp_kernel(mlp(2, 2, sigma_w=1.4), X[:2])))
     True
     """
+    full_cov = boolean("full_cov", full_cov)
     net = check_network("net", net)
     Xa = input_rows("X_train", X_train)
     Xt = input_rows("X_test", X_test)
@@ -902,11 +903,11 @@ def ntk_kernel(net, x1, x2=None, *, method="auto", parameterization="ntk", retur
     >>> np.round(ntk_kernel(mlp(3, 2, activation="linear", q0=1.0), X, X[1:]), 6).tolist()
     [[1.5], [3.0]]
     """
+    return_all = boolean("return_all", return_all)
     net = check_network("net", net)
     x1, x2 = _input_sets(x1, x2)
     method = _method(method)
-    if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
+    one_of("parameterization", parameterization, PARAMETERIZATIONS)
     if x2 is not None:
         layers = _ntk_cross_layers(net, x1, x2, method, parameterization)
     else:

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import integrate, special
 
 from .. import backend as B
-from rmtnet._validation import finite_array, integer_at_least, real_scalar
+from rmtnet._validation import finite_array, integer_at_least, real_scalar, scalar, whole_number
 from .measures import Measure, PointMasses
 from .measures._quadrature import apply_elementwise, tanh_sinh_pieces
 
@@ -27,10 +27,7 @@ def _sqrt_cut(z, a, b):
 
 def _integral(name, value):
     """An integral real (3.0) as an int ≥ 1, or ValueError naming ``name`` (NaN, inf, 2.5, strings, bools)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
-            or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return whole_number(name, value, 1)
 
 def _finite_edges(edges, names, *values):
     """The support's ends, or ValueError naming the parameters when they overflow float64."""
@@ -338,7 +335,7 @@ class FussCatalan(Measure):
     """
 
     def __init__(self, s, scale=1.0):
-        self.s = integer_at_least("s", s, 1) if isinstance(s, numbers.Integral) else _integral("s", s)
+        self.s = integer_at_least("s", s, 1) if isinstance(scalar(s), numbers.Integral) else _integral("s", s)
         self.scale = real_scalar("scale", scale, lo=0, lo_open=True)
         s = self.s        # (s + 1)^{s+1}/s^s exactly for small s; as (s + 1)(1 + 1/s)^s (→ e(s + 1)) beyond
         top = (s + 1) ** (s + 1) / s ** s if s <= 100 else (s + 1) * (1.0 + 1.0 / s) ** s

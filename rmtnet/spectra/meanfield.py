@@ -24,7 +24,7 @@ from scipy import optimize
 
 from .._deprecation import moved_names
 from . import activations as _activations
-from rmtnet._validation import ConvergenceError, real_scalar
+from rmtnet._validation import ConvergenceError, moment_order, real_scalar
 from .activations import activation as _activation
 from .measures import Measure, gaussian_pushforward
 
@@ -152,8 +152,7 @@ def d2_moments(act, q, k):
     """
     act = _activation(act)
     q = real_scalar("q", q, lo=0.0)
-    if isinstance(k, bool) or int(k) != k or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    k = moment_order(k)
     if k == 0:                                          # E[(φ′²)⁰] = 1: the closed forms hold for k ≥ 1
         return 1.0
     if act.derivative_moment is not None and q > 0:

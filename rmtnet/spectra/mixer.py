@@ -32,7 +32,7 @@ import numpy as np
 
 from scipy.optimize import elementwise
 
-from rmtnet._validation import finite_array, integer_at_least, real_scalar
+from rmtnet._validation import finite_array, integer_at_least, real_scalar, whole_number
 from .laws import MarchenkoPastur
 from .measures import Measure
 
@@ -262,9 +262,7 @@ def kronecker_singular_values(w, repeat):
     w = np.asarray(w, dtype=float)
     if w.ndim != 2:
         raise ValueError(f"w must be a 2-d matrix, got shape {w.shape}")
-    r = int(repeat)
-    if r != repeat or r < 1:
-        raise ValueError(f"repeat must be a positive integer, got {repeat!r}")
+    r = whole_number("repeat", repeat, 1)
     return np.repeat(np.linalg.svd(w, compute_uv=False), r)
 
 

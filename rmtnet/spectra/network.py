@@ -29,14 +29,13 @@ theory uses these per-layer q_ℓ, and the Monte Carlo propagates an actual inpu
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import meanfield
-from rmtnet._validation import real_scalar
+from rmtnet._validation import boolean, integer_at_least, real_scalar, whole_number
 from .activations import Activation, activation as _activation
 
 __all__ = ["MLP", "mlp", "check_network"]
@@ -117,21 +116,12 @@ class MLP:
         """The widths with n₀ set to ``width`` and every other width scaled by the same factor (rounded)."""
         if width is None:
             return self.widths
-        try:
-            ok = (not isinstance(width, bool) and isinstance(width, numbers.Real) and math.isfinite(width)
-                  and int(width) == width and width >= 1)
-        except OverflowError:
-            ok = False
-        if not ok:
-            raise ValueError(f"width must be a positive integer, got {width!r:.60}")
-        f = int(width) / self.widths[0]
+        f = whole_number("width", width, 1) / self.widths[0]
         return tuple(max(1, int(round(n * f))) for n in self.widths)
 
 
 def _int(name, v, lo=1):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise ValueError(f"{name} must be an integer ≥ {lo}, got {v!r}")
-    return int(v)
+    return integer_at_least(name, v, lo)
 
 
 def _critical_sigma_w(act, sigma_b=0.0):
@@ -251,6 +241,7 @@ def mlp(depth, width=1000, *, ratios=None, widths=None, weights="gaussian", sigm
     >>> net.sigma_w == 2 ** 0.5, net.q
     (True, (1.0, 1.0, 1.0))
     """
+    last_activation = boolean("last_activation", last_activation)
     depth = _int("depth", depth)
     if not isinstance(weights, str) or weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import linalg
 
 from .. import backend as B
-from rmtnet._validation import finite_array, input_rows, integer_at_least, real_scalar
+from rmtnet._validation import boolean, finite_array, input_rows, integer_at_least, one_of, real_scalar
 from .network import check_network
 from .stability import learning_rate_border
 from .kernels import METHODS, PARAMETERIZATIONS, nngp_blocks, ntk_kernel
@@ -352,6 +352,8 @@ def gradient_descent_mse(k_train_train, y_train, learning_rate=1.0, diag_reg=0.0
     array([0.])
     """
     K, Y = _train_kernel(k_train_train, y_train)
+    diag_reg_absolute_scale = boolean("diag_reg_absolute_scale", diag_reg_absolute_scale)
+    steps = boolean("steps", steps)
     eta = real_scalar("learning_rate", learning_rate, lo=0.0, lo_open=True)
     reg = real_scalar("diag_reg", diag_reg, lo=0.0)
     steps = bool(steps)
@@ -464,6 +466,7 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
     >>> print(np.round(mean, 6).tolist(), (np.round(cov, 6) + 0.0).tolist())
     [3.0] [[0.0]]
     """
+    diag_reg_absolute_scale = boolean("diag_reg_absolute_scale", diag_reg_absolute_scale)
     net = check_network("net", net)
     Xa = B.to_numpy(input_rows("X_train", X_train))
     Xt = B.to_numpy(input_rows("X_test", X_test))
@@ -481,10 +484,8 @@ def ntk_predict(net, X_train, Y_train, X_test, t=None, learning_rate=1.0, diag_r
         t = real_scalar("t", t, lo=0.0)
     if steps is not None:
         steps = integer_at_least("steps", steps, lo=0)
-    if not isinstance(parameterization, str) or parameterization not in PARAMETERIZATIONS:
-        raise ValueError(f"parameterization must be one of {PARAMETERIZATIONS}, got {parameterization!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    one_of("parameterization", parameterization, PARAMETERIZATIONS)
+    one_of("method", method, METHODS)
     n = Xa.shape[0]
     Sig, Th = ntk_kernel(net, np.concatenate([Xa, Xt]), method=method, parameterization=parameterization,
                          return_all=True)[-1]

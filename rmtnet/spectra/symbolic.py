@@ -24,6 +24,8 @@ import numbers
 
 import sympy as sp
 
+from rmtnet._validation import integer_at_least, scalar
+
 __all__ = ["w", "s_series_from_moments", "moments_from_s", "free_mult_moments", "free_cumulants",
            "moments_from_free_cumulants", "free_add_moments", "mp_s_transform", "bernoulli_s_transform",
            "narayana_moments", "fuss_catalan_moments"]
@@ -36,6 +38,7 @@ def _rational(x):
     ``sp.nsimplify``."""
     if isinstance(x, sp.Basic):
         return x
+    x = scalar(x)
     if isinstance(x, bool):
         raise ValueError(f"expected a number, got the bool {x!r}")
     if isinstance(x, numbers.Integral):
@@ -57,7 +60,7 @@ def _rational(x):
 def _sequence(name, values):
     """A sequence of numbers or SymPy expressions (a moment or cumulant sequence), each through :func:`_rational`,
     or ValueError naming ``name``: not a sequence, an entry that is no number, or NaN/±inf."""
-    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__") or getattr(values, "ndim", 1) == 0:
         raise ValueError(f"{name} must be a sequence of numbers or SymPy expressions, got {values!r:.60}")
     out = []
     for i, x in enumerate(values):
@@ -94,9 +97,7 @@ def _parameter(name, x, *, lo=None, lo_open=False, hi=None):
 
 def _order(K, name="K"):
     """The number of moments asked for: an integer K ≥ 0, or ValueError naming K."""
-    if isinstance(K, bool) or not isinstance(K, numbers.Integral) or K < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {K!r:.60}")
-    return int(K)
+    return integer_at_least(name, K, 0)
 
 
 def _tidy(x):

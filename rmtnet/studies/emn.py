@@ -67,7 +67,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from rmtnet import experiments
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, scalar
 
 from rmtnet.nets.models import EMN
 
@@ -163,6 +163,7 @@ def sum_class_counts(n: int, diagonal: bool = True) -> list[int]:
     >>> sum(sum_class_counts(5)) == 2 ** 15
     True
     """
+    diagonal = boolean("diagonal", diagonal)
     n = integer_at_least("n", n)
     return list(_sum_class_counts(n, bool(diagonal)))
 
@@ -246,6 +247,7 @@ def class_allocation(n: int, size: int | None = None, diagonal: bool = True) -> 
     >>> int(class_allocation(5).sum()) == training_size(5)
     True
     """
+    diagonal = boolean("diagonal", diagonal)
     n = integer_at_least("n", n)
     size = training_size(n) if size is None else integer_at_least("size", size)
     return np.array(_class_allocation(n, size, bool(diagonal)), dtype=np.int64)
@@ -298,11 +300,13 @@ def sample_symmetric_binary(n: int, total: int, size: int, rng=None, diagonal: b
     >>> bool((A == A.transpose(0, 2, 1)).all())
     True
     """
+    diagonal = boolean("diagonal", diagonal)
     n = integer_at_least("n", n)
     size = integer_at_least("size", size, 0)
     rng = _rng(rng)
     pairs, diag = n * (n - 1) // 2, (n if diagonal else 0)
     s_max = 2 * pairs + diag
+    total = scalar(total)
     if isinstance(total, bool) or not isinstance(total, numbers.Integral) or not 0 <= total <= s_max:
         raise ValueError(f"total must be an integer in [0, {s_max}] for n = {n} (diagonal={diagonal}), got {total!r}")
     gs = [g for g in range(diag + 1) if (total - g) % 2 == 0 and 0 <= (total - g) // 2 <= pairs]
@@ -555,6 +559,7 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
     >>> history.matrices.tolist(), history.steps.tolist()
     ([3, 6], [12, 24])
     """
+    diagonal, progress = boolean("diagonal", diagonal), boolean("progress", progress)
     epochs, meta_epochs, lr, k, bs, size, use_numpy = _checked_training(
         model, condition, target, engine, epochs, meta_epochs, lr, samples_per_matrix, batch_size, size, callback)
     sgd = _MatrixSGD(model, use_numpy, lr=lr, k=k, batch_size=bs, epochs=epochs, target=target)
@@ -804,6 +809,7 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
         from threadpoolctl import threadpool_limits             # BLAS to one thread
     except ImportError:                                         # pragma: no cover
         threadpool_limits = contextlib.nullcontext
+    diagonal = boolean("diagonal", diagonal)
     one_of("dtype", dtype, tuple(DTYPES))
     n_test = integer_at_least("n_test", n_test)
     continuous = sample_test_pairs(n, n_test, 0.5, "uniform", seed=np.random.SeedSequence([test_seed, 0]))
@@ -854,6 +860,8 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
     >>> tidy.meta_epochs.tolist(), len(runs), tidy.run_key.nunique()
     ([1, 2], 1, 1)
     """
+    nested, diagonal = boolean("nested", nested), boolean("diagonal", diagonal)
+    progress, return_runs = boolean("progress", progress), boolean("return_runs", return_runs)
     conditions, ns, epochs, meta_epochs = (list(v) for v in (conditions, ns, epochs, meta_epochs))
     for c in conditions:
         one_of("conditions", c, CONDITIONS)

@@ -45,7 +45,6 @@ fitted slopes) and its result :class:`FreenessResult`. Float64 throughout, NumPy
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -54,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from .. import backend as B
+from .._validation import boolean, integer_at_least
 from ..spectra.network import mlp
 from ..spectra.sampling.montecarlo import propagate
 
@@ -72,9 +72,7 @@ _ELEMENTS_PER_CHUNK = 2 ** 23          # samples are drawn in chunks of at most 
 # validation
 
 def _int(name, v, lo=1):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
-        raise ValueError(f"{name} must be an integer ≥ {lo}, got {v!r}")
-    return int(v)
+    return integer_at_least(name, v, lo)
 
 
 def _choice(name, v, allowed):
@@ -87,7 +85,7 @@ def _sequence(name, v, what):
     """``v`` as a tuple (a lone string as a 1-tuple), or ValueError naming ``name`` if it is not a sequence."""
     if isinstance(v, str):
         return (v,)
-    if isinstance(v, (bytes, dict)) or not isinstance(v, Iterable):
+    if isinstance(v, (bytes, dict)) or not isinstance(v, Iterable) or getattr(v, "ndim", 1) == 0:
         raise ValueError(f"{name} must be {what}, got {v!r:.60}")
     return tuple(v)
 
@@ -289,6 +287,7 @@ def word_values(a, b, words=WORDS, *, diagonal_b=False):
     >>> {w: float(v) for w, v in word_values(a, a, diagonal_b=True).items()}
     {'ab': 1.0, 'abab': 5.0, 'abab_c': 1.0, 'ababab_c': 1.0}
     """
+    diagonal_b = boolean("diagonal_b", diagonal_b)
     words = _words(words)
     n = a.shape[-1]
     bd = b if diagonal_b else b.diagonal(axis1=-2, axis2=-1)

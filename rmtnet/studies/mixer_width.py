@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from rmtnet._validation import one_of
 from rmtnet.spectra import mixer
 from rmtnet.nets import data as datasets
 from rmtnet.nets.layers import MaskedLinear
@@ -24,8 +25,7 @@ LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
 
 def build(model, **kwargs):
     """A Mixer-family model by short name: ``"mixer"``, ``"rp"``, ``"swmlp"``, ``"monarch"``."""
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
+    one_of("model", model, sorted(MODELS))
     return MODELS[model](**kwargs)
 
 
@@ -45,8 +45,7 @@ def patched(dataset, patch, seed=0, canvas=None):
     ``canvas``: first centre the images on a zero canvas of that side (:func:`centre_pad`; 32 for MNIST gives
     S = 64 tokens of 4 × 4). Images are then zero-padded at the bottom and right when ``patch`` does not divide their
     side (28 = 3·10 − 2: S = 100)."""
-    if dataset not in LOADERS:
-        raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {dataset!r}")
+    one_of("dataset", dataset, sorted(LOADERS))
     data = LOADERS[dataset](seed=seed)
     if canvas is not None:
         data = data.map_x(lambda x: centre_pad(x, int(canvas)))

@@ -23,6 +23,7 @@ import time
 import torch
 from torch import nn
 
+from rmtnet._validation import one_of
 from rmtnet.nets import data as datasets
 from rmtnet.nets import ensembles as E
 from rmtnet.nets.metrics import total_distance
@@ -49,8 +50,7 @@ def _one_thread(fn):
 @functools.lru_cache(maxsize=4)
 def load(dataset: str) -> datasets.Dataset:
     """An offline classification set by name (``"mnist5k"``, ``"digits"``) with its seed-0 split (cached)."""
-    if dataset not in LOADERS:
-        raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {dataset!r}")
+    one_of("dataset", dataset, sorted(LOADERS))
     return LOADERS[dataset](seed=0)
 
 
@@ -167,8 +167,7 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
     total mask distance (Eq. 3.14) over its largest value: a pair of anti-masks has CD = √n, two independent 50 %
     masks CD ≈ √(n/2), so R gives ≈ 0.707 and 4 NP pairs (8 of the 56 ordered pairs are anti-masks) ≈ 0.749.
     """
-    if method not in BUDGET_METHODS:
-        raise ValueError(f"method must be one of {BUDGET_METHODS}, got {method!r}")
+    one_of("method", method, BUDGET_METHODS)
     if epochs % members or epochs % 2 or (epochs // 2) % members:
         raise ValueError(f"epochs must be divisible by 2·members = {2 * members}, got {epochs}")
     start = time.perf_counter()
@@ -231,9 +230,8 @@ def anneal_run(dataset: str, method: str, sparsity: float, schedule: str, mask: 
     evaluations made with the target sparsity in force (after epoch ε on; the thesis reports the best; for iterative
     pruning earlier epochs are less sparse), the accuracy before tuning (``pruned_accuracy``: the eval-mode mask at
     epoch 0, which for iterative pruning is the first step's sparsity) and the parent's accuracy."""
-    if method not in ANNEAL_METHODS:
-        raise ValueError(f"method must be one of {ANNEAL_METHODS}, got {method!r}")
-    if schedule not in ("constant", "onecycle"):
+    one_of("method", method, ANNEAL_METHODS)
+    if not isinstance(schedule, str) or schedule not in ("constant", "onecycle"):
         raise ValueError(f"schedule must be 'constant' or 'onecycle', got {schedule!r}")
     start = time.perf_counter()
     data = load(dataset)

@@ -28,7 +28,7 @@ from rmtnet.nets import data as datasets
 from rmtnet.nets.layers import MaskedLinear, gaussian_, generator
 from rmtnet.nets.training import train
 from rmtnet._optional import require
-from rmtnet._validation import positive_integers
+from rmtnet._validation import boolean, positive_integers
 
 N_IN, N_CLASSES, BASE_WIDTH = 784, 10, 8
 
@@ -52,6 +52,7 @@ class WideSparseMLP(nn.Module):
     def __init__(self, width, base_width=BASE_WIDTH, sparse=True, n_in=N_IN, n_classes=N_CLASSES, seed=None):
         super().__init__()
         positive_integers(width=width, base_width=base_width, n_in=n_in, n_classes=n_classes)
+        sparse = boolean("sparse", sparse)
         self.width, self.base_width, self.sparse = int(width), int(base_width), bool(sparse)
         if self.sparse and not self.base_width <= self.width <= max_width(base_width, n_in, n_classes):
             raise ValueError(f"width must lie in [base_width, {max_width(base_width, n_in, n_classes)}] for a sparse "
@@ -99,7 +100,7 @@ def width_at_fixed_weights_run(width, kind="sparse", base_width=BASE_WIDTH, epoc
     """One point of the sweep: train :class:`WideSparseMLP` (``kind`` ``"sparse"``: at the baseline's weights;
     ``"dense"``: all 794·w) by plain SGD and return its final train/test error and loss, the number of weights and
     the hidden layer's kept fraction."""
-    if kind not in ("sparse", "dense"):
+    if not isinstance(kind, str) or kind not in ("sparse", "dense"):
         raise ValueError(f"kind must be 'sparse' or 'dense', got {kind!r}")
     t0 = time.perf_counter()
     data = mnist_subset(int(n_train))

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from ... import backend as B
-from rmtnet._validation import ConvergenceError, real_scalar
+from rmtnet._validation import ConvergenceError, real_scalar, whole_number
 from ..continuation import Descent
 from ..measures import Measure, atom_cauchy
 
@@ -53,9 +53,7 @@ class Subordination(Measure):
         self.factors = factors                        # list of (Measure, t)
         self.T = float(sum(t for _, t in factors))
         self.tol = real_scalar("tol", tol, lo=0, lo_open=True)
-        if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-        self.max_iter = int(max_iter)
+        self.max_iter = whole_number("max_iter", max_iter, 1)
 
     # --- pieces a subclass defines --------------------------------------------------------------------------
     def _inner(self, mu, w):            # (R_i, R_i') with R_i = 1/F_i: 1/M_i for ⊠, 1/G_i for ⊞

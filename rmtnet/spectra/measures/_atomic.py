@@ -8,7 +8,7 @@ import numpy as np
 from scipy import integrate
 
 from ... import backend as B
-from rmtnet._validation import finite_array, integer_at_least, probability_vector, real_scalar
+from rmtnet._validation import boolean, finite_array, integer_at_least, probability_vector, real_scalar
 from ._base import Measure
 from ._cauchy import atom_cauchy, binned_cauchy
 from ._quadrature import adaptive_tanh_sinh, apply_elementwise, tanh_sinh_pieces
@@ -170,6 +170,7 @@ class GridDensity(Measure):
     """
 
     def __init__(self, x, density, atoms=None, normalize=False):
+        normalize = boolean("normalize", normalize)
         x = finite_array("x", x).ravel()
         rho = finite_array("density", density).ravel()
         if x.size < 2 or x.shape != rho.shape:

@@ -10,7 +10,8 @@ from scipy import special
 
 from ... import backend as B
 from rmtnet._system import check_allocation
-from rmtnet._validation import (finite_array, integer_at_least, moment_order, probabilities, real_scalar)
+from rmtnet._validation import (boolean, finite_array, integer_at_least, moment_order, probabilities,
+                                 real_scalar)
 from ._quadrature import EDGE_ULPS, apply_elementwise, edge_tail, hermite_at, tanh_sinh_pieces
 from ._tables import CdfTables
 
@@ -667,6 +668,7 @@ class Measure(CdfTables):
         integral there with lb and ub, minding an atom at the split point, which both halves would count). Mass the
         quadrature's nodes cannot reach in float64 (:meth:`edge_tails`: the deep-network laws with mass below
         1e-300) is not included."""
+        conditional = boolean("conditional", conditional)
         if func is None:
             func = _identity
         elif not callable(func):

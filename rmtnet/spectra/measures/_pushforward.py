@@ -6,7 +6,7 @@ import numpy as np
 from scipy import special
 from scipy.optimize import elementwise
 
-from rmtnet._validation import ConvergenceError, integer_at_least, probability_vector, real_scalar
+from rmtnet._validation import ConvergenceError, integer_at_least, probability_vector, real_scalar, whole_number
 from ._base import Measure
 from ._cauchy import binned_cauchy
 from ._quadrature import apply_elementwise, tanh_sinh_pieces
@@ -268,8 +268,7 @@ class GaussianPushforward(Measure):
             raise ValueError("f must be a callable h -> f(h) acting elementwise on arrays")
         self.f = f
         self.q = real_scalar("q", q, lo=0, lo_open=True)
-        if isinstance(n_panels, bool) or int(n_panels) != n_panels or n_panels < 8:
-            raise ValueError(f"n_panels must be an integer ≥ 8, got {n_panels!r}")
+        n_panels = whole_number("n_panels", n_panels, 8)
         n_gauss = integer_at_least("n_gauss", n_gauss, 1)
         width = real_scalar("width", width, lo=0, lo_open=True)
         sd = np.sqrt(self.q)

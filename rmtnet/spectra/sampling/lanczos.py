@@ -66,7 +66,7 @@ from ... import backend as B
 from rmtnet._progress import bar, check_progress
 from rmtnet._system import check_allocation
 from rmtnet._validation import (ConvergenceError, boolean, integer_at_least, moment_order, one_of,
-                      real_scalar)
+                      real_scalar, scalar)
 from ..measures import GridDensity, Measure, PointMasses, binned_cauchy
 
 __all__ = ["slq", "top_eigenvalues", "SpectralQuadrature", "LinearCdf", "as_block_operator"]
@@ -117,7 +117,7 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
      [0. 2. 0.]
      [0. 0. 2.]] 3 numpy
     """
-    own = getattr(operator, "backend", None)
+    own, block = getattr(operator, "backend", None), boolean("block", block)
     if isinstance(operator, np.ndarray) or (_module(operator) == "cupy" and hasattr(operator, "ndim")):
         if operator.ndim != 2 or operator.shape[0] != operator.shape[1]:
             raise ValueError(f"operator must be a square matrix, got shape {operator.shape}")
@@ -154,6 +154,26 @@ def as_block_operator(operator, dim=None, backend=None, block=True):
         return operator, m, be
     xp = B.native(be)
     return (lambda X: xp.stack([operator(X[:, j]) for j in range(X.shape[1])], axis=1)), m, be
+
+
+def _check_symmetric(operator):
+    """ValueError naming ``operator`` where it is a dense or sparse matrix (NumPy, CuPy, SciPy, cupyx) that is not
+    symmetric: max |A − Aᵀ| above √ε · max |A| (ε of its dtype: room for the round-off of a product such as WᵀW).
+    One pass over the entries, cheaper than one Lanczos step's reorthogonalisation. Matrix-free operators and
+    callables are not checked (that would cost matrix-vector products)."""
+    dense = isinstance(operator, np.ndarray) or (_module(operator) == "cupy" and hasattr(operator, "ndim"))
+    if not (dense or sparse.issparse(operator) or _module(operator) == "cupyx" and hasattr(operator, "tocsr")):
+        return
+    if operator.dtype.kind not in "fiu":
+        return
+    operator = operator if dense else operator.tocsr()         # (dia and coo matrices have no max)
+    diff, size = operator - operator.T, abs(operator).max()
+    gap, size = float(abs(diff).max()) if diff.size else 0.0, float(size) if operator.size else 0.0
+    tol = float(np.sqrt(np.finfo(np.result_type(operator.dtype, np.float32)).eps)) * size
+    if gap > tol:
+        raise ValueError(f"operator must be a symmetric matrix (Lanczos quadrature is for symmetric A), got "
+                         f"max |A - A^T| = {gap:.3g} against max |A| = {size:.3g} (allowed {tol:.3g}); pass "
+                         f"(A + A^T)/2 for the symmetric part")
 
 
 def _dim(m, dim):
@@ -280,8 +300,9 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
     """Spectral measure of a symmetric operator A by stochastic Lanczos quadrature (module docstring).
 
     operator: a square array, sparse matrix, LinearOperator, an operator of :mod:`rmtnet.spectra.sampling.operators`, or a
-    callable (see :func:`as_block_operator`; ``dim``, ``backend``, ``block`` as there). Symmetry is assumed, not
-    checked.
+    callable (see :func:`as_block_operator`; ``dim``, ``backend``, ``block`` as there). Symmetry is checked for dense
+    and sparse matrices (max |A − Aᵀ| ≤ √ε · max |A|, else ValueError naming ``operator``), assumed, not checked,
+    for matrix-free operators and callables.
     n_steps: Lanczos steps k per probe, 1 ≤ k ≤ m (the quadrature has k nodes; moments exact to order 2k − 1).
     n_probes: independent probes, run side by side as one (m, n_probes) block per operator call.
     probe: ``"rademacher"`` (±1 entries) or ``"gaussian"``, normalised to unit length; drawn from ``seed``.
@@ -332,6 +353,7 @@ def slq(operator, n_steps=80, n_probes=8, *, probe="rademacher", seed=None, reor
     [1. 2. 3. 4.] [0.25 0.25 0.25 0.25]
     """
     f, m, be = as_block_operator(operator, dim, backend, boolean("block", block))
+    _check_symmetric(operator)
     n_steps = integer_at_least("n_steps", n_steps, 1)
     if n_steps > m:
         raise ValueError(f"n_steps must lie in [1, m] = [1, {m}], got {n_steps}")
@@ -464,7 +486,7 @@ class SpectralQuadrature(PointMasses):
         >>> print(f"{rho.cdf(1e3):.6f}", f"{rho.mean():.3f}")
         1.000000 50.500
         """
-        n_grid = integer_at_least("n_grid", n_grid, 16)
+        n_grid, log = integer_at_least("n_grid", n_grid, 16), boolean("log", log)
         if sigma is not None:
             sigma = real_scalar("sigma", sigma, lo=0.0, lo_open=True)
         top = self.top
@@ -718,8 +740,10 @@ def top_eigenvalues(operator, k=1, *, tol=1e-10, maxiter=None, ncv=None, seed=0,
     [100.  99.  98.]
     """
     f, m, be = as_block_operator(operator, dim, backend, boolean("block", block))
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k < m:
+    _check_symmetric(operator)
+    if isinstance(scalar(k), bool) or not isinstance(scalar(k), numbers.Integral) or not 1 <= scalar(k) < m:
         raise ValueError(f"k must be an integer in [1, m - 1] = [1, {m - 1}], got {k!r}")
+    k = int(scalar(k))
     tol = real_scalar("tol", tol, lo=0.0, hi=1.0, lo_open=True)
     if maxiter is not None:
         maxiter = integer_at_least("maxiter", maxiter, 1)

@@ -10,7 +10,7 @@ import numpy as np
 from ... import backend as B
 from rmtnet._progress import bar, check_progress
 from rmtnet._system import check_allocation
-from rmtnet._validation import finite_array, input_rows, one_of, positive_integers
+from rmtnet._validation import boolean, finite_array, input_rows, integer_at_least, one_of, positive_integers
 from ..network import check_network
 from ..meanfield import normalised_activation
 from .random_matrices import (free_product_eigs, ginibre, ginibre_product_eigs, haar_isometry, haar_orthogonal,
@@ -161,6 +161,7 @@ def sample_jacobian_eigs(net, width=None, n_samples=1, seed=None, backend=None, 
     (400,) 0.5 1.0
     """
     net = check_network("net", net)
+    return_floor = boolean("return_floor", return_floor)
     progress = check_progress(progress)
     positive_integers(n_samples=n_samples)
     widths, _, name = _layer_sizes(net, width)
@@ -229,7 +230,7 @@ def sample_fisher_eigs(net, width=None, n_samples=1, seed=None, backend=None, qh
     xp = B.native(backend)
     if len(set(net.scaled_widths(width))) != 1:
         raise ValueError("sample_fisher_eigs needs equal widths (a square network)")
-    if qhat not in ("empirical", "mean_field"):
+    if not isinstance(qhat, str) or qhat not in ("empirical", "mean_field"):
         raise ValueError(f"qhat must be 'empirical' or 'mean_field', got {qhat!r}")
     positive_integers(n_samples=n_samples)
     _, widest, name = _layer_sizes(net, width)
@@ -361,6 +362,7 @@ def ntk_gram(X, weights, readout, activation, return_parts=False):
     >>> print(np.allclose(K, X.T @ W.T @ W @ X / 4 + (w.T @ w) * (X.T @ X) / 4))
     True
     """
+    return_parts = boolean("return_parts", return_parts)
     xp = B.module_of(X)
     feats, pre = [X], []
     for w in weights:
@@ -448,7 +450,7 @@ def sample_ntk(net, n_data, X=None, width=None, n_samples=1, seed=None, backend=
                          f"sigma_b=0, got {net.weights!r}, {net.sigma_w}, {net.sigma_b}")
     positive_integers(n_data=n_data, n_samples=n_samples)
     one_of("readout", readout, READOUTS)
-    progress = check_progress(progress)
+    progress, return_parts = check_progress(progress), boolean("return_parts", return_parts)
     xp, rng = B.native(backend), B.rng(seed, backend)
     widths = _ntk_widths(net, width, n_data, n_samples, backend)
     if X is None:
@@ -513,9 +515,7 @@ SAMPLERS = ("weights", "marginal")
 
 
 def _count(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
+    return integer_at_least(name, v, 1)
 
 
 def _nngp_batch(sampler, widths, nb, S, max_bytes, width=None, backend=None):
@@ -569,10 +569,10 @@ def sample_nngp_kernel(net, X, width=None, n_samples=1, seed=None, backend=None,
     """
     net = check_network("net", net)
     X = input_rows("X", X)
+    return_all, return_samples = boolean("return_all", return_all), boolean("return_samples", return_samples)
     S = _count("n_samples", n_samples)
     progress = check_progress(progress)
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    one_of("sampler", sampler, SAMPLERS)
     if sampler == "marginal" and net.weights != "gaussian":
         raise ValueError("sampler='marginal' needs net.weights == 'gaussian'; use sampler='weights'")
     if width is not None:

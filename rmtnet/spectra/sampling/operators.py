@@ -57,7 +57,7 @@ from scipy import sparse
 
 from ... import backend as B
 from rmtnet._system import check_allocation
-from rmtnet._validation import integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, seed_value
 from ..network import check_network
 from .random_matrices import layer_weights, random_input
 
@@ -352,7 +352,7 @@ def bernoulli_csr(n_out, n_in, density, std, seed):
     (100, 200) True
     """
     p = real_scalar("density", density, lo=0.0, hi=1.0, lo_open=True)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed_value("seed", seed))
     total = int(n_out) * int(n_in)
     chunks, last = [], -1
     while True:
@@ -476,6 +476,7 @@ class StructuredNetwork:
     """
 
     def __init__(self, layers, activation, x0, *, biases=None, last_activation=True, backend="numpy", net=None):
+        last_activation = boolean("last_activation", last_activation)
         self.layers = [list(layer) for layer in layers]
         if not self.layers or any(not layer for layer in self.layers):
             raise ValueError("layers must be a non-empty list of non-empty factor lists")
