@@ -372,3 +372,18 @@ def _table_entropy(lam):
         return MarchenkoPastur(lam).entropy()
     finally:
         MarchenkoPastur.TINY_RATIO = threshold
+
+
+def test_gaussian_pushforward_of_a_function_vanishing_in_float64_tails_has_mass_one():
+    """φ′(h)² = (1 − tanh²h)² is exactly 0.0 beyond |h| ≈ 19 in float64: the tail of the order-0 integrand (the
+    Gaussian weight alone) must still vanish there. It was taken as 1 where f = c, so the tanh Jacobian law on the
+    critical line raised ConvergenceError ("mass beyond 576 standard deviations"). Reference: scipy quad."""
+    from scipy import integrate, stats
+    q = 1.3179389989721502
+    f = lambda h: (1 - np.tanh(h) ** 2) ** 2                                    # noqa: E731
+    law = gaussian_pushforward(f, q)
+    pdf = stats.norm(scale=math.sqrt(q)).pdf
+    m1 = integrate.quad(lambda h: f(h) * pdf(h), -40, 40, epsabs=1e-15, limit=200)[0]
+    m2 = integrate.quad(lambda h: f(h) ** 2 * pdf(h), -40, 40, epsabs=1e-15, limit=200)[0]
+    assert law.moment(0) == pytest.approx(1.0, abs=1e-14)
+    assert law.var() == pytest.approx(m2 - m1 ** 2, rel=1e-12)

@@ -427,9 +427,12 @@ class GaussianPushforward(Measure):
                                 f"of order {k} has converged: that moment of the law of f(h) does not exist in "
                                 f"float64 ({self!r})")
         d = y - c
+        log_phi = -0.5 * h * h / self.q - 0.5 * np.log(2 * np.pi * self.q)
+        if k == 0:                                   # (f − c)⁰ = 1 wherever f = c too: the Gaussian weight alone
+            return np.exp(log_phi) / self._norm
         with np.errstate(divide="ignore"):
-            log_g = k * np.log(np.abs(d)) - 0.5 * h * h / self.q - 0.5 * np.log(2 * np.pi * self.q)
-        return np.where(d == 0, 0.0 if k else 1.0, np.sign(d) ** k * np.exp(log_g)) / self._norm
+            log_g = k * np.log(np.abs(d)) + log_phi
+        return np.where(d == 0, 0.0, np.sign(d) ** k * np.exp(log_g)) / self._norm
 
     def _tail(self, integrand, side, size, what):
         """∫ over side·h > H of ``integrand`` (a function of h: (f(h) − c)^k φ_q(h), func(f(h)) φ_q(h)), by the
