@@ -12,10 +12,33 @@ mis-shaped arrays — the other arguments valid. The oracle, per case (:func:`ch
 * an argument at the edge of the domain (finite but beyond ~1e150 in size, or a float such as 3.0 standing for an
   integer) may do either.
 
+Beside the bad values above, six classes of input are generated for every entry point they apply to, each by a
+named generator with its own test (the helpers they share are in ``tests/fuzz_inputs.py``):
+
+* :func:`numeric_scalar_types` — every number of every table also as NumPy float64/float32/int64/int32 scalars,
+  0-d NumPy arrays and 0-d torch tensors, judged by the value they hold (:func:`fuzz_inputs.by_value`; the domains
+  :func:`_is_real`, :func:`real_in`, :func:`int_at_least`, :func:`finite_real_array` read them so too), and a
+  1-element 1-d array, judged as an array (:func:`test_numeric_scalar_types`);
+* truthy non-booleans (1, 0, "yes", "False", None, [True] …) for every boolean flag of the public functions and
+  classes, the :data:`FLAGS` table (:func:`test_flags`);
+* every kind of path for every path argument, the :data:`PATHS` table: a refusal names the argument (a damaged
+  store or checkpoint: the file, and the line), never a raw OSError/KeyError/JSONDecodeError, and leaves every
+  file as it was (:func:`test_paths`);
+* sizes past memory (10⁷ … 10¹³ where that needs over 4× the machine's memory), the :data:`MEMORY` table: refused
+  within 5 s naming the argument and the memory needed; each call runs in a forked child under a time and an
+  address-space limit, so that a regression fails instead of hanging (:func:`test_sizes_past_memory`);
+* callables that return the wrong thing (:data:`CALLABLES`, :func:`test_bad_callables`);
+* NaN and ±inf inside sweep grids and results, and discrete gradient descent past 2N/λ_max
+  (:func:`test_nan_in_grids_and_results`).
+
+With ``RMTNET_FUZZ_COLLECT=FILE`` the tests of these classes append every failing case to FILE (one JSON line
+each) and pass, to list them all in one run.
+
 Counts (the default, derandomised profile): each test below states its examples per entry point; in total the
 default run generates at least 1000 cases (asserted by :func:`test_generated_case_count` when the whole module
-runs; about 4600 at present, in about 17 s on one core). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many
-(about 41 000 cases, about 90 s), fresh each run.
+runs; about 7000 at present, about 4600 of them in the tables, in about 17 s on one core, and the six classes
+above about 30 s). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many from the strategies (the paths, callables
+and NaN cases are fixed lists, run once), fresh each run.
 """
 from __future__ import annotations
 
@@ -2065,6 +2088,11 @@ def path_value(kind, tmp, suffix, want):
     if kind == "file_as_dir":
         (tmp / "blocker").write_text("a file standing where a folder is wanted\n")
         return (tmp / "blocker") if want == "dir" else tmp / "blocker" / f"out{suffix}", None
+    if kind == "under_file":
+        (tmp / "blocker").write_text("a file standing where a folder is wanted\n")
+        return tmp / "blocker" / "sub", None
+    if kind == "odd_name":
+        return tmp / "a folder ü" / f"out put é{suffix}", None
     if kind == "dir_as_file":
         (tmp / "adir").mkdir()
         return tmp / "adir", None
@@ -2096,7 +2124,10 @@ def path_value(kind, tmp, suffix, want):
 
 
 T, F, E = True, False, None                    # valid, invalid, at the edge (a named refusal or a success)
-WRITE_FILE = dict(str=T, pathlib=T, bytes=E, none=T, int=F, missing=E, file_as_dir=F, dir_as_file=F, readonly=F)
+WRITE_FILE = dict(str=T, pathlib=T, bytes=E, none=T, int=F, missing=E, odd_name=E, file_as_dir=F, dir_as_file=F,
+                  readonly=F)
+WRITE_DIR = dict(str=T, pathlib=T, bytes=E, none=F, int=F, missing=T, odd_name=T, file_as_dir=F, under_file=F,
+                 readonly=F)
 # (entry point.argument, the argument, call, what it wants, the file suffix, verdict per kind)
 PATHS = [
     ("train.checkpoint", "checkpoint", lambda v: _tiny_train(checkpoint=v), "checkpoint", ".pt",
@@ -2112,11 +2143,9 @@ PATHS = [
     ("sharpness_sweep.store", "store", lambda v: len(sharp_study.sharpness_sweep([0.5], store=v, **SS_RUN)), "store",
      ".csv", {"int": F, "file_as_dir": F, "dir_as_file": F, "not_a_store": F, "corrupt_json_store": F}),
     ("plot.save.path", "path", lambda v: plot.save(_figure(), v), "file", ".png", {**WRITE_FILE, "none": F}),
-    ("figures.output_dir.outdir", "outdir", figures.output_dir, "dir", "",
-     dict(str=T, pathlib=T, bytes=E, none=F, int=F, missing=T, file_as_dir=F, readonly=F)),
-    ("figures.make.outdir", "outdir", lambda v: _make(outdir=v), "dir", "",
-     dict(str=T, pathlib=T, bytes=E, none=F, int=F, missing=T, file_as_dir=F, readonly=F)),
-    ("cli.run.--outdir", "outdir", _cli_outdir, "dir", "", dict(file_as_dir=F, readonly=F)),
+    ("figures.output_dir.outdir", "outdir", figures.output_dir, "dir", "", WRITE_DIR),
+    ("figures.make.outdir", "outdir", lambda v: _make(outdir=v), "dir", "", WRITE_DIR),
+    ("cli.run.--outdir", "outdir", _cli_outdir, "dir", "", dict(file_as_dir=F, under_file=F, readonly=F)),
 ]
 PATH_CASES = [(row, kind) for row in PATHS for kind in row[5] if not (kind == "readonly" and fi.AS_ROOT)]
 
@@ -2142,8 +2171,8 @@ def _judge_refusal(name, arg, kind, value, exc, path_named):
 def test_paths(row, kind):
     """Every path argument (train's checkpoint and metrics, sweep stores, read_store, plot.save, the figures'
     outdir, the CLI's --outdir) with every kind of path: str, pathlib.Path, bytes, None, an int, a missing parent
-    folder, a file where a folder is wanted, a folder where a file is wanted, a read-only folder (not as root, which
-    ignores it), one path for two outputs, an ordinary CSV that is not a runs store, a store with CRLF line ends
+    folder, spaces and non-ASCII letters in the names, a file where a folder is wanted (or above it), a folder where a
+    file is wanted, a read-only folder (not as root, which ignores it), one path for two outputs, an ordinary CSV that is not a runs store, a store with CRLF line ends
     (every run kept), a store or a checkpoint with a damaged line. A refusal names the argument (the file and line
     for a damaged one) and leaves every file as it was."""
     name, arg, call, want, suffix, verdicts = row
@@ -2255,7 +2284,7 @@ def test_sizes_past_memory(name, arg, call, need):
 
 
 # --- bad_callables(): user functions that return the wrong thing ----------------------------------------------------
-def _raises(*args):
+def _raises(*args, **kwargs):
     raise RuntimeError("raised inside the user's function")
 
 
