@@ -2171,10 +2171,10 @@ def _judge_refusal(name, arg, kind, value, exc, path_named):
 def test_paths(row, kind):
     """Every path argument (train's checkpoint and metrics, sweep stores, read_store, plot.save, the figures'
     outdir, the CLI's --outdir) with every kind of path: str, pathlib.Path, bytes, None, an int, a missing parent
-    folder, spaces and non-ASCII letters in the names, a file where a folder is wanted (or above it), a folder where a
-    file is wanted, a read-only folder (not as root, which ignores it), one path for two outputs, an ordinary CSV that is not a runs store, a store with CRLF line ends
-    (every run kept), a store or a checkpoint with a damaged line. A refusal names the argument (the file and line
-    for a damaged one) and leaves every file as it was."""
+    folder, spaces and non-ASCII letters in the names, a file where a folder is wanted (or above it), a folder where
+    a file is wanted, a read-only folder (not as root, which ignores it), one path for two outputs, an ordinary CSV
+    that is not a runs store, a store with CRLF line ends (every run kept), a store or a checkpoint with a damaged
+    line. A refusal names the argument (the file and line for a damaged one) and leaves every file as it was."""
     name, arg, call, want, suffix, verdicts = row
     verdict = verdicts[kind]
     CASES["paths"] += 1
