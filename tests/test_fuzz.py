@@ -12,17 +12,42 @@ mis-shaped arrays — the other arguments valid. The oracle, per case (:func:`ch
 * an argument at the edge of the domain (finite but beyond ~1e150 in size, or a float such as 3.0 standing for an
   integer) may do either.
 
+Beside the bad values above, six classes of input are generated for every entry point they apply to, each by a
+named generator with its own test (the helpers they share are in ``tests/fuzz_inputs.py``):
+
+* :func:`numeric_scalar_types` — every number of every table also as NumPy float64/float32/int64/int32 scalars,
+  0-d NumPy arrays and 0-d torch tensors, judged by the value they hold (:func:`fuzz_inputs.by_value`; the domains
+  :func:`_is_real`, :func:`real_in`, :func:`int_at_least`, :func:`finite_real_array` read them so too), and a
+  1-element 1-d array, judged as an array (:func:`test_numeric_scalar_types`);
+* truthy non-booleans (1, 0, "yes", "False", None, [True] …) for every boolean flag of the public functions and
+  classes, the :data:`FLAGS` table (:func:`test_flags`);
+* every kind of path for every path argument, the :data:`PATHS` table: a refusal names the argument (a damaged
+  store or checkpoint: the file, and the line), never a raw OSError/KeyError/JSONDecodeError, and leaves every
+  file as it was (:func:`test_paths`);
+* sizes past memory (10⁷ … 10¹³ where that needs over 4× the machine's memory), the :data:`MEMORY` table: refused
+  within 5 s naming the argument and the memory needed; each call runs in a forked child under a time and an
+  address-space limit, so that a regression fails instead of hanging (:func:`test_sizes_past_memory`);
+* callables that return the wrong thing (:data:`CALLABLES`, :func:`test_bad_callables`);
+* NaN and ±inf inside sweep grids and results, and discrete gradient descent past 2N/λ_max
+  (:func:`test_nan_in_grids_and_results`).
+
+With ``RMTNET_FUZZ_COLLECT=FILE`` the tests of these classes append every failing case to FILE (one JSON line
+each) and pass, to list them all in one run.
+
 Counts (the default, derandomised profile): each test below states its examples per entry point; in total the
 default run generates at least 1000 cases (asserted by :func:`test_generated_case_count` when the whole module
-runs; about 4600 at present, in about 17 s on one core). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many
-(about 41 000 cases, about 90 s), fresh each run.
+runs; about 8800 at present: about 6200 from the tables, in about 17 s on one core, and about 2600 from the six
+classes above, in about 25 s on today's main, where most of it is the sizes' 5 s time guards). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many from the strategies (the paths, callables
+and NaN cases are fixed lists, run once), fresh each run.
 """
 from __future__ import annotations
 
+import atexit
 import math
 import numbers
 import os
 import re
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -45,6 +70,8 @@ from rmtnet.spectra import (Affine, Arcsine, Bernoulli, Empirical, FussCatalan, 
 from rmtnet._validation import ConvergenceError
 from rmtnet.spectra.sampling.random_matrices import free_product_eigs, ginibre_product_eigs, wishart_eigs
 from rmtnet.spectra.sampling import montecarlo
+
+from fuzz_inputs import by_value
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -118,6 +145,7 @@ def matrices(n_cols=3):
 
 # --- domains: True inside, False outside, None at the edge (either outcome is fine) ---------------------------------
 def _is_real(v):
+    v = by_value(v)                      # NumPy/torch scalars and 0-d arrays by the number they hold
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
@@ -134,6 +162,7 @@ def real_in(lo=None, hi=None, lo_open=False, hi_open=False, huge=1e150):
 
 def int_at_least(lo):
     def valid(v):
+        v = by_value(v)
         if isinstance(v, bool):
             return False
         if isinstance(v, numbers.Integral):
@@ -145,7 +174,7 @@ def int_at_least(lo):
 
 
 def finite_real_array(v):
-    if isinstance(v, (str, bytes, dict)) or v is None or isinstance(v, bool):
+    if isinstance(v, (str, bytes, dict)) or v is None or isinstance(by_value(v), bool):
         return False
     try:
         a = np.asarray(v, dtype=float)
@@ -1296,6 +1325,7 @@ from rmtnet.studies import trained_spectra as ts  # noqa: E402
 
 _TS_RUNS = {}
 TS_DIR = tempfile.mkdtemp(prefix="rmtnet-fuzz-ts-")
+atexit.register(shutil.rmtree, TS_DIR, ignore_errors=True)   # the spectra_run rows' weights, gone after the run
 
 
 def ts_runs():
@@ -1681,6 +1711,759 @@ def test_similarity(name, arg, call, valid, values):
     """CKA (linear, RBF, debiased), minibatch CKA and the features of torch models (13 × 15 cases): a finite CKA or
     a named refusal (constant features, or an RBF bandwidth that makes the Gram matrix constant, are named)."""
     check_generated("similarity", 15, name, arg, call, valid, values())
+
+
+# =====================================================================================================================
+# Input classes of round two: each a generator used by rows across the tables, each with its own test below.
+# =====================================================================================================================
+import json                                                              # noqa: E402
+import warnings                                                          # noqa: E402
+
+import fuzz_inputs as fi                                                 # noqa: E402
+from rmtnet import cli, figures                                          # noqa: E402
+from rmtnet.experiments import read_store, SweepError                    # noqa: E402
+
+COLLECT = os.environ.get("RMTNET_FUZZ_COLLECT")       # a file: record every failing case there instead of failing
+
+
+def judge(test, name, arg, call, valid, value, label=""):
+    """:func:`check`, or with ``RMTNET_FUZZ_COLLECT`` set, the failure appended to that file (one JSON line) and
+    the case passed: the whole list of failing cases of a class in one run."""
+    try:
+        return check(test, name, arg, call, valid, value)
+    except (AssertionError, pytest.fail.Exception) as exc:
+        if not COLLECT:
+            raise
+        record(test, name, arg, f"{label} {value!r}".strip(), str(exc))
+
+
+def record(test, name, arg, value, what):
+    with open(COLLECT, "a") as f:
+        f.write(json.dumps(dict(test=test, name=name, arg=arg, value=value[:200], what=what[:600])) + "\n")
+
+
+def fail(test, name, arg, value, what):
+    """A failing case of the classes below that :func:`check` does not judge (paths, sizes, callables, NaN)."""
+    if COLLECT:
+        record(test, name, arg, value, what)
+        return
+    pytest.fail(f"{name}({value}): {what}")
+
+
+# --- numeric_scalar_types(): every number of every table also as NumPy/torch scalars and 0-d arrays ----------------
+def _table_rows():
+    """Every row of every table above as ``(table, name, arg, call, valid)``, the laws' methods once per law."""
+    rows = [("measure_methods", f"{ln}.{m}", a, (lambda c, n: lambda v: c(law(n), v))(c, ln), ok)
+            for ln in LAW_NAMES for m, a, c, ok, _ in METHODS]
+    for table, items in [("constructors", CONSTRUCTORS), ("free", FREE), ("symbolic", SYMBOLIC), ("sweep", SWEEP)]:
+        rows += [(table, *row) for row in items]
+    for table, items in [("montecarlo", MONTECARLO), ("kernels_arch_plot", KERNELS), ("meanfield", MORE),
+                         ("ntk", NTK), ("ntk_law", NTK_LAW), ("freeness", FREENESS), ("operators", OPERATORS),
+                         ("nets", NETS), ("training", TRAINING), ("probes", PROBES), ("sharpness", SHARPNESS),
+                         ("stability", STABILITY), ("sharpness_study", SHARPNESS_STUDY), ("similarity", SIMILARITY),
+                         ("spectral_audit", AUDIT), ("trained_spectra", TRAINED)]:
+        rows += [(table, *row[:4]) for row in items]
+    return rows
+
+
+TABLE_ROWS = _table_rows()
+FORMS_PER_ROW = {"trained_spectra": 1, "ntk_law": 1, "freeness": 1, "sharpness_study": 1, "stability": 1,
+                 "training": 1, "spectral_audit": 1}   # the slow tables (a valid case trains or solves: up to a second)
+# the order the forms are tried in, from one row to the next: the forms that are not a float subclass first
+FORM_ORDER = ["0-d float array", "0-d float32 tensor", "np.int64", "0-d float64 tensor", "np.float32",
+              "0-d int64 tensor", "0-d int array", "np.int32", "1-element array", "np.float64"]
+
+
+def _verdict(valid, v):
+    """The row's domain at ``v``; a domain that cannot judge the value (it raises) leaves it at the edge."""
+    try:
+        return valid(v)
+    except Exception:                                                   # noqa: BLE001
+        return None
+
+
+def numeric_scalar_types(valid):
+    """Python numbers of :data:`fuzz_inputs.NUMBERS` (the row's valid ones twice as often), each to be taken in one
+    of :func:`fuzz_inputs.number_forms`: NumPy and torch scalars, 0-d arrays, a 1-element array."""
+    good = [x for x in fi.NUMBERS if _verdict(valid, x) is True]
+    return st.one_of(st.sampled_from(good), st.sampled_from(good), st.sampled_from(fi.NUMBERS)) if good else \
+        st.sampled_from(fi.NUMBERS)
+
+
+def _form(x, turn):
+    """The ``turn``-th form of :data:`FORM_ORDER` that ``x`` has (an int form only for an integral x)."""
+    forms = dict(fi.number_forms(x))
+    order = [label for label in FORM_ORDER if label in forms]
+    label = order[turn % len(order)]
+    return label, forms[label]
+
+
+@pytest.mark.parametrize("table, name, arg, call, valid", TABLE_ROWS, ids=[f"{r[0]}:{r[1]}" for r in TABLE_ROWS])
+def test_numeric_scalar_types(table, name, arg, call, valid):
+    """Every argument of every table above given numbers as NumPy float64/float32/int64/int32 scalars, 0-d NumPy
+    arrays and 0-d torch tensors (float and int): judged by the value they hold (accepted where the number is,
+    refused naming the argument where it is not); a 1-element 1-d array is judged by the row's own domain (a shape
+    error where a number is wanted). 2 cases a row (1 in the slow tables; the stress profile 10× as many), about 470
+    rows; the forms go round :data:`FORM_ORDER`, each row starting at another one."""
+    if _verdict(valid, "not a number") is True:
+        return                                   # a row whose domain holds only what its own strategy draws
+    turn = [TABLE_ROWS.index((table, name, arg, call, valid))]
+
+    @examples(FORMS_PER_ROW.get(table, 2))
+    @given(numeric_scalar_types(valid))
+    def run(x):
+        label, value = _form(x, turn[0])
+        turn[0] += 1
+        if name == "sweep.n_jobs" and (isinstance(fi.by_value(value), int) and (fi.by_value(value) > 1 or
+                                                                              fi.by_value(value) == -1)):
+            return                                                  # would start a pool of workers
+        scalar = label != "1-element array"
+        verdict = _verdict(valid, fi.by_value(value)) if scalar else _verdict(valid, value)
+        judge("numeric_scalar_types", f"{table}:{name}", arg, call, lambda v: verdict, value, label)
+    run()
+
+
+# --- truthy non-booleans for every boolean flag of the public entry points ------------------------------------------
+from rmtnet.nets import ensembles as ens                                 # noqa: E402
+from rmtnet.spectra import stability as stab                             # noqa: E402
+from rmtnet.spectra.sampling import operators as sops                    # noqa: E402
+from rmtnet.spectra.sampling.lanczos import as_block_operator            # noqa: E402
+from rmtnet.studies import emn as emn_study, wider_nets                  # noqa: E402
+
+_IMG = torch.zeros(2, 1, 4, 4)
+_TOKENS = nd.to_patches(_IMG, 2)
+_K = CX @ CX.T                                                           # a 6 × 6 Gram matrix
+
+
+def _ens_model():
+    return nm.MLP([4, 3, 2], seed=0)
+
+
+def _make(**kw):
+    """figures.make of a compute that returns one small table and a draw of one line, into a temporary folder."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    def compute(size, seed=0, backend=None):
+        return {"t": pd.DataFrame({"x": [0.0, 1.0], "y": [1.0, 2.0]})}
+
+    def draw(tables):
+        fig = Figure(figsize=(2, 2))
+        fig.add_subplot().plot(tables["t"].x, tables["t"].y)
+        return fig
+    with tempfile.TemporaryDirectory() as tmp:
+        return str(figures.make("fuzz", compute, draw, **{"outdir": tmp, **kw}))
+
+
+def _gd_mse(**kw):
+    predict_fn = predict.gradient_descent_mse(_K + np.eye(6), CY, learning_rate=0.1, **kw)
+    return predict_fn(1, np.zeros_like(CY))
+
+
+SLOW_FLAG_VALUES = [True, 1, "no", None, np.True_]
+# not here: nets.data.cifar10's download (it needs torchvision, not installed with rmtnet, before it reads a flag) and
+# activations.define_activation's homogeneous/replace (each case would register an activation for the whole run)
+
+# (entry point.flag, the flag, call, None is documented as valid, the values: all of FLAG_VALUES unless listed)
+FLAGS = [
+    ("sweep.progress", "progress", lambda v: _sweep(progress=v), False, None),
+    ("figures.make.full", "full", lambda v: _make(full=v), False, None),
+    ("standardise.per_feature", "per_feature", lambda v: nd.standardise(_X, per_feature=v), False, None),
+    ("to_patches.pad", "pad", lambda v: nd.to_patches(_IMG, 2, pad=v), False, None),
+    ("from_patches.pad", "pad", lambda v: nd.from_patches(_TOKENS, 2, (4, 4), pad=v), False, None),
+    ("Dataset.loader.shuffle", "shuffle", lambda v: len(list(TINY.loader(batch_size=4, shuffle=v))), True, None),
+    ("Dataset.loader.drop_last", "drop_last", lambda v: len(list(TINY.loader(batch_size=3, drop_last=v))), False,
+     None),
+    ("Batches.shuffle", "shuffle", lambda v: len(list(nd.Batches(_X, _Y, 4, shuffle=v))), False, None),
+    ("Batches.drop_last", "drop_last", lambda v: len(list(nd.Batches(_X, _Y, 3, drop_last=v))), False, None),
+    ("sample_masks.exact", "exact", lambda v: ens.sample_masks(_ens_model(), 0.5, exact=v), False, None),
+    ("partition_masks.balanced", "balanced", lambda v: ens.partition_masks(_ens_model(), 2, balanced=v), False,
+     None),
+    ("pruned_children.exact", "exact", lambda v: ens.pruned_children(_ens_model(), 2, exact=v), False, None),
+    ("stochastic_children.exact", "exact", lambda v: ens.stochastic_children(_ens_model(), 2, exact=v), False,
+     None),
+    ("noisy_children.mirrored", "mirrored", lambda v: ens.noisy_children(_ens_model(), 4, 0.1, mirrored=v), False,
+     None),
+    ("ensemble_predict.include_parent", "include_parent",
+     lambda v: ens.ensemble_predict([_ens_model()] * 2, _X, parent=_ens_model(), include_parent=v), False, None),
+    ("evaluate_ensemble.include_parent", "include_parent",
+     lambda v: ens.evaluate_ensemble([_ens_model()] * 2, _X, _Y, parent=_ens_model(), include_parent=v), False,
+     None),
+    ("evaluate_ensemble.diversity", "diversity",
+     lambda v: ens.evaluate_ensemble([_ens_model()] * 2, _X, _Y, diversity=v), False, None),
+    ("tune.progress", "progress", lambda v: ens.tune(_ens_model(), TINY, 1, batch_size=4, progress=v), False,
+     SLOW_FLAG_VALUES),
+    ("OneCycle.cycle_momentum", "cycle_momentum", lambda v: vars(ens.OneCycle(cycle_momentum=v)), False, None),
+    ("MaskedLinear.bias", "bias", lambda v: nl.MaskedLinear(4, 3, bias=v, seed=0), False, None),
+    ("SparseMaskedLinear.bias", "bias", lambda v: nl.SparseMaskedLinear(4, 3, density=0.5, bias=v, seed=0), False,
+     None),
+    ("TokenMixing.bias", "bias", lambda v: nl.TokenMixing(4, 3, bias=v, seed=0), False, None),
+    ("ChannelMixing.bias", "bias", lambda v: nl.ChannelMixing(4, 3, bias=v, seed=0), False, None),
+    ("PermutedMixing.bias", "bias", lambda v: nl.PermutedMixing(2, 2, 2, bias=v, seed=0), False, None),
+    ("MonarchLinear.bias", "bias", lambda v: nl.MonarchLinear(4, 4, 2, bias=v, seed=0), False, None),
+    ("AdjacencyLinear.bias", "bias", lambda v: nl.AdjacencyLinear(3, bias=v, seed=0), False, None),
+    ("AdjacencyLinear.self_loops", "self_loops", lambda v: nl.AdjacencyLinear(3, self_loops=v, seed=0), False, None),
+    ("ClusterLinear.bias", "bias", lambda v: nl.ClusterLinear(3, 1, 1, bias=v, seed=0), False, None),
+    ("MLP.last_activation", "last_activation", lambda v: nm.MLP([4, 3, 2], last_activation=v, seed=0), False, None),
+    ("MLP.bias", "bias", lambda v: nm.MLP([4, 3, 2], bias=v, seed=0), False, None),
+    ("Residual.norm", "norm", lambda v: nm.Residual(torch.nn.Identity(), 3, norm=v), False, None),
+    ("MLPMixer.norm", "norm", lambda v: nm.MLPMixer(4, 3, 4, 1, 2, norm=v, seed=0), False, None),
+    ("RPMixer.norm", "norm", lambda v: nm.RPMixer(4, 3, 4, 1, 2, norm=v, seed=0), False, None),
+    ("SWMLP.norm", "norm", lambda v: nm.SWMLP(4, 3, 4, 1, 2, norm=v, seed=0), False, None),
+    ("MonarchMLP.norm", "norm", lambda v: nm.MonarchMLP(4, 3, 4, 1, 2, norm=v, seed=0), False, None),
+    ("EMN.sequential", "sequential", lambda v: nm.EMN(3, copies=(1, 1), sequential=v, seed=0), False, None),
+    ("EMN.self_loops", "self_loops", lambda v: nm.EMN(3, copies=(1, 1), sequential=True, self_loops=v, seed=0),
+     False, None),
+    ("EMN.bias", "bias", lambda v: nm.EMN(3, bias=v, seed=0), False, None),
+    ("WideSparseMLP.sparse", "sparse", lambda v: wider_nets.WideSparseMLP(4, base_width=2, sparse=v, seed=0), False,
+     None),
+    ("jacobian_spectrum.batched", "batched", lambda v: probes.jacobian_spectrum(PMODEL, PX, batched=v), False, None),
+    ("batch_inputs.batched", "batched", lambda v: probes.batch_inputs(PMODEL, PX, batched=v), False, None),
+    ("checked_forward.batched", "batched", lambda v: probes.checked_forward(PMODEL, (PX,), "x", batched=v), False,
+     None),
+    ("sharpness_probe.ntk", "ntk", lambda v: sharp.sharpness_probe(ntk=v), False, None),
+    ("hsic.unbiased", "unbiased", lambda v: similarity.hsic(_K, _K, unbiased=v), False, None),
+    ("cka.debiased", "debiased", lambda v: similarity.cka(CX, CY, debiased=v), False, None),
+    ("cka_between.progress", "progress",
+     lambda v: similarity.cka_between(SIM_MODEL, SIM_MODEL, [SIM_X], ["layers.0"], ["layers.1"], progress=v), False,
+     None),
+    ("train.progress", "progress", lambda v: _train(progress=v), False, SLOW_FLAG_VALUES),
+    ("fisher_law.return_all", "return_all", lambda v: fisher.fisher_law(FL, return_all=v), False, None),
+    ("nngp_kernel.return_all", "return_all", lambda v: kernels.nngp_kernel(KNET, XS, return_all=v), False, None),
+    ("ntk_kernel.return_all", "return_all", lambda v: kernels.ntk_kernel(KNET, XS, return_all=v), False, None),
+    ("nngp_blocks.full_cov", "full_cov", lambda v: kernels.nngp_blocks(KNET, XS, XS[:2], full_cov=v), False, None),
+    ("mlp.last_activation", "last_activation", lambda v: network.mlp(2, 4, sigma_w=1.0, last_activation=v), False,
+     None),
+    ("ntk_law.finite_width", "finite_width", lambda v: ntk.ntk_law(FW, 10, finite_width=v), False,
+     [False, np.False_, 1, 0, "yes", "False", None, [True]]),               # True: a ⊠ and a table, ~15 s
+    ("ntk_learning_rate.finite_width", "finite_width",
+     lambda v: stab.ntk_learning_rate(FW, 10, parameterization="ntk", finite_width=v), False,
+     [False, np.False_, 1, 0, "yes", "False", None, [True]]),
+    ("nngp_regression.full_cov", "full_cov", lambda v: predict.nngp_regression(KNET, XS, YS, XS[:2], full_cov=v),
+     False, None),
+    ("gradient_descent_mse.diag_reg_absolute_scale", "diag_reg_absolute_scale",
+     lambda v: _gd_mse(diag_reg_absolute_scale=v), False, None),
+    ("gradient_descent_mse.steps", "steps", lambda v: _gd_mse(steps=v), False, None),
+    ("ntk_predict.diag_reg_absolute_scale", "diag_reg_absolute_scale",
+     lambda v: predict.ntk_predict(KNET, XS, YS, XS[:2], t=1.0, diag_reg_absolute_scale=v), False, None),
+    ("as_block_operator.block", "block", lambda v: as_block_operator(lambda x: 2.0 * x, 4, block=v)[0](np.eye(4)),
+     False, None),
+    ("slq.block", "block", lambda v: slq(SPD, 2, 2, block=v, seed=0), False, None),
+    ("slq.progress", "progress", lambda v: slq(SPD, 2, 2, seed=0, progress=v), False, None),
+    ("top_eigenvalues.block", "block", lambda v: top_eigenvalues(SPD, 1, block=v), False, None),
+    ("SLQ.smoothed.log", "log", lambda v: slq(SPD, 2, 2, seed=0).smoothed(log=v, n_grid=16), False, None),
+    ("sample_jacobian_eigs.return_floor", "return_floor",
+     lambda v: montecarlo.sample_jacobian_eigs(NET, seed=0, return_floor=v), False, None),
+    ("sample_jacobian_eigs.progress", "progress", lambda v: montecarlo.sample_jacobian_eigs(NET, seed=0, progress=v),
+     False, None),
+    ("sample_fisher_eigs.progress", "progress", lambda v: montecarlo.sample_fisher_eigs(NET, seed=0, progress=v),
+     False, None),
+    ("sample_ck_eigs.progress", "progress", lambda v: montecarlo.sample_ck_eigs(CK_NET, 3, seed=0, progress=v),
+     False, None),
+    ("sample_ntk.return_parts", "return_parts", lambda v: montecarlo.sample_ntk(FW, 3, seed=0, return_parts=v),
+     False, None),
+    ("sample_ntk.progress", "progress", lambda v: montecarlo.sample_ntk(FW, 3, seed=0, progress=v), False, None),
+    ("sample_ntk_eigs.progress", "progress", lambda v: montecarlo.sample_ntk_eigs(FW, 3, seed=0, progress=v), False,
+     None),
+    ("sample_nngp_kernel.return_all", "return_all",
+     lambda v: montecarlo.sample_nngp_kernel(NET, np.eye(2, 8), seed=0, return_all=v), False, None),
+    ("sample_nngp_kernel.return_samples", "return_samples",
+     lambda v: montecarlo.sample_nngp_kernel(NET, np.eye(2, 8), seed=0, return_samples=v), False, None),
+    ("sample_nngp_kernel.progress", "progress",
+     lambda v: montecarlo.sample_nngp_kernel(NET, np.eye(2, 8), seed=0, progress=v), False, None),
+    ("ginibre_product_eigs.progress", "progress", lambda v: ginibre_product_eigs(4, 2, seed=0, progress=v), False,
+     None),
+    ("free_product_eigs.progress", "progress", lambda v: free_product_eigs([np.ones(3)] * 2, seed=0, progress=v),
+     False, None),
+    ("StructuredNetwork.last_activation", "last_activation",
+     lambda v: sops.StructuredNetwork([[sops.DenseFactor(np.eye(3))], [sops.DenseFactor(np.eye(3))]],
+                                      activations.activation("tanh"), np.ones(3), last_activation=v)
+     .jacobian_gram().to_dense(), False, None),
+    ("Measure.expect.conditional", "conditional", lambda v: law("arcsine").expect(np.cos, lb=1.5, conditional=v),
+     False, None),
+    ("sum_class_counts.diagonal", "diagonal", lambda v: emn_study.sum_class_counts(3, diagonal=v), False, None),
+    ("sum_class_probabilities.diagonal", "diagonal", lambda v: emn_study.sum_class_probabilities(3, diagonal=v),
+     False, None),
+    ("class_allocation.diagonal", "diagonal", lambda v: emn_study.class_allocation(3, diagonal=v), False, None),
+    ("sample_symmetric_binary.diagonal", "diagonal",
+     lambda v: emn_study.sample_symmetric_binary(3, 2, 2, rng=0, diagonal=v), False, None),
+    ("training_matrices.diagonal", "diagonal", lambda v: emn_study.training_matrices(3, 4, rng=0, diagonal=v), False,
+     None),
+    ("train_emn.diagonal", "diagonal", lambda v: emn_study.train_emn(nm.EMN(3, seed=0), diagonal=v, size=4), False,
+     SLOW_FLAG_VALUES),
+    ("train_emn.progress", "progress", lambda v: emn_study.train_emn(nm.EMN(3, seed=0), progress=v, size=4), False,
+     SLOW_FLAG_VALUES),
+    ("emn_run.diagonal", "diagonal", lambda v: emn_study.emn_run("control", 3, 1, 1, 0, n_test=10, diagonal=v),
+     False, SLOW_FLAG_VALUES),
+    ("gradient_descent_outcome.stop_at_rise", "stop_at_rise",
+     lambda v: rl.gradient_descent_outcome(RL_NET, RL_DATA, 0.01, 2, stop_at_rise=v), False, None),
+    ("sharpness_sweep.progress", "progress", lambda v: sharp_study.sharpness_sweep([0.5], progress=v, **SS_RUN),
+     False, SLOW_FLAG_VALUES),
+]
+for _flag in ("nested", "diagonal", "progress", "return_runs"):
+    FLAGS.append((f"sweep_emn.{_flag}", _flag,
+                  (lambda f: lambda v: emn_study.sweep_emn(("control",), (3,), (1,), (1,), n_test=10, store=None,
+                                                           **{"progress": False, f: v}))(_flag), False,
+                  SLOW_FLAG_VALUES))
+
+
+@pytest.mark.parametrize("name, arg, call, none_ok, values", FLAGS, ids=[f[0] for f in FLAGS])
+def test_flags(name, arg, call, none_ok, values):
+    """Every boolean parameter of the public functions and classes (about 90): True and False (Python's or
+    NumPy's) accepted; 1, 0, 1.0, "yes", "no", "True", "False", "", [True], a 1-element array refused naming the
+    flag; None only where documented; a 0-d bool array or tensor at the edge. Each row tries every value (the stress
+    profile adds 10 drawn values of any kind)."""
+    verdict = lambda v: fi.flag_verdict(v, none_ok)                   # noqa: E731
+    for value in values if values is not None else fi.FLAG_VALUES:
+        judge("flags", name, arg, call, verdict, value)
+    if STRESS and values is None:
+        @examples(1)
+        @given(scalars())
+        def run(value):
+            judge("flags", name, arg, call, verdict, value)
+        run()
+
+
+# --- paths(): every kind of path for every path argument ------------------------------------------------------------
+RAW_ERRORS = (OSError, KeyError, AttributeError, IndexError, LookupError, json.JSONDecodeError, UnicodeError)
+COMPUTED = "rmtnet-fuzz: the simulation started before --outdir was checked"
+
+
+def _tiny_train(**kw):
+    return training.train(nm.MLP([4, 3, 2], seed=0), TINY, **{"epochs": 1, "batch_size": 4, "progress": False, **kw})
+
+
+def _tiny_sweep(store, **kw):
+    return sweep(**{"fn": _score, "grid": {"a": [1, 2]}, "seeds": (0,), "store": store, "progress": False, **kw})
+
+
+def _figure():
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(1, 1))
+    fig.add_subplot().plot([0, 1])
+    return fig
+
+
+def _cli_outdir(outdir):
+    """``rmtnet run spiral_decision_boundaries --outdir OUTDIR --jobs 1`` with the simulation itself replaced by a
+    marker: an unusable OUTDIR must be refused before the simulation would start."""
+    import runpy
+
+    def started(*args, **kwargs):
+        raise RuntimeError(COMPUTED)
+    runpy.run_path = started
+    return cli.main(["run", "spiral_decision_boundaries", "--outdir", os.fsdecode(outdir), "--jobs", "1"])
+
+
+def _store_at(path):
+    """A runs store of two runs at ``path``: the sweep of :func:`_tiny_sweep`."""
+    _tiny_sweep(path)
+    return path
+
+
+def _checkpoint_at(path):
+    _tiny_train(checkpoint=path)
+    return path
+
+
+def path_value(kind, tmp, suffix, want):
+    """``(value, runs)``: a path of ``kind`` in the folder ``tmp`` for an argument that wants ``want`` ("file": a
+    file to write, "dir": a folder to write into, "store": a runs store to append to or read, "checkpoint": a
+    checkpoint to write or resume); ``runs`` is the number of runs a store of that kind holds (or None)."""
+    target = tmp / f"out{suffix}"
+    if kind in ("str", "pathlib", "bytes"):
+        if want == "read":
+            _store_at(target)
+        value = {"str": str(target), "pathlib": target, "bytes": os.fsencode(str(target))}[kind]
+        return value, (2 if want == "read" else None)
+    if kind == "none":
+        return None, None
+    if kind == "int":
+        return 3, None
+    if kind == "missing":
+        return tmp / "no" / "such" / f"out{suffix}", None
+    if kind == "file_as_dir":
+        (tmp / "blocker").write_text("a file standing where a folder is wanted\n")
+        return (tmp / "blocker") if want == "dir" else tmp / "blocker" / f"out{suffix}", None
+    if kind == "under_file":
+        (tmp / "blocker").write_text("a file standing where a folder is wanted\n")
+        return tmp / "blocker" / "sub", None
+    if kind == "odd_name":
+        return tmp / "a folder ü" / f"out put é{suffix}", None
+    if kind == "dir_as_file":
+        (tmp / "adir").mkdir()
+        return tmp / "adir", None
+    if kind == "readonly":
+        fi.make_readonly(tmp / "ro")
+        return (tmp / "ro" / "sub") if want == "dir" else tmp / "ro" / f"out{suffix}", None
+    if kind == "not_a_store":
+        (tmp / "data.csv").write_text("a,b\n1,2\n3,4\n")
+        return tmp / "data.csv", None
+    if kind == "crlf_store":
+        path = _store_at(tmp / "runs.csv")
+        path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+        return path, 2
+    if kind in ("corrupt_json_store", "corrupt_bytes_store"):
+        path = _store_at(tmp / "runs.csv")
+        lines = path.read_bytes().splitlines(keepends=True)
+        lines[1] = (lines[1].replace(b'{"', b'{{"x', 1) if kind == "corrupt_json_store"
+                    else b"\xff\xfe\x00garbage,\x80\x81\n")
+        path.write_bytes(b"".join(lines))
+        return path, None
+    if kind == "corrupt_checkpoint":
+        (tmp / "ck.pt").write_bytes(b"not a checkpoint\x00\xff\xfe")
+        return tmp / "ck.pt", None
+    if kind == "truncated_checkpoint":
+        path = _checkpoint_at(tmp / "ck.pt")
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return path, None
+    raise AssertionError(kind)
+
+
+T, F, E = True, False, None                    # valid, invalid, at the edge (a named refusal or a success)
+WRITE_FILE = dict(str=T, pathlib=T, bytes=E, none=T, int=F, missing=E, odd_name=E, file_as_dir=F, dir_as_file=F,
+                  readonly=F)
+WRITE_DIR = dict(str=T, pathlib=T, bytes=E, none=F, int=F, missing=T, odd_name=T, file_as_dir=F, under_file=F,
+                 readonly=F)
+# (entry point.argument, the argument, call, what it wants, the file suffix, verdict per kind)
+PATHS = [
+    ("train.checkpoint", "checkpoint", lambda v: _tiny_train(checkpoint=v), "checkpoint", ".pt",
+     {**WRITE_FILE, "corrupt_checkpoint": F, "truncated_checkpoint": F}),
+    ("train.metrics", "metrics", lambda v: _tiny_train(metrics=v), "file", ".csv", WRITE_FILE),
+    ("train.checkpoint=metrics", "checkpoint", lambda v: _tiny_train(checkpoint=v, metrics=v), "file", ".csv",
+     {"str": F, "pathlib": F, "missing": F}),            # one path for two outputs: each would overwrite the other
+    ("sweep.store", "store", lambda v: len(_tiny_sweep(v)), "store", ".csv",
+     {**WRITE_FILE, "not_a_store": F, "crlf_store": T, "corrupt_json_store": F, "corrupt_bytes_store": F}),
+    ("read_store.store", "store", lambda v: len(read_store(v)), "read", ".csv",
+     {"str": T, "pathlib": T, "bytes": E, "none": F, "int": F, "missing": F, "dir_as_file": F, "not_a_store": F,
+      "crlf_store": T, "corrupt_json_store": F, "corrupt_bytes_store": F}),
+    ("sharpness_sweep.store", "store", lambda v: len(sharp_study.sharpness_sweep([0.5], store=v, **SS_RUN)), "store",
+     ".csv", {"int": F, "file_as_dir": F, "dir_as_file": F, "not_a_store": F, "corrupt_json_store": F}),
+    ("plot.save.path", "path", lambda v: plot.save(_figure(), v), "file", ".png", {**WRITE_FILE, "none": F}),
+    ("figures.output_dir.outdir", "outdir", figures.output_dir, "dir", "", WRITE_DIR),
+    ("figures.make.outdir", "outdir", lambda v: _make(outdir=v), "dir", "", WRITE_DIR),
+    ("cli.run.--outdir", "outdir", _cli_outdir, "dir", "", dict(file_as_dir=F, under_file=F, readonly=F)),
+]
+PATH_CASES = [(row, kind) for row in PATHS for kind in row[5] if not (kind == "readonly" and fi.AS_ROOT)]
+
+
+def _judge_refusal(name, arg, kind, value, exc, path_named):
+    """A refusal must be clear: a ValueError/TypeError naming the argument, or for a damaged file one naming the
+    file (and the line, for a CSV store); never a raw OSError/KeyError/JSONDecodeError."""
+    message = str(exc)
+    if kind.startswith("corrupt") or kind.startswith("truncated"):
+        if isinstance(exc, RAW_ERRORS) or not path_named(message):
+            return f"unclear error for a damaged file {type(exc).__name__}: {message[:300]}"
+        if "store" in kind and not re.search(r"line \d+", message):
+            return f"the damaged line is not named: {type(exc).__name__}: {message[:300]}"
+        return None
+    if not isinstance(exc, CLEAR) or isinstance(exc, RAW_ERRORS):
+        return f"unclear error {type(exc).__name__}: {message[:300]}"
+    if not fi.names(message, arg):
+        return f"{type(exc).__name__} does not name {arg!r}: {message[:300]}"
+    return None
+
+
+@pytest.mark.parametrize("row, kind", PATH_CASES, ids=[f"{r[0]}:{k}" for r, k in PATH_CASES])
+def test_paths(row, kind):
+    """Every path argument (train's checkpoint and metrics, sweep stores, read_store, plot.save, the figures'
+    outdir, the CLI's --outdir) with every kind of path: str, pathlib.Path, bytes, None, an int, a missing parent
+    folder, spaces and non-ASCII letters in the names, a file where a folder is wanted (or above it), a folder where
+    a file is wanted, a read-only folder (not as root, which ignores it), one path for two outputs, an ordinary CSV
+    that is not a runs store, a store with CRLF line ends (every run kept), a store or a checkpoint with a damaged
+    line. A refusal names the argument (the file and line for a damaged one) and leaves every file as it was."""
+    name, arg, call, want, suffix, verdicts = row
+    verdict = verdicts[kind]
+    CASES["paths"] += 1
+    with tempfile.TemporaryDirectory(prefix="rmtnet-fuzz-paths-") as folder:
+        tmp = Path(folder)
+        try:
+            value, runs = path_value(kind, tmp, suffix, want)
+            before = fi.tree_state(tmp)
+            path_named = lambda m: value is not None and fi.names(m, Path(os.fsdecode(value)).name)  # noqa: E731
+            problem = _path_case(call, value, verdict, kind, runs, name, arg, path_named)
+            if problem is None and verdict is not True:
+                lost = fi.lost_files(before, fi.tree_state(tmp))
+                problem = f"a refusal changed or deleted {lost}" if lost else None
+        finally:
+            fi.restore_writable(tmp)
+    if problem:
+        fail("paths", name, arg, f"{kind}: {value!r}", problem)
+
+
+def _path_case(call, value, verdict, kind, runs, name, arg, path_named):
+    """What is wrong with ``call(value)`` (None: nothing); the CLI's case runs in a child under a time limit."""
+    if name.startswith("cli."):
+        outcome, detail = fi.guarded(lambda: call(value), seconds=20)
+        if outcome != "raised" and outcome != "ok":
+            return f"no answer: {outcome} {detail}"
+        said = " ".join(map(str, detail))
+        if COMPUTED in said:
+            return "the simulation started before the unusable --outdir was refused"
+        if outcome == "ok" and detail[0].strip() == "0":
+            return "an unusable --outdir gave exit status 0"
+        return None if fi.names(said, arg) else f"the refusal does not name --{arg}: {said[-300:]!r}"
+    try:
+        out = call(value)
+    except Exception as exc:                                           # noqa: BLE001 - judged below
+        if verdict is True:
+            return f"a valid path was refused: {type(exc).__name__}: {str(exc)[:300]}"
+        return _judge_refusal(name, arg, kind, value, exc, path_named)
+    if verdict is False:
+        return f"accepted, giving {out!r:.100}"
+    if runs is not None and isinstance(out, int) and out != runs:
+        return f"{out} runs came back of the {runs} in the store"
+    return None
+
+
+# --- sizes_past_memory(): sizes that cannot fit must be refused at once, with the memory they would need -------------
+RAM = fi.physical_memory()
+SIZES = [10 ** k for k in range(7, 14)]
+
+# (entry point.argument, the argument, call, bytes the size would need at the least)
+MEMORY = [
+    ("SparseMaskedLinear.in_features", "in_features",
+     lambda n: nl.SparseMaskedLinear(n, 10 ** 6, density=0.5, seed=0), lambda n: 0.5 * n * 1e6 * 12),
+    ("MaskedLinear.in_features", "in_features", lambda n: nl.MaskedLinear(n, 10 ** 6, seed=0),
+     lambda n: n * 1e6 * 8),
+    ("MaskedLinear.out_features", "out_features", lambda n: nl.MaskedLinear(1000, n, seed=0), lambda n: n * 1e3 * 8),
+    ("MLP.widths", "widths", lambda n: nm.MLP([10, n, 10], seed=0), lambda n: 20 * n * 4),
+    ("wishart_eigs.n", "n", lambda n: wishart_eigs(n, 10, seed=0), lambda n: 8.0 * n * n),
+    ("wishart_eigs.m", "m", lambda n: wishart_eigs(10 ** 4, n, seed=0), lambda n: 8e4 * n),
+    ("ginibre_product_eigs.n", "n", lambda n: ginibre_product_eigs(n, 2, seed=0, progress=False),
+     lambda n: 16.0 * n * n),
+    ("sample_jacobian_eigs.width", "width",
+     lambda n: montecarlo.sample_jacobian_eigs(NET, width=n, seed=0, progress=False), lambda n: 8.0 * n * n),
+    ("sample_jacobian_eigs.n_samples", "n_samples",
+     lambda n: montecarlo.sample_jacobian_eigs(NET, n_samples=n, seed=0, progress=False), lambda n: 64.0 * n),
+    ("sample_ck_eigs.n_data", "n_data", lambda n: montecarlo.sample_ck_eigs(CK_NET, n, seed=0, progress=False),
+     lambda n: 8.0 * n * n),
+    ("sample_ntk_eigs.n_data", "n_data", lambda n: montecarlo.sample_ntk_eigs(FW, n, seed=0, progress=False),
+     lambda n: 8.0 * n * n),
+    ("Measure.rvs.size", "size", lambda n: MarchenkoPastur(0.5).rvs(n, rng=0), lambda n: 8.0 * n),
+    ("Semicircle.rvs.size", "size", lambda n: Semicircle().rvs(n, rng=0), lambda n: 8.0 * n),
+]
+
+
+def sizes_past_memory(need):
+    """The sizes 10⁷ … 10¹³ that would need more than 4× this machine's memory (``need(n)`` bytes): the default
+    profile takes the smallest, the largest and one between; the stress profile all of them."""
+    past = [n for n in SIZES if need(n) > 4 * RAM]
+    return past if STRESS or len(past) <= 3 else [past[0], past[len(past) // 2], past[-1]]
+
+
+@pytest.mark.parametrize("name, arg, call, need", MEMORY, ids=[m[0] for m in MEMORY])
+def test_sizes_past_memory(name, arg, call, need):
+    """Every size argument that allocates (layers, MLP widths, Wishart and Ginibre matrices, the Monte Carlo
+    samplers' widths, data and sample counts, a law's rvs size) at 10⁷ … 10¹³ where that cannot fit (over 4× the
+    memory): refused within 5 s by a MemoryError or ValueError naming the argument and the memory needed. Each call
+    runs in a forked child with 5 s and 3 GiB of address space, so that a regression fails instead of hanging the
+    suite or swapping the machine."""
+    for n in sizes_past_memory(need):
+        CASES["sizes_past_memory"] += 1
+        outcome, detail = fi.guarded(lambda: call(n), seconds=5)
+        if outcome == "timeout":
+            problem = "no answer within 5 s"
+        elif outcome != "raised":
+            problem = f"{outcome}: {detail!r:.200} (needs {need(n):.3g} bytes)"
+        else:
+            kind, message, clear, memory = detail[:4]
+            if not (memory or kind in ("ValueError", "OverflowError")):
+                problem = f"unclear error {kind}: {message[:300]}"
+            elif not fi.names(message, arg):
+                problem = f"{kind} does not name {arg!r}: {message[:300]}"
+            elif not fi.states_bytes(message):
+                problem = f"{kind} does not state the memory needed: {message[:300]}"
+            else:
+                problem = None
+        if problem:
+            fail("sizes_past_memory", name, arg, str(n), problem)
+
+
+# --- bad_callables(): user functions that return the wrong thing ----------------------------------------------------
+def _raises(*args, **kwargs):
+    raise RuntimeError("raised inside the user's function")
+
+
+def _ce(out, y):
+    return torch.nn.functional.cross_entropy(out, y)
+
+
+def _constant_lr(opt, total):
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1.0)
+
+
+def _nan_lr(opt, total):
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: math.nan)
+
+
+BAD_RETURNS = {                    # label: (the callable's result as a function of its first argument, verdict)
+    "float": (lambda x: 1.0, F), "None": (lambda x: None, F), "str": (lambda x: "a", F),
+    "NaN": (lambda x: math.nan, F), "list": (lambda x: [1.0, 2.0], F), "raises": (_raises, "raises"),
+}
+
+CALLABLES = [
+    # (entry point.argument, the argument (or the names a message may use), call, {label: (callable, verdict)})
+    ("train.loss", ("loss",), lambda f: _tiny_train(loss=f), {
+        "a mean loss": (_ce, T), "a float": (lambda o, y: 1.0, F), "a NumPy float": (lambda o, y: np.float64(1.0), F),
+        "a tensor without a graph": (lambda o, y: torch.tensor(1.0), F),
+        "a vector": (lambda o, y: torch.nn.functional.cross_entropy(o, y, reduction="none"), F),
+        "NaN": (lambda o, y: _ce(o, y) * math.nan, F), "None": (lambda o, y: None, F), "a str": (lambda o, y: "l", F),
+        "raises": (_raises, "raises")}),
+    ("train.schedule", ("schedule",), lambda f: _tiny_train(schedule=f), {
+        "a scheduler": (_constant_lr, T), "None": (lambda o, t: None, F), "a float": (lambda o, t: 0.5, F),
+        "a str": (lambda o, t: "cosine", F), "the optimizer": (lambda o, t: o, F),
+        "a NaN learning rate": (_nan_lr, F), "raises": (_raises, "raises")}),
+    ("train.probes", ("probes", "fuzzprobe"), lambda f: _tiny_train(probes={"fuzzprobe": f}), {
+        "a number": (lambda m, d: 1.0, T), "a str": (lambda m, d: "x", F), "None": (lambda m, d: None, F),
+        "a vector": (lambda m, d: np.ones(3), F), "NaN": (lambda m, d: math.nan, F),
+        "raises": (_raises, "raises")}),
+    ("Measure.expect.func", ("func",), lambda f: law("arcsine").expect(f), {
+        "cos": (np.cos, T), "a constant": (lambda x: 1.0, E), "a str": (lambda x: "a", F),
+        "None": (lambda x: None, F), "a vector": (lambda x: np.ones(3), F), "NaN": (lambda x: x * math.nan, F),
+        "complex": (lambda x: 1j * x, E), "raises": (_raises, "raises")}),
+    ("gaussian_pushforward.f", ("f",), lambda f: gaussian_pushforward(f, 1.0), {
+        "tanh": (np.tanh, T), "a str": (lambda h: "a", F), "None": (lambda h: None, F),
+        "a vector": (lambda h: np.ones(3), F), "NaN": (lambda h: h * math.nan, F),
+        "complex": (lambda h: np.exp(1j * h), F), "raises": (_raises, "raises")}),
+    ("sweep.fn", ("fn",), lambda f: _sweep(fn=f), {
+        "a dict": (lambda seed, **c: {"v": 1.0}, T), "None": (lambda seed, **c: None, F),
+        "a str": (lambda seed, **c: "v", F), "a float": (lambda seed, **c: 1.0, F),
+        "a list": (lambda seed, **c: [1.0], F), "a vector result": (lambda seed, **c: {"v": np.ones(3)}, F),
+        "a dict result": (lambda seed, **c: {"v": {"w": 1.0}}, F), "raises": (_raises, "raises")}),
+]
+CALLABLE_CASES = [(row, label) for row in CALLABLES for label in row[3]]
+
+
+@pytest.mark.parametrize("row, label", CALLABLE_CASES, ids=[f"{r[0]}:{lb}" for r, lb in CALLABLE_CASES])
+def test_bad_callables(row, label):
+    """User functions that return the wrong thing — a float where a tensor with a graph is wanted, a vector, NaN,
+    None, a str, or that raise — as train's loss, schedule and probes, Measure.expect's func,
+    gaussian_pushforward's f and a sweep's fn: a clear error (ValueError/TypeError/OverflowError, or a SweepError
+    of the sweep) naming the callable's argument; one that raises may also let its own exception through."""
+    name, args, call, cases = row
+    f, verdict = cases[label]
+    CASES["bad_callables"] += 1
+    try:
+        out = call(f)
+    except Exception as exc:                                           # noqa: BLE001 - judged below
+        message = str(exc)
+        if verdict == "raises" and "raised inside the user's function" in message and not any(
+                fi.names(message, a) for a in args):
+            return                                                     # the user's own exception, unchanged
+        if verdict is True:
+            return fail("bad_callables", name, args[0], label, f"refused: {type(exc).__name__}: {message[:300]}")
+        if not isinstance(exc, (*CLEAR, SweepError)) or isinstance(exc, RAW_ERRORS):
+            return fail("bad_callables", name, args[0], label, f"unclear error {type(exc).__name__}: {message[:300]}")
+        if not any(fi.names(message, a) for a in args):
+            return fail("bad_callables", name, args[0], label,
+                        f"{type(exc).__name__} does not name {args[0]!r}: {message[:300]}")
+        return
+    if verdict is False or verdict == "raises":
+        return fail("bad_callables", name, args[0], label, f"accepted, giving {out!r:.200}")
+    if not _all_finite(_floats(out)):
+        fail("bad_callables", name, args[0], label, f"a non-finite result: {out!r:.200}")
+
+
+# --- NaN inside grids and results -------------------------------------------------------------------------------------
+def _rate_score(rate, seed):
+    return {"v": 1.0}
+
+
+def _nan_result(value):
+    return lambda seed, **config: {"v": value}
+
+
+K_TRAIN = kernels.ntk_kernel(KNET, XS)
+ETA_CRITICAL = 2 * YS.size / float(np.linalg.eigvalsh(K_TRAIN).max())    # 2N/λ_max(Θ): discrete GD's border
+
+
+def _flagged(call):
+    """``(raised, warnings)`` of ``call()``: the exception (or None) and the warnings' messages."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            call()
+        except Exception as exc:                                       # noqa: BLE001 - judged by the caller
+            return exc, [str(w.message) for w in caught]
+    return None, [str(w.message) for w in caught]
+
+
+NAN_GRIDS = [[math.nan], [math.inf], [-math.inf], [1.0, math.nan], [np.float64(math.nan)], [np.float32(math.inf)],
+             [torch.tensor(math.nan)], np.array([1.0, math.nan])]
+NAN_RESULTS = [math.nan, math.inf, -math.inf, np.float64(math.nan), np.float32(math.inf), torch.tensor(math.nan)]
+ETA_FACTORS = [1.5, 3.0, 10.0, 1e3, 1e6]
+
+
+def nan_cases():
+    """(label, kind, value): NaN/inf grid values, NaN/inf results of a sweep's fn, learning rates above discrete
+    GD's border 2N/λ_max (and the valid controls of each)."""
+    cases = [(f"grid {v!r}", "grid", v) for v in NAN_GRIDS] + [("grid [1.0, 2.0]", "grid", [1.0, 2.0])]
+    cases += [("grid of dicts", "grid", [{"rate": 1.0}, {"rate": math.nan}])]
+    cases += [(f"result {v!r}", "result", v) for v in NAN_RESULTS] + [("result 1.0", "result", 1.0)]
+    cases += [(f"learning_rate {c}×critical", "ntk_predict", c) for c in ETA_FACTORS + [0.5]]
+    cases += [(f"gradient_descent_mse {c}×critical", "gd_mse", c) for c in ETA_FACTORS + [0.5]]
+    return cases
+
+
+def _nan_case(kind, value):
+    """``(call, the argument a refusal names, valid)``."""
+    if kind == "grid":
+        grid = value if isinstance(value, list) and value and isinstance(value[0], dict) else {"rate": value}
+        return (lambda: _sweep(fn=_rate_score, grid=grid), "rate",
+                all(isinstance(x, float) and math.isfinite(x) for x in ([d["rate"] for d in value]
+                                                                          if isinstance(grid, list) else value)))
+    if kind == "result":
+        return lambda: _sweep(fn=_nan_result(value)), "fn", _is_real(value)
+    eta = value * ETA_CRITICAL
+    if kind == "ntk_predict":
+        return (lambda: predict.ntk_predict(KNET, XS, YS, XS[:2], learning_rate=eta, steps=1000),
+                "learning_rate", value < 1)
+    predictor = lambda: predict.gradient_descent_mse(K_TRAIN, YS, learning_rate=eta, steps=True)(  # noqa: E731
+        1000, np.zeros_like(YS))
+    return predictor, "learning_rate", value < 1
+
+
+@pytest.mark.parametrize("label, kind, value", nan_cases(), ids=[c[0] for c in nan_cases()])
+def test_nan_in_grids_and_results(label, kind, value):
+    """NaN and ±inf as sweep grid values (refused naming the grid key), as a sweep fn's results (flagged: an error
+    or a warning saying so, never stored silently), and discrete gradient descent past its border η > 2N/λ_max(Θ)
+    in ntk_predict and gradient_descent_mse (refused or warned naming learning_rate, never NaN returned)."""
+    call, arg, valid = _nan_case(kind, value)
+    CASES["nan_in_grids_and_results"] += 1
+    exc, said = _flagged(call)
+    if valid:
+        if exc is not None:
+            fail("nan_in_grids_and_results", kind, arg, label, f"refused: {type(exc).__name__}: {exc}")
+        return
+    if exc is not None:
+        if not isinstance(exc, (*CLEAR, SweepError)) or isinstance(exc, RAW_ERRORS):
+            return fail("nan_in_grids_and_results", kind, arg, label, f"unclear error {type(exc).__name__}: {exc}")
+        if not fi.names(str(exc), arg) and not (kind == "result" and fi.names(str(exc), "v")):
+            return fail("nan_in_grids_and_results", kind, arg, label,
+                        f"{type(exc).__name__} does not name {arg!r}: {str(exc)[:300]}")
+        return
+    if kind in ("result", "ntk_predict", "gd_mse") and any(
+            fi.names(m, arg) or re.search(r"nan|inf|finite|diverg", m, re.I) for m in said):
+        return                                                         # flagged by a warning
+    fail("nan_in_grids_and_results", kind, arg, label, f"accepted silently (warnings: {said[:2]})")
+
+
+def test_law_moments_do_not_overflow():
+    """PointMasses at ±1e308: the variance is finite-valued in float64 only as inf — an OverflowError, never inf."""
+    CASES["nan_in_grids_and_results"] += 1
+    try:
+        out = PointMasses([1e308, -1e308], [0.5, 0.5]).var()
+    except OverflowError:
+        return
+    except Exception as exc:                                           # noqa: BLE001
+        return fail("nan_in_grids_and_results", "PointMasses.var", "locations", "[1e308, -1e308]",
+                    f"unclear error {type(exc).__name__}: {exc}")
+    if not math.isfinite(out):
+        fail("nan_in_grids_and_results", "PointMasses.var", "locations", "[1e308, -1e308]", f"returned {out}")
 
 
 def test_generated_case_count(request):
