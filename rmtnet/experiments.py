@@ -203,7 +203,7 @@ def _run(fn, config, seed, nonfinite="warn"):
     if clash:
         raise ValueError(f"fn's results must not reuse the names of config keys, {SEED!r}, {KEY!r} or {CONFIG!r}: "
                          f"{sorted(clash)}")
-    result = {str(k): _scalar(f"result {k}", v) for k, v in result.items()}
+    result = {str(k): _scalar(f"fn's result {k}", v) for k, v in result.items()}
     bad = {k: v for k, v in result.items() if isinstance(v, float) and not np.isfinite(v)}
     if bad and nonfinite == "raise":
         raise FloatingPointError(f"results not finite: {bad} (nonfinite='raise' counts such a run as failed)")
@@ -319,9 +319,10 @@ def read_store(store) -> pd.DataFrame:
     if not isinstance(store, (str, os.PathLike)):
         raise NotAPathError(f"store must be a path (str or os.PathLike), got {type(store).__name__} {store!r}")
     path = Path(store)
+    if path.is_dir():
+        raise ValueError(f"store must be a runs store file, got the directory {str(path)!r}")
     if not path.is_file():
-        raise FileNotFoundError(f"store={str(path)!r}: no such file" + (" (it is a directory)" if path.is_dir()
-                                                                          else ""))
+        raise FileNotFoundError(f"store={str(path)!r}: no such file")
     text = _complete_text(path)
     if not text:
         return pd.DataFrame(columns=[KEY])

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .backend import to_numpy
+from rmtnet._io import output_path
 from rmtnet._validation import finite_array, real_scalar
 from .spectra.measures import Measure
 
@@ -374,10 +375,10 @@ def save(fig, path, tables=None):
     ...     print(save(fig, os.path.join(folder, "mp.png"), {"mp": table}).name, sorted(os.listdir(folder)))
     mp.png ['mp.csv', 'mp.png']
     """
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
-    path = Path(path)
+    path = output_path("path", path)
+    if tables is not None:
+        output_path("path", path.with_suffix(".csv"), others={"path": path})   # the tables' CSV beside it
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)                                          # a no-op for a figure pyplot does not manage

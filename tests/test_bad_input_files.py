@@ -427,3 +427,27 @@ def test_a_one_line_file_without_a_line_break_is_not_taken_for_an_empty_store(tm
                                          r"was deleted"):
         sweep(_score, {"a": [1]}, store=store, progress=False)
     assert store.read_bytes() == b"x,y"
+
+
+def test_read_store_of_a_directory_is_refused_naming_store(tmp_path):
+    with pytest.raises(ValueError, match=r"^store must be a runs store file, got the directory"):
+        read_store(tmp_path)
+
+
+def test_plot_save_checks_its_path_before_drawing(tmp_path):
+    """Before: an existing folder was accepted as the PNG's path, bytes/None/int gave TypeErrors naming nothing and a
+    file standing where a folder goes gave a raw FileExistsError."""
+    from matplotlib.figure import Figure
+    from rmtnet import plot
+    (tmp_path / "blocker").write_text("x")
+    for bad, match in [(tmp_path, "path must be a file path, got the directory"), (b"x.png", "^path must be"),
+                       (None, "^path must be"), (3, "^path must be"), (tmp_path / "blocker" / "f.png", "path")]:
+        with pytest.raises(ValueError, match=match):
+            plot.save(Figure(), bad)
+    assert plot.save(Figure(), tmp_path / "new" / "f.png").is_file()
+
+
+def test_a_sweep_fn_returning_a_vector_names_fn(tmp_path):
+    """Before: 'result v must be a scalar' in the SweepError, which did not say the value came from fn."""
+    with pytest.raises(SweepError, match=r"fn's result v must be a scalar"):
+        sweep(lambda a, seed: {"v": np.ones(3)}, {"a": [1]}, store=tmp_path / "runs.csv", progress=False)

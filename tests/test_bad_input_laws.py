@@ -387,3 +387,11 @@ def test_gaussian_pushforward_of_a_function_vanishing_in_float64_tails_has_mass_
     m2 = integrate.quad(lambda h: f(h) ** 2 * pdf(h), -40, 40, epsabs=1e-15, limit=200)[0]
     assert law.moment(0) == pytest.approx(1.0, abs=1e-14)
     assert law.var() == pytest.approx(m2 - m1 ** 2, rel=1e-12)
+
+
+def test_expect_of_a_function_returning_nan_names_func():
+    """Before: a ConvergenceError from the quadrature ("status -3, a non-finite value") that did not name func."""
+    with pytest.raises(ValueError, match=r"^func returned NaN at x = "):
+        Arcsine(1.0, 3.0).expect(lambda x: np.full_like(x, np.nan))
+    with pytest.raises(ValueError, match=r"^func returned NaN at x = \[0.5\]"):
+        PointMasses([0.5, 2.0], [0.5, 0.5]).expect(lambda x: np.where(x < 1, np.nan, x))

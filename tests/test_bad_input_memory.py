@@ -297,6 +297,19 @@ def test_schedule_returning_a_string(tiny):
         _train(tiny, schedule=lambda opt, total: "cosine")
 
 
+def test_schedule_returning_the_optimizer(tiny):
+    """The optimizer has step() and state_dict() too: it was accepted and stepped twice per batch."""
+    with pytest.raises(CallableResultError, match=r"^schedule= callable .*got SGD"):
+        _train(tiny, schedule=lambda opt, total: opt)
+
+
+def test_schedule_giving_a_nan_learning_rate_names_schedule(tiny):
+    """Before: a DivergenceError about the training loss that did not say the schedule made the rate NaN."""
+    nan_rate = lambda opt, total: torch.optim.lr_scheduler.LambdaLR(opt, lambda k: float("nan"))   # noqa: E731
+    with pytest.raises(ValueError, match=r"^schedule=.* gave the learning rate nan at epoch 1, step 1"):
+        _train(tiny, schedule=nan_rate)
+
+
 def test_probe_returning_a_string(tiny):
     with pytest.raises(CallableResultError, match=r"^probe 'p' \(probes=\) must return a real number.*got str 'x'"):
         _train(tiny, probes={"p": lambda model, data: "x"})

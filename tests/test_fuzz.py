@@ -363,7 +363,7 @@ CONSTRUCTORS = [
     ("MarchenkoPastur.ratio", "ratio", lambda v: MarchenkoPastur(v), real_in(0, lo_open=True)),
     ("MarchenkoPastur.scale", "scale", lambda v: MarchenkoPastur(0.5, scale=v), real_in(0, lo_open=True)),
     ("Semicircle.var", "var", lambda v: Semicircle(v), real_in(0, lo_open=True)),
-    ("Semicircle.loc", "loc", lambda v: Semicircle(1.0, loc=v), real_in()),
+    ("Semicircle.loc", "loc", lambda v: Semicircle(1.0, loc=v), real_in(huge=1e15)),   # band 4 wide: a float step
     ("FussCatalan.s", "s", lambda v: FussCatalan(v), lambda v: int_at_least(1)(v) and (None if v > 50 else True)),
     ("FussCatalan.scale", "scale", lambda v: FussCatalan(2, scale=v), real_in(0, lo_open=True)),
     ("Bernoulli.p", "p", lambda v: Bernoulli(v), real_in(0, 1)),
@@ -2160,6 +2160,8 @@ def _judge_refusal(name, arg, kind, value, exc, path_named):
         if "store" in kind and not re.search(r"line \d+", message):
             return f"the damaged line is not named: {type(exc).__name__}: {message[:300]}"
         return None
+    if kind == "missing" and isinstance(exc, FileNotFoundError) and fi.names(message, arg):
+        return None                                     # reading a file that is not there: Python's own error, named
     if not isinstance(exc, CLEAR) or isinstance(exc, RAW_ERRORS):
         return f"unclear error {type(exc).__name__}: {message[:300]}"
     if not fi.names(message, arg):
@@ -2240,7 +2242,7 @@ MEMORY = [
     ("sample_jacobian_eigs.n_samples", "n_samples",
      lambda n: montecarlo.sample_jacobian_eigs(NET, n_samples=n, seed=0, progress=False), lambda n: 64.0 * n),
     ("sample_ck_eigs.n_data", "n_data", lambda n: montecarlo.sample_ck_eigs(CK_NET, n, seed=0, progress=False),
-     lambda n: 8.0 * n * n),
+     lambda n: 8.0 * 8 * n),                     # the features (width 8 × n_data), not the n_data² Gram
     ("sample_ntk_eigs.n_data", "n_data", lambda n: montecarlo.sample_ntk_eigs(FW, n, seed=0, progress=False),
      lambda n: 8.0 * n * n),
     ("Measure.rvs.size", "size", lambda n: MarchenkoPastur(0.5).rvs(n, rng=0), lambda n: 8.0 * n),

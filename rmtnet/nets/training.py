@@ -293,7 +293,8 @@ def _scheduler(schedule, optimizer, total_steps, lr):
     S = torch.optim.lr_scheduler
     if callable(schedule):
         sched = schedule(optimizer, total_steps)
-        if not all(callable(getattr(sched, f, None)) for f in ("step", "state_dict", "load_state_dict")):
+        if isinstance(sched, torch.optim.Optimizer) or not all(
+                callable(getattr(sched, f, None)) for f in ("step", "state_dict", "load_state_dict")):
             raise CallableResultError(f"schedule= callable {_name(schedule)} must return a learning-rate scheduler "
                                       f"(step(), state_dict(), load_state_dict(): e.g. "
                                       f"torch.optim.lr_scheduler.LambdaLR), got {_returned(sched)}")
@@ -527,6 +528,9 @@ class _Run:
         self.model.train()
         for x, y in self.batches:
             self.last_lr = self.opt.param_groups[0]["lr"]
+            if not (math.isfinite(self.last_lr) and self.last_lr >= 0):
+                raise ValueError(f"schedule={self.config['schedule']} gave the learning rate {self.last_lr!r} at "
+                                 f"epoch {self.epoch}, step {self.step + 1}: a learning rate must be finite and >= 0")
             self.opt.zero_grad(set_to_none=True)
             try:
                 value = self.loss_fn(apply_model(self.model, x), y)

@@ -281,9 +281,13 @@ def apply_elementwise(func, x):
         raise TypeError(f"func must return numbers (real or complex, elementwise on arrays), but it returned "
                         f"{_shown(y)} of dtype {y.dtype}")
     if y.ndim == 0:
-        return np.broadcast_to(y, np.shape(x))
+        y = np.broadcast_to(y, np.shape(x))
     if y.shape != np.shape(x):
         raise ValueError(f"func must act elementwise: for x of shape {np.shape(x)} it returned shape {y.shape}")
+    nan = np.isnan(y)
+    if np.any(nan):
+        raise ValueError(f"func returned NaN at x = {np.asarray(x)[nan][:3].tolist()} (inside the law's support, "
+                         f"where the integral needs it): give a func defined there")
     return y
 
 
