@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
-import pickle
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import pandas as pd
 import torch

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rmtnet._io import output_path
 from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
 from rmtnet.nets import data as datasets
 from rmtnet.nets.models import EMN, MLP, MLPMixer, RPMixer, SWMLP
@@ -209,8 +210,8 @@ def spectra_run(model, width, epochs, lr, seed, n_nodes=20, n_kernel=120, n_trai
         if n_train > N_TRAIN or (model == "mlp" and n_train < n_kernel):
             raise ValueError(f"n_train must be in [{n_kernel if model == 'mlp' else 1}, {N_TRAIN}] (MNIST-5k's training "
                              f"images; the MLP's NTK takes n_kernel = {n_kernel} of them), got {n_train}")
-    if weights_dir is not None and not isinstance(weights_dir, (str, Path)):
-        raise ValueError(f"weights_dir must be a path (str or pathlib.Path) or None, got {type(weights_dir).__name__}")
+    if weights_dir is not None:
+        weights_dir = output_path("weights_dir", weights_dir, kind="directory")
     before, start = torch.get_num_threads(), time.perf_counter()
     torch.set_num_threads(1)
     try:
