@@ -666,12 +666,25 @@ def _sweep_table(store, kept, keys) -> pd.DataFrame:
     return table.sort_values(KEY, key=lambda k: k.map(order)).reset_index(drop=True)
 
 
-def _flag_nonfinite(table: pd.DataFrame, config_keys) -> pd.DataFrame:
+def _written(table: pd.DataFrame, results, store, kept) -> np.ndarray:
+    """Which of ``results`` each run of ``table`` returned itself: a column another run returned is NaN in the
+    table for a run that did not (an empty field in the store, where a NaN result is written ``nan``)."""
+    if store is not None and Path(store).exists():
+        raw = pd.read_csv(io.StringIO(_complete_text(Path(store))), dtype=str, keep_default_na=False)
+        raw = raw.drop_duplicates(KEY, keep="first").set_index(KEY)
+        return (raw.loc[table[KEY], results] != "").to_numpy()
+    own = {row[KEY]: row.keys() for row in kept}
+    return np.array([[c in own.get(key, ()) for c in results] for key in table[KEY]], dtype=bool).reshape(
+        len(table), len(results))
+
+
+def _flag_nonfinite(table: pd.DataFrame, config_keys, store=None, kept=()) -> pd.DataFrame:
     """``table`` as it is, with a RuntimeWarning naming every run (configuration and seed) whose results hold NaN
-    or ±inf, and those results' columns."""
+    or ±inf, and those results' columns (a result column only another run returned does not count)."""
     results = [c for c in table.columns if c not in {*config_keys, SEED, KEY}
                and pd.api.types.is_numeric_dtype(table[c]) and not pd.api.types.is_bool_dtype(table[c])]
     bad = ~np.isfinite(table[results].to_numpy(dtype=float)) if results else np.zeros((len(table), 0), bool)
+    bad &= _written(table, results, store, kept) if results else bad
     rows = np.flatnonzero(bad.any(axis=1))
     if rows.size:
         runs = table.iloc[rows[:20]].to_dict("records")                  # Python scalars, not NumPy ones
@@ -754,4 +767,4 @@ def sweep(fn: Callable, grid, seeds=(0,), store="results.csv", n_jobs: int = 1, 
         warnings.warn(str(SweepError(outcomes.failures)), RuntimeWarning, stacklevel=2)
     table = _sweep_table(store, outcomes.kept, [key for _, _, key in runs])
     keys = dict.fromkeys(k for config, _, _ in runs for k in config)
-    return _flag_nonfinite(table, keys) if nonfinite == "warn" else table
+    return _flag_nonfinite(table, keys, store, outcomes.kept) if nonfinite == "warn" else table

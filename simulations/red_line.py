@@ -99,7 +99,8 @@ def compute(size="quick", seed=0, backend=None, store="figures"):
     s = figures.settings(SIZES, size)
     runs = experiments.sweep(red_line.red_line_run, _grid(s), seeds=figures.seeds(seed, s["n_seeds"]),
                              store=figures.output_dir(store) / f"red_line{'_full' * (size == 'full')}_runs.csv",
-                             on_error="raise", n_jobs=-1 if size == "full" else 1)
+                             on_error="raise", n_jobs=-1 if size == "full" else 1,
+                             nonfinite="ignore")         # divergence_*: NaN where no step on the grid diverged
     runs = runs.drop(columns=["run_key"], errors="ignore")
     runs.insert(0, "family", [_family(r) for r in runs.itertuples()])
     return figures.Tables({"runs": runs, "borders by depth": _by_depth(runs)}, extras=s)

@@ -451,3 +451,16 @@ def test_a_sweep_fn_returning_a_vector_names_fn(tmp_path):
     """Before: 'result v must be a scalar' in the SweepError, which did not say the value came from fn."""
     with pytest.raises(SweepError, match=r"fn's result v must be a scalar"):
         sweep(lambda a, seed: {"v": np.ones(3)}, {"a": [1]}, store=tmp_path / "runs.csv", progress=False)
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_result_only_other_runs_return_is_not_flagged(tmp_path, stored):
+    """A column one run returns is NaN in the table for the runs that do not return it: that is no NaN result
+    (the EMN and subnetwork-ensemble sweeps were flagged for columns that did not apply to them)."""
+    def fn(a, seed):
+        return {"x": 1.0} if a == 1 else {"x": 2.0, "y": 3.0 if a == 2 else float("nan")}
+    store = tmp_path / "runs.csv" if stored else None
+    with pytest.warns(RuntimeWarning, match=r"1 run\(s\) of the sweep have a NaN") as record:
+        table = sweep(fn, {"a": [1, 2, 3]}, store=store, progress=False)
+    assert "{'a': 3} seed=0: y=nan" in str(record[0].message) and "'a': 1}" not in str(record[0].message)
+    assert np.isnan(table["y"][0]) and np.isnan(table["y"][2])
