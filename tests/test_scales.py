@@ -316,7 +316,7 @@ def test_a_smooth_steep_fall_is_not_read_as_an_edge_power_law():
 def test_points_near_a_hard_edge_at_zero_start_from_the_shared_trunk():
     """Depth-10 Gaussian tanh JJᵀ (ρ ∝ x^{-10/11} at 0): a point at x ≪ 1 walks the trunk z = iy of the continuation
     until Im z ~ 30x; that trunk is solved once, and each point starts at its rung. Newton iterations per point at
-    x = 10⁻¹⁵⁰ … 10⁻²⁰: 16–64 from the trunk, 96–206 each on its own way down (at most 0.31 of it per point; the
+    x = 10⁻¹⁵⁰ … 10⁻²⁰: 16–64 from the trunk, 76–183 each on its own way down (at most 0.36 of it per point; the
     count at 10⁻¹⁵⁰ moves with rounding, 53 or 64 as the bins' Cauchy kernel is arranged); the densities agree to
     1e-12."""
     from rmtnet.spectra import network
@@ -336,5 +336,5 @@ def test_points_near_a_hard_edge_at_zero_start_from_the_shared_trunk():
         it_own, rho_own = solve(0.0)
     finally:
         FreeProduct._TRUNK_RATIO = saved
-    assert np.all(it_trunk <= 0.5 * it_own) and np.all(it_own >= 90)
+    assert np.all(it_trunk <= 0.5 * it_own) and np.all(it_own >= 70)
     assert np.all(rho_trunk > 0) and np.max(np.abs(rho_trunk / rho_own - 1)) <= 1e-12

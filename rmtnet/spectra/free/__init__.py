@@ -104,6 +104,12 @@ def _collect(cls, pairs, tol, max_iter):
 
 
 def _check_nonnegative(mu, name):
+    if type(mu) is FreeProduct:
+        # ⊠ of laws on [0, ∞) with positive means is one (its factors are flattened into the new product, so its own
+        # support, a continuation over a grid, is never needed)
+        for k, (factor, _) in enumerate(mu.factors):
+            _check_nonnegative(factor, f"{name}'s factor {k}")
+        return
     a, _ = mu.hull()
     if a < -1e-12:
         raise ValueError(f"{name} must be supported on [0, ∞) for ⊠; its support starts at {a!r}")
