@@ -36,9 +36,10 @@ each) and pass, to list them all in one run.
 
 Counts (the default, derandomised profile): each test below states its examples per entry point; in total the
 default run generates at least 1000 cases (asserted by :func:`test_generated_case_count` when the whole module
-runs; about 8800 at present: about 6200 from the tables, in about 17 s on one core, and about 2600 from the six
-classes above, in about 25 s on today's main, where most of it is the sizes' 5 s time guards). ``HYPOTHESIS_PROFILE=stress`` draws ten times as many from the strategies (the paths, callables
-and NaN cases are fixed lists, run once), fresh each run.
+runs; about 8800 at present: about 6200 from the tables and about 2600 from the six classes above; the module takes
+about 40 s of CPU, the sizes' cases each a forked child that must refuse within its 5 s guard).
+``HYPOTHESIS_PROFILE=stress`` draws ten times as many from the strategies (the paths, callables and NaN cases are
+fixed lists, run once), fresh each run.
 """
 from __future__ import annotations
 
