@@ -541,7 +541,7 @@ def _seed_list(seeds) -> list[int]:
     """:func:`sweep`'s ``seeds`` (an integer or a non-empty list of integers) as a list of Python ints."""
     if isinstance(scalar(seeds), (numbers.Integral, np.integer)):
         seeds = (seeds,)
-    if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__iter__"):
+    if isinstance(seeds, (str, bytes, Mapping)) or not hasattr(seeds, "__iter__") or getattr(seeds, "ndim", 1) == 0:
         raise ValueError(f"seeds must be an integer or a non-empty list of integers, got {seeds!r}")
     seeds = [_scalar("seeds", s) for s in seeds]
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):

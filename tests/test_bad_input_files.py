@@ -464,3 +464,10 @@ def test_a_result_only_other_runs_return_is_not_flagged(tmp_path, stored):
         table = sweep(fn, {"a": [1, 2, 3]}, store=store, progress=False)
     assert "{'a': 3} seed=0: y=nan" in str(record[0].message) and "'a': 1}" not in str(record[0].message)
     assert np.isnan(table["y"][0]) and np.isnan(table["y"][2])
+
+
+@pytest.mark.parametrize("seeds", [np.array(0.5), torch.tensor(1.5), np.array(np.inf)])
+def test_sweep_seeds_given_a_0d_float_are_refused_naming_seeds(seeds):
+    """Found by the fuzz's stress profile: a 0-d float array or tensor gave 'iteration over a 0-d array'."""
+    with pytest.raises(ValueError, match=r"^seeds must be an integer or a non-empty list of integers"):
+        sweep(lambda a, seed: {"v": 1.0}, {"a": [1]}, seeds=seeds, store=None, progress=False)
