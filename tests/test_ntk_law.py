@@ -4,6 +4,7 @@ and of the actual NTK, the closed-form Gram against torch's empirical NTK, and i
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from rmtnet.spectra.network import mlp
@@ -383,3 +384,57 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         sample_ntk_eigs(_fw(1, 4), 3, readout=np.array(["sphere"]))
     with pytest.raises(OverflowError, match=r"\bX\b"):
         sample_ntk_eigs(_fw(1, 4, activation="relu"), 3, X=np.full((4, 3), 1e200))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Any aspect ratio: many inputs through a narrow net (bands of widths 0.1 and 10⁴ beside an atom of mass ~1)
+
+def _ratio_net(act, gammas, n=10 ** 8):
+    """The depth-(len(gammas)) description whose input and hidden widths are n/γ_ℓ (the law depends on the γ_ℓ
+    alone), read out to one output."""
+    return mlp(len(gammas), widths=[int(round(n / g)) for g in gammas] + [1], activation=act,
+               last_activation=False, sigma_w=1.0), n
+
+
+def _quadrature_moments(law, K):
+    """m₀ … m_K of ntk_law's table from the tanh-sinh nodes its mass books were kept on, and its atoms: the
+    density's own moments, not the series ntk_law hands out as ``moment``."""
+    m = np.zeros(K + 1)
+    for x, w, fx, h in law.quadrature:
+        m += [h * float(np.sum(w * fx * x ** k)) for k in range(K + 1)]
+    locs, masses = law.atoms()
+    return m + np.array([float(np.sum(masses * locs ** k)) for k in range(K + 1)])
+
+
+def _check_law_against_series(act, gammas, K=4, rtol=1e-7):
+    net, n = _ratio_net(act, gammas)
+    law = ntk_law(net, n)
+    m = _quadrature_moments(law, K)
+    assert abs(m[0] - 1.0) <= 1e-8, (act, gammas, m[0] - 1.0)
+    exact = ntk_moments(net, n, K=K)
+    assert np.allclose(m[1:], exact, rtol=rtol, atol=0), (act, gammas, m[1:] / exact - 1)
+    return law
+
+
+def test_many_inputs_through_a_narrow_net():
+    """tanh, d₀ = d₁ = 10, n = 10⁴ (γ = 1000): the atom at r₊ holds 1 − 20/n = 0.998 (the ranks), the two bands
+    (the wide layer's near 14–71, the narrow layer's near 913–4716) the rest, to 1e-8; used to lose 0.001 (the
+    lower band, narrower than one cell of the hull's grid, was not found)."""
+    net = mlp(2, widths=[10, 10, 1], activation="tanh", last_activation=False, sigma_w=1.0)
+    law = ntk_law(net, 10 ** 4)
+    r, _ = ntk_coefficients(net, 10 ** 4)
+    locs, masses = law.atoms()
+    assert locs.tolist() == [r] and masses == pytest.approx([0.998], abs=1e-14)
+    assert len(law.source.intervals()) == 2
+    m = _quadrature_moments(law, 4)
+    assert abs(m[0] - 1.0) <= 1e-8
+    assert m[1:] == pytest.approx(ntk_moments(net, 10 ** 4, K=4), rel=1e-7)
+
+
+@given(act=st.sampled_from(["relu", "tanh", "erf"]), log_g0=st.floats(-3.0, 4.0), log_g1=st.floats(-3.0, 4.0),
+       same=st.booleans())
+@settings(max_examples=6)
+def test_ntk_law_at_random_aspect_ratios_against_the_moment_series(act, log_g0, log_g1, same):
+    """One hidden layer, n/d₀ and n/d₁ log-uniform in [10⁻³, 10⁴] (equal or not): the table's own moments
+    m₀ … m₄ (its tanh-sinh nodes and atoms) against the exact series of ntk_moments, m₀ = 1 to 1e-8."""
+    _check_law_against_series(act, [10 ** log_g0, 10 ** (log_g0 if same else log_g1)])
