@@ -246,7 +246,9 @@ class NTKLaw(Measure):
     plus an atom at r₊ of mass max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to
     1e-6. Many inputs through a narrow layer (γ_ℓ ≫ 1) put bands of widths ~0.1 and ~γ_ℓ in one hull, beside an
     atom of mass ~1 − Σ 1/γ_ℓ: the band search then runs over many scales (``_MULTISCALE``: Gordon's bound of the
-    hull, a geometric grid in x − r₊, thresholds on ρ·(x − r₊), heights relative to each band's width).
+    hull, a geometric grid in x − r₊, thresholds on ρ·(x − r₊), heights relative to each band's width, and steps
+    in Im z that move δ by more than half of |δ| + 1 retried shorter: a long step can land Newton on another root
+    with Im m ≥ 0, which lost whole bands of ReLU at n/d ~ 10–60).
     :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`.
 
     Parameters
@@ -279,6 +281,7 @@ class NTKLaw(Measure):
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
     _STALL_HEIGHT = 1e-6
     _NEWTON_ITERS = 12
+    _JUMP = 0.5
     _POLISH_ITERS = 80
     regularised_points = 0
 
@@ -429,6 +432,11 @@ class NTKLaw(Measure):
             d_new, a_new, ok = self._newton(x[idx] + 1j * y_new, delta[idx])
             # the physical sheet: a Stieltjes transform of a probability law has Im m ≥ 0 and |m(z)| ≤ 1/Im z
             ok &= (a_new.imag >= 0) & (np.abs(a_new) * y_new <= 1.0 + 1e-9)
+            # continuity: a long step can land Newton on another root that passes both tests (ReLU at n/d ~ 10–60:
+            # a whole band lost); with ``_MULTISCALE`` a step that moves δ by more than half of |δ| + 1 is retried
+            # shorter (not on the first search, whose tables earlier releases made)
+            if self._MULTISCALE:
+                ok &= np.all(np.abs(d_new - delta[idx]) <= self._JUMP * (np.abs(delta[idx]) + 1.0), axis=1)
             delta[idx[ok]], alpha[idx[ok]] = d_new[ok], a_new[ok]
             walk.advance(idx, y_new, good=ok, easy=ok)
             # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis: steps
