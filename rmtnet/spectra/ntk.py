@@ -244,7 +244,11 @@ class NTKLaw(Measure):
     value at its height. All points of a grid move together. The bands are found on an 801-point grid of the hull
     [r₊, upper bound] (8× finer if the mass does not balance) and their edges k-sected; the law's mass (bands,
     plus an atom at r₊ of mass max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to
-    1e-6.
+    1e-6. Many inputs through a narrow layer (γ_ℓ ≫ 1) put bands of widths ~0.1 and ~γ_ℓ in one hull, beside an
+    atom of mass ~1 − Σ 1/γ_ℓ: the band search then runs over many scales (``_MULTISCALE``: Gordon's bound of the
+    hull, a geometric grid in x − r₊, thresholds on ρ·(x − r₊), heights relative to each band's width, and steps
+    in Im z that move δ by more than half of |δ| + 1 retried shorter: a long step can land Newton on another root
+    with Im m ≥ 0, which lost whole bands of ReLU at n/d ~ 10–60).
     :func:`ntk_law` returns its :class:`Tabulated` table, with the exact moments of :func:`ntk_moments`.
 
     Parameters
@@ -277,6 +281,7 @@ class NTKLaw(Measure):
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
     _STALL_HEIGHT = 1e-6
     _NEWTON_ITERS = 12
+    _JUMP = 0.5
     _POLISH_ITERS = 80
     regularised_points = 0
 
@@ -369,14 +374,38 @@ class NTKLaw(Measure):
     def _scale(self):
         return max(self._upper - self.r_plus, 1e-300)
 
+    def _local_scale(self, x):
+        """The scale the axis height and the stall rule of :meth:`_solve` are relative to: the hull's width; with
+        ``_MULTISCALE``, once the bands are found, the width of the band holding x (or the nearest one), clipped to
+        [10⁻⁹, 1] of the hull: bands of widths 0.1 and 10⁴ share a hull where a narrow layer meets many inputs,
+        and a point kept at 10⁻⁶ of 10⁴ would smear the narrow band by 10 %."""
+        if not (self._MULTISCALE and "_bands" in self.__dict__):
+            return self._scale
+        x = np.asarray(x, float)
+        lo, hi = np.array(self._bands).T
+        nearest = np.argmin(np.maximum(lo[None, :] - x[..., None], x[..., None] - hi[None, :]), axis=-1)
+        return np.clip(hi[nearest] - lo[nearest], 1e-9 * self._scale, self._scale)
+
     @cached_property
     def _upper(self):
-        """An upper bound of the spectrum: r₊ + Σ c_ℓ‖K_ℓ‖ with ‖K_ℓ‖ ≤ (1 − b² + b²‖K_{ℓ−1}‖)(1 + √γ_ℓ)² (the MP edge
-        of GᵀG/d_ℓ times ‖T_ℓ‖) and ‖K₀‖ the input law's top."""
-        top = [self.mu0.hull()[1]]
+        """An upper bound of the spectrum: r₊ + Σ c_ℓ‖K_ℓ‖ with ‖K₀‖ the input law's top and ‖K_ℓ‖ bounded by
+        :meth:`_layer_tops`; the looser of its two bounds unless the band search spans many scales
+        (``_MULTISCALE``)."""
+        return self.r_plus + float(np.dot(self.coef, self._layer_tops()[1 if self._MULTISCALE else 0]))
+
+    def _layer_tops(self):
+        """Two upper bounds of ‖K₀‖ … ‖K_L‖: ‖T_ℓ‖(1 + √γ_ℓ)² (the MP edge of GᵀG/d_ℓ times ‖T_ℓ‖,
+        T_ℓ = (1 − b²)I + b²K_{ℓ−1}), and Gordon's. K_ℓ's nonzero eigenvalues are those of (1/d_ℓ)G T_ℓ Gᵀ
+        (G ∈ ℝ^{d_ℓ×n} iid N(0, 1)), and E‖GA‖ ≤ ‖A‖_F + √d‖A‖ (Gordon 1985; A = T_ℓ^{1/2}, concentrated as
+        n → ∞), so ‖K_ℓ‖ ≤ (√(γ_ℓ m₁(T_ℓ)) + √‖T_ℓ‖)² with m₁(K_ℓ) = m₁(T_ℓ) = 1 − b² + b²m₁(K_{ℓ−1}): never above
+        the first (m₁ ≤ ‖T‖), and far below it where γ_ℓ ≫ 1 and T_ℓ has few large eigenvalues (many inputs through
+        a narrow layer: ‖T_ℓ‖ ~ γ_{ℓ−1} while m₁(T_ℓ) = 1)."""
+        loose, tight, mean = [self.mu0.hull()[1]], [self.mu0.hull()[1]], self.mu0.mean()
         for g in self.gammas:
-            top.append((1.0 - self.b2 + self.b2 * top[-1]) * (1.0 + np.sqrt(g)) ** 2)
-        return self.r_plus + float(np.dot(self.coef, top))
+            loose.append((1.0 - self.b2 + self.b2 * loose[-1]) * (1.0 + np.sqrt(g)) ** 2)
+            t_top, mean = 1.0 - self.b2 + self.b2 * tight[-1], 1.0 - self.b2 + self.b2 * mean
+            tight.append((np.sqrt(g * mean) + np.sqrt(t_top)) ** 2)
+        return np.array(loose), np.array(tight)
 
     def _solve(self, x, y_target, return_height=False):
         """α = m(x + i·y_target) for real x (array), by continuation in y (class docstring); with ``return_height``
@@ -389,10 +418,12 @@ class NTKLaw(Measure):
         density is ~10⁻³ of its size and the quadrature weights are tiny), :class:`ConvergenceError` above it."""
         x = np.asarray(x, float)
         scale = self._scale
+        local = self._local_scale(x)
         # start far above the spectrum, or at the target itself where that is higher still (z far from the support)
         y = np.maximum(10.0 * scale + np.abs(x - self.r_plus), y_target)
         delta, alpha = self._start(x, y)
-        walk = Descent(y, np.full(x.size, float(y_target)), grow=2.0, largest=np.log(1e2), smallest=1e-6)
+        target = np.broadcast_to(np.asarray(y_target, float), x.shape).copy()
+        walk = Descent(y, target, grow=2.0, largest=np.log(1e2), smallest=1e-6)
         steps = 0
         while not walk.finished:
             steps += 1
@@ -401,6 +432,11 @@ class NTKLaw(Measure):
             d_new, a_new, ok = self._newton(x[idx] + 1j * y_new, delta[idx])
             # the physical sheet: a Stieltjes transform of a probability law has Im m ≥ 0 and |m(z)| ≤ 1/Im z
             ok &= (a_new.imag >= 0) & (np.abs(a_new) * y_new <= 1.0 + 1e-9)
+            # continuity: a long step can land Newton on another root that passes both tests (ReLU at n/d ~ 10–60:
+            # a whole band lost); with ``_MULTISCALE`` a step that moves δ by more than half of |δ| + 1 is retried
+            # shorter (not on the first search, whose tables earlier releases made)
+            if self._MULTISCALE:
+                ok &= np.all(np.abs(d_new - delta[idx]) <= self._JUMP * (np.abs(delta[idx]) + 1.0), axis=1)
             delta[idx[ok]], alpha[idx[ok]] = d_new[ok], a_new[ok]
             walk.advance(idx, y_new, good=ok, easy=ok)
             # next to a band's edge (a square-root branch point) Newton's Jacobian is singular on the axis: steps
@@ -408,16 +444,16 @@ class NTKLaw(Measure):
             # taken and refused
             stalled = walk.stalled()
             stuck = stalled | (~walk.done if steps >= self.max_steps else False)
-            kept, failed = walk.settle(stuck, self._STALL_HEIGHT * scale)
+            kept, failed = walk.settle(stuck, self._STALL_HEIGHT * (4.0 * local if self._MULTISCALE else local))
             if failed.any():
                 i = int(np.flatnonzero(failed)[0])
                 why = ("stalled (steps in Im z shrank to nothing)" if stalled[i] else
-                       f"did not reach Im z = {y_target:.3g} in {self.max_steps} steps")
+                       f"did not reach Im z = {walk.target[i]:.3g} in {self.max_steps} steps")
                 raise ConvergenceError(f"NTKLaw: the continuation {why}", z=complex(x[i] + 1j * y[i]),
                                        iteration=steps, residual=None)
             self.regularised_points += int(kept.sum())
-            y[kept] = y_target
-        if y_target == self._Y_FLOOR * scale:           # polish on the axis: exact 0 outside the bands
+            y[kept] = walk.target[kept]
+        if np.all(y_target == self._Y_FLOOR * local):   # polish on the axis: exact 0 outside the bands
             alpha, y = self._polish(x, delta, alpha, y)
         return (alpha, y) if return_height else alpha
 
@@ -446,7 +482,7 @@ class NTKLaw(Measure):
         x = np.asarray(x, float)
         key = x.tobytes()
         if key not in self._cache:
-            alpha, y = self._solve(x, self._Y_FLOOR * self._scale, return_height=True)
+            alpha, y = self._solve(x, self._Y_FLOOR * self._local_scale(x), return_height=True)
             locs, masses = self.atoms()
             for a, m in zip(locs, masses):              # the atom's pole is not density (its Cauchy tail at y > 0)
                 alpha = alpha - m / (a - (x + 1j * y))
@@ -469,13 +505,13 @@ class NTKLaw(Measure):
         alpha = np.empty(flat.shape, complex)
         for y in np.unique(flat.imag):
             sel = flat.imag == y
-            alpha[sel] = self._solve(flat[sel].real, max(y, self._Y_FLOOR * self._scale))
+            alpha[sel] = self._solve(flat[sel].real, np.maximum(y, self._Y_FLOOR * self._local_scale(flat[sel].real)))
         g = -alpha.reshape(z.shape)
         h = 1e-6 * self._scale                            # G′ by central differences along the real direction
         gp = np.empty(flat.shape, complex)
         for y in np.unique(flat.imag):
             sel = flat.imag == y
-            yy = max(y, self._Y_FLOOR * self._scale)
+            yy = np.maximum(y, self._Y_FLOOR * self._local_scale(flat[sel].real))
             gp[sel] = -(self._solve(flat[sel].real + h, yy) - self._solve(flat[sel].real - h, yy)) / (2 * h)
         return g, gp.reshape(z.shape)
 
@@ -500,14 +536,36 @@ class NTKLaw(Measure):
         return np.empty(0), np.empty(0)
 
     _GRID = 801
+    _MULTISCALE = False     # the band search over many scales: Gordon's bound, a geometric grid, log-mass thresholds
+    _PER_DECADE = 120       # the geometric grid's points per decade of x − r₊ (relative spacing 1.9 %) …
+    _DECADES = 9            # … over (10⁻⁹, 1]·(upper − r₊)
+
+    def _search_grid(self):
+        """The band search's grid: the ``_GRID`` − 2 interior cell ends of the hull [r₊, upper]; with
+        ``_MULTISCALE`` also r₊ + (upper − r₊)·10^{−k/``_PER_DECADE``}, k = 1 … ``_DECADES``·``_PER_DECADE``, for
+        bands far narrower than the hull (a narrow layer's MP(γ) with γ ≫ 1, of relative width 4/√γ, next to
+        the O(1) bands of the wide layers)."""
+        lo, hi = self.r_plus, self._upper
+        x = cell_grid(lo, hi, self._GRID - 1)
+        if self._MULTISCALE:
+            k = np.arange(1, self._DECADES * self._PER_DECADE + 1)
+            x = np.union1d(x, lo + (hi - lo) * 10.0 ** (-k / self._PER_DECADE))
+            x = x[(x > lo) & (x < hi)]
+        return x
+
+    def _weight(self, x):
+        """What the band search thresholds the density by: 1 on a uniform grid; with ``_MULTISCALE``, x − r₊ (ρ·(x −
+        r₊) is the mass per unit of log(x − r₊), so a band of mass 10⁻⁴ at x ~ 10⁴ counts beside one of mass 1 at
+        x ~ 1, where their densities differ by 10⁸)."""
+        return (np.asarray(x) - self.r_plus) if self._MULTISCALE else 1.0
 
     @cached_property
     def _bands(self):
-        """The bands: runs of the grid's interior cell ends where the density exceeds 10⁻⁹ of its largest value on
-        the grid (``_GRID`` points with the hull's ends), each edge k-sected (:meth:`_edges`)."""
+        """The bands: runs of the search grid's points (:meth:`_search_grid`) where the density (times
+        :meth:`_weight`) exceeds 10⁻⁹ of its largest value on the grid, each edge k-sected (:meth:`_edges`)."""
         lo, hi = self.r_plus, self._upper
-        x = cell_grid(lo, hi, self._GRID - 1)
-        rho = self._density(x)
+        x = self._search_grid()
+        rho = self._density(x) * self._weight(x)
         pos = dense(x, rho, relative=1e-9)
         if not pos.any():
             raise ConvergenceError("NTKLaw: no band found on the hull grid", z=None, iteration=0, residual=None)
@@ -516,13 +574,16 @@ class NTKLaw(Measure):
         for first, last in runs(pos):                       # x[first … last] have density; grid[j + 1] = x[j]
             pairs += [(grid[first], grid[first + 1]), (grid[last + 2], grid[last + 1])]
         ends = self._edges(np.array(pairs), 1e-9 * float(rho.max()))
+        if self._MULTISCALE:                            # the density from here on at the bands' own scales
+            self._cache.clear()
         return [(float(a), float(b)) for a, b in zip(ends[::2], ends[1::2])]
 
     def _edges(self, pairs, threshold, rounds=10, k=16):
         """k-section of every (outside, inside) bracket at once: each round evaluates k − 1 points per bracket and
-        keeps the cell where the density first exceeds ``threshold`` (10 rounds: 16⁻¹⁰ of a grid cell)."""
-        out, _ = k_section(lambda t: self._density(t) > threshold, pairs[:, 0], pairs[:, 1], points=k - 1,
-                           rounds=rounds)
+        keeps the cell where the density (times :meth:`_weight`) first exceeds ``threshold`` (10 rounds: 16⁻¹⁰ of a
+        grid cell)."""
+        out, _ = k_section(lambda t: self._density(t) * self._weight(t) > threshold, pairs[:, 0], pairs[:, 1],
+                           points=k - 1, rounds=rounds)
         return out
 
     def intervals(self):
@@ -787,23 +848,50 @@ _NTK_MASS_TOL = 1e-6        # the books of NTKLaw's table: bands (tanh-sinh on e
 
 
 def _combination_law(r_plus, coef, b, gammas, mu0):
-    """The :class:`NTKLaw` of r₊I + Σ c_ℓK_ℓ, its mass checked, as a :class:`Tabulated` table with exact moments."""
+    """The :class:`NTKLaw` of r₊I + Σ c_ℓK_ℓ, its mass checked, as a :class:`Tabulated` table with exact moments.
+
+    The bands are searched on the hull's uniform grid, then (where the books do not balance) over many scales
+    (``NTKLaw._MULTISCALE``), then both 8× finer; straight over many scales where the loose bound of the hull is
+    more than 10× Gordon's (:meth:`NTKLaw._layer_tops`: a layer much narrower than the data)."""
     law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=series.CachedMoments(_ntk_series, r_plus, coef, b, gammas, mu0))
-    for grid in (NTKLaw._GRID, 8 * NTKLaw._GRID):     # a band narrower than the grid: search again, 8× finer
-        law._GRID = grid
+    loose, tight = (float(np.dot(law.coef, t)) for t in law._layer_tops())
+    searches = [(NTKLaw._GRID, False), (NTKLaw._GRID, True), (8 * NTKLaw._GRID, False), (8 * NTKLaw._GRID, True)]
+    if loose > 10.0 * tight:
+        searches = [s for s in searches if s[1]]
+    for grid, multiscale in searches:
+        if multiscale != law._MULTISCALE:               # another hull and scale: the cached solutions are stale
+            law._cache.clear()
+            law.__dict__.pop("_upper", None)
+        law._GRID, law._MULTISCALE = grid, multiscale
         law.__dict__.pop("_bands", None)
-        # tanh-sinh on each band, split where the density is not resolved (a data set's spectrum gives bands with
-        # steep inner features)
-        bands = law.intervals()
-        per_band = [resolved_tanh_sinh(law.pdf, lo, hi, rtol=1e-9, n0=200, min_level=1) for lo, hi in bands]
-        books = mass_books(bands, [sum(h * float(np.sum(fx * w)) for _, w, fx, h in band) for band in per_band],
-                           float(np.sum(law.atoms()[1])))
+        try:
+            per_band, books = _books(law)
+        except ConvergenceError as exc:
+            message = str(exc.args[0]).split(" (z=")[0]
+            raise ConvergenceError(f"{message}, at n/d_ℓ = {_ratios(law)} (band search on {grid} points"
+                                   f"{', over many scales' if multiscale else ''})", z=exc.z,
+                                   iteration=exc.iteration, residual=exc.residual) from exc
         if abs(books["total"] - 1.0) <= _NTK_MASS_TOL:
             break
     else:
-        check_books(books, _NTK_MASS_TOL, "ntk_law", law)
+        check_books(books, _NTK_MASS_TOL, f"ntk_law at n/d_ℓ = {_ratios(law)}", law)
     pieces = [p for band in per_band for p in band]
     return _Table(law, pieces)
+
+
+def _books(law):
+    """tanh-sinh on each band of ``law`` (split where the density is not resolved: a data set's spectrum gives
+    bands with steep inner features), and the mass books of bands and atoms."""
+    bands = law.intervals()
+    per_band = [resolved_tanh_sinh(law.pdf, lo, hi, rtol=1e-9, n0=200, min_level=1) for lo, hi in bands]
+    return per_band, mass_books(bands, [sum(h * float(np.sum(fx * w)) for _, w, fx, h in band) for band in per_band],
+                                float(np.sum(law.atoms()[1])))
+
+
+def _ratios(law):
+    """The aspect ratios γ₀ … γ_L = n/d_ℓ of ``law``, for messages (γ₀ where the input law is MP(γ₀))."""
+    first = [f"{law.mu0.ratio:.4g}"] if isinstance(law.mu0, MarchenkoPastur) else ["(input law)"]
+    return ", ".join(first + [f"{g:.4g}" for g in law.gammas])
 
 
 class _Table(Tabulated):
@@ -816,4 +904,4 @@ class _Table(Tabulated):
         x, rho = x[order], rho[order]
         keep = np.concatenate([[True], np.diff(x) > 0])
         GridDensity.__init__(self, x[keep], rho[keep], atoms=source.atoms(), normalize=True)
-        self.source = source
+        self.source, self.quadrature = source, pieces   # the tanh-sinh pieces (x, w, ρ(x), h) the books were kept on
