@@ -395,3 +395,20 @@ def test_expect_of_a_function_returning_nan_names_func():
         Arcsine(1.0, 3.0).expect(lambda x: np.full_like(x, np.nan))
     with pytest.raises(ValueError, match=r"^func returned NaN at x = \[0.5\]"):
         PointMasses([0.5, 2.0], [0.5, 0.5]).expect(lambda x: np.where(x < 1, np.nan, x))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: __import__("rmtnet.spectra.stability", fromlist=["x"]).learning_rate_border(5e-324),
+     "lambda_max is too small"),                                               # was ZeroDivisionError
+    (lambda: __import__("rmtnet.spectra.transforms", fromlist=["x"]).m_inverse(MarchenkoPastur(0.5), 5e-324),
+     r"w = .* leaves float64"),                                                # was inf+nanj
+    (lambda: __import__("rmtnet.spectra.diagnostics", fromlist=["x"]).spike_strength(1e308, 1.0),
+     r"eig = .* leaves float64"),                                              # was inf
+    (lambda: __import__("rmtnet.spectra.diagnostics", fromlist=["x"]).tracy_widom_margin(10, 40, 1e308),
+     r"scale = .* beyond float64"),                                            # was inf
+])
+def test_results_beyond_float64_are_refused_naming_the_argument(call, match):
+    """Found by the fuzz's stress profile: four results that left float64 came back as inf/NaN or a bare
+    ZeroDivisionError."""
+    with pytest.raises(OverflowError, match=match):
+        call()

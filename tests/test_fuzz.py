@@ -954,8 +954,8 @@ SWEEP = [
      lambda v: None if v is None or isinstance(v, (str, numbers.Real)) else False),
     ("sweep.seeds", "seeds", lambda v: _sweep(seeds=v), lambda v: None),
     ("sweep.n_jobs", "n_jobs", lambda v: _sweep(n_jobs=v),
-     lambda v: v == 1 if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1, -2) else
-     (None if isinstance(v, int) and not isinstance(v, bool) and (v >= 1 or v == -1) else False)),
+     lambda v: v == 1 if isinstance(v, numbers.Integral) and not isinstance(v, bool) and v in (0, 1, -2) else
+     (None if isinstance(v, numbers.Integral) and not isinstance(v, bool) and (v >= 1 or v == -1) else False)),
     ("sweep.on_error", "on_error", lambda v: _sweep(on_error=v), one_of("collect", "raise", "skip")),
     ("sweep.fn", "fn", lambda v: _sweep(fn=v), lambda v: False),
     ("sweep.progress", "progress", lambda v: _sweep(progress=v), is_flag),
@@ -968,7 +968,7 @@ SWEEP = [
                                                    [{"a": 1}], 1, 0, -2])))
 def test_sweep(name, arg, call, valid, value):
     """The sweep's arguments (6 × 10 cases); n_jobs > 1 is only judged, never started (it would spawn a pool)."""
-    if name == "sweep.n_jobs" and isinstance(value, int) and not isinstance(value, bool) and (value > 1 or
+    if name == "sweep.n_jobs" and isinstance(value, numbers.Integral) and not isinstance(value, bool) and (value > 1 or
                                                                                                 value == -1):
         return
     check("sweep", name, arg, call, valid, value)
@@ -1233,7 +1233,8 @@ def _eig_above_edge(v):
 AUDIT = [
     ("layer_spectra.model", "model", sa.layer_spectra, lambda v: v is AMODEL,
      lambda: st.one_of(st.just(AMODEL), scalars())),
-    ("layer_spectra.sigma_w", "sigma_w", lambda v: sa.layer_spectra(AMODEL, sigma_w=v), real_in(0, lo_open=True),
+    ("layer_spectra.sigma_w", "sigma_w", lambda v: sa.layer_spectra(AMODEL, sigma_w=v),
+     lambda v: None if isinstance(v, dict) else real_in(0, lo_open=True)(v),          # a dict: per-layer σ_w
      scalars),
     ("layer_spectra.scale", "scale", lambda v: sa.layer_spectra(AMODEL, scale=v), one_of("init", "fit"),
      lambda: st.one_of(st.sampled_from(["init", "fit", "mean"]), scalars())),
@@ -1307,8 +1308,8 @@ AUDIT = [
      lambda v: (finite_real_array(v) and np.size(v) > 0 and bool(np.all(np.asarray(v, dtype=float) >= 0))
                 and bool(np.max(np.asarray(v, dtype=float)) < 1e3)) or False, arrays),
     ("mp_bulk_scale.eigs", "eigs", lambda v: sa.mp_bulk_scale(v, 0.5),
-     lambda v: (finite_real_array(v) and np.size(v) > 0 and bool(np.all(np.asarray(v, dtype=float) >= 0))
-                and bool(np.any(np.asarray(v, dtype=float) > 0))) or False, arrays),
+     lambda v: finite_real_array(v) if finite_real_array(v) is not False and np.size(v) > 0 and bool(
+         np.all(np.asarray(v, dtype=float) >= 0)) and bool(np.any(np.asarray(v, dtype=float) > 0)) else False, arrays),
     ("mp_bulk_scale.ratio", "ratio", lambda v: sa.mp_bulk_scale(X_PL, v), real_in(0, 1, lo_open=True), scalars),
 ]
 
@@ -1370,7 +1371,7 @@ TRAINED = [
     ("spectra_run.seed", "seed", lambda v: _ts_run(seed=v), int_at_least(0), lambda: small_ints(-2, 2)),
     ("spectra_run.n_kernel", "n_kernel", lambda v: _ts_run(n_kernel=v), int_at_least(2), lambda: small_ints(-2, 4)),
     ("spectra_run.n_train", "n_train", lambda v: _ts_run(n_train=v),
-     lambda v: int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 4000,
+     lambda v: True if v is None else (int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 4000),
      lambda: st.one_of(small_ints(-2, 8), st.sampled_from([4001]))),
     ("spectra_run.jacobian", "jacobian", lambda v: _ts_run(jacobian=v), lambda v: isinstance(v, (bool, np.bool_)),
      lambda: st.one_of(st.booleans(), scalars())),
@@ -1562,7 +1563,7 @@ SS_DATA = nd.Dataset(PX, SL, PX, SL, 2, "two", (3,))
 SS_RUN = dict(width=2, depth=2, n_train=4, steps=1, probe_every=1)        # a run of one step: about 0.1 s
 
 
-def _sequence_of(ok):
+def _list_of(ok):
     """A non-empty list, tuple or 1-D array whose every element passes ``ok``."""
     def valid(v):
         if isinstance(v, np.ndarray) and v.ndim == 1:
@@ -1608,10 +1609,10 @@ SHARPNESS_STUDY = [
      lambda v: v is None or int_at_least(3)(v) if int_at_least(2)(v) is not False or v is None else False,
      lambda: small_ints(-2, 6)),
     ("sharpness_sweep.eta_factors", "eta_factors", lambda v: sharp_study.sharpness_sweep(v, **SS_RUN),
-     _sequence_of(_eta_factor), lambda: st.one_of(st.sampled_from(
+     _list_of(_eta_factor), lambda: st.one_of(st.sampled_from(
          [[0.5], (1.0,), np.array([0.5]), [], [-1.0], [math.nan], [0.5, "a"], np.array([[0.5]]), 0.5]), scalars())),
     ("sharpness_sweep.seeds", "seeds", lambda v: sharp_study.sharpness_sweep([0.5], v, **SS_RUN),
-     _sequence_of(int_at_least(0)), lambda: st.one_of(st.sampled_from(
+     _list_of(int_at_least(0)), lambda: st.one_of(st.sampled_from(
          [(0,), [1], np.array([2]), (), [-1], [0.5], ["a"], [True], 0]), scalars())),
 ]
 

@@ -131,7 +131,10 @@ def tracy_widom_margin(n_min, n_max, scale=1.0, quantile=TW1_99):
     q = real_scalar("quantile", quantile)
     m1 = max(m - 1, 1)
     root = math.sqrt(m1) + math.sqrt(n)
-    return s * (root ** 2 + q * root * (1 / math.sqrt(m1) + 1 / math.sqrt(n)) ** (1 / 3)) / m
+    margin = s * (root ** 2 + q * root * (1 / math.sqrt(m1) + 1 / math.sqrt(n)) ** (1 / 3)) / m
+    if not math.isfinite(margin):
+        raise OverflowError(f"scale = {s!r} puts the Tracy–Widom margin s(√n_max + √n_min)²/n_max beyond float64")
+    return margin
 
 
 def _ratio_scale(ratio, scale):
@@ -194,7 +197,11 @@ def spike_strength(eig, ratio, scale=1.0):
     if np.any(y < (1 + math.sqrt(lam)) ** 2 * (1 - 1e-12)):
         raise ValueError(f"eig must be at or above the right edge s(1 + √λ)² = {s * (1 + math.sqrt(lam)) ** 2!r}")
     b = y - 1 - lam                                          # ≥ 2√λ > 0 at and above the edge
-    u = b * (1 + np.sqrt(np.maximum(1 - 4 * lam / b / b, 0.0))) / 2
+    with np.errstate(over="ignore"):
+        u = b * (1 + np.sqrt(np.maximum(1 - 4 * lam / b / b, 0.0))) / 2
+    if not np.all(np.isfinite(u)):
+        raise OverflowError(f"eig = {np.asarray(eig)[~np.isfinite(u)][:2].tolist()} over the scale s = {s!r} leaves "
+                            f"float64 in θ̂² = s·(y − 1 − λ)(1 + √(1 − 4λ/(y − 1 − λ)²))/2")
     return np.sqrt(s) * np.sqrt(u)
 
 

@@ -91,7 +91,7 @@ def learning_rate_border(lambda_max, n_samples=1, n_outputs=1, loss="mse"):
     n = integer_at_least("n_samples", n_samples, 1)
     k = integer_at_least("n_outputs", n_outputs, 1)
     c = squared_loss_factor(loss)
-    eta = n * k / (c * lam)
+    eta = n * k / (c * lam) if c * lam > 0 else float("inf")
     if not eta > 0 or eta == float("inf"):
         raise OverflowError(f"learning_rate_border: N k/(c · lambda_max) = {n}·{k}/({c}·{lam!r}) is not a positive "
                             "float64; lambda_max is too small")

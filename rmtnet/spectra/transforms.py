@@ -241,8 +241,13 @@ def m_inverse(mu, w):
     if m1 == 0:
         raise ValueError("M⁻¹ near 0 needs a measure with non-zero mean (m₁ ≠ 0)")
     m3 = mu.moment(3)
-    return _near_zero("w", w, lambda v: m1 / v + m2 / m1 + (m3 * m1 - m2 ** 2) / m1 ** 3 * v,
-                      lambda v: _invert(lambda z: _mt_any(mu, z), v, lambda u: m1 / u + m2 / m1, "m_inverse"))
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = _near_zero("w", w, lambda v: m1 / v + m2 / m1 + (m3 * m1 - m2 ** 2) / m1 ** 3 * v,
+                       lambda v: _invert(lambda z: _mt_any(mu, z), v, lambda u: m1 / u + m2 / m1, "m_inverse"))
+    if not np.all(np.isfinite(z)):
+        raise OverflowError(f"w = {w[~np.isfinite(z)][:2].tolist()} is so close to 0 that M⁻¹(w) ≈ m₁/w leaves "
+                            f"float64")
+    return z
 
 
 def _mt_any(mu, z):
