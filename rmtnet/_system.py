@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from rmtnet._optional import require
+
 
 def affinity_cores() -> int:
     """The cores this process may run on: its CPU affinity where the OS tells it (Linux), else ``os.cpu_count()``."""
@@ -39,7 +41,7 @@ def _device_bytes(backend) -> int | None:
     if backend != "cupy":
         return None
     try:
-        import cupy
+        cupy = require("cupy", "the free-memory check on a CuPy device")
         free, _ = cupy.cuda.runtime.memGetInfo()
         return int(free) + int(cupy.get_default_memory_pool().free_bytes())
     except Exception:                          # noqa: BLE001 - no device: fall back on host memory
