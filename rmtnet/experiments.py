@@ -290,7 +290,7 @@ def _json_problem(text):
 def read_store(store) -> pd.DataFrame:
     """The runs in a sweep's CSV store, one row each (a truncated last line is dropped; a run stored twice is kept
     once). Floats are read back exactly (the shortest repr written by ``csv`` parsed round-trip); ``run_key`` stays
-    a string. Lines may end in ``\n`` or ``\r\n`` (a store written or edited on Windows).
+    a string. Lines may end in ``\\n`` or ``\\r\\n`` (a store written or edited on Windows).
 
     A ``store`` that does not exist is a FileNotFoundError naming it (an empty file is a store with no runs yet:
     an empty table with a ``run_key`` column). A file that is no runs store (no ``run_key`` column in its first

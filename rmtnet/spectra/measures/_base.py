@@ -120,8 +120,8 @@ class Measure(CdfTables):
     ``_ppf(q)``          inf{x : cdf(x) ≥ q} for a float array q in [0, 1] (atoms, then the inverse table),
     ``_moment(k)``       ∫ x^k dμ for an int 0 ≤ k ≤ ``LARGE_ORDER`` (atoms plus quadrature),
     ``_var()``           the variance (``_central_moment(2)`` by default),
-    ``_central_moment(k)`` ∫ (x − m₁)^k dμ for an int 2 ≤ k ≤ ``LARGE_ORDER`` (by default the raw moments shifted
-                         where that does not cancel, centred quadrature where it does: :func:`_shifted_moments`),
+    ``_central_moment(k)`` ∫ (x − m₁)^k dμ for an int 2 ≤ k ≤ ``LARGE_ORDER`` (by default the raw moments
+    shifted where that does not cancel, centred quadrature where it does: :func:`_shifted_moments`),
     ``_rvs(size, rng)``  draws of shape ``size`` (an int or a tuple) from a ``numpy.random.Generator`` (inversion),
     ``_s_transform(w)``  S(w) at a finite complex array (inversion of M),
     ``_entropy()``       differential entropy of a continuous law (quadrature of −ρ log ρ),
