@@ -78,7 +78,7 @@ def whole_number(name, value, lo=1):
     if isinstance(scalar(value), numbers.Integral) and not isinstance(scalar(value), bool):
         number = scalar(value)
     if number is None or int(number) != number or number < lo:
-        bound = "a positive integer" if lo == 1 else f"an integer >= {lo}"
+        bound = {0: "a non-negative integer", 1: "a positive integer"}.get(lo, f"an integer >= {lo}")
         raise ValueError(f"{name} must be {bound}, got {_short(value)}")
     return int(number)
 
@@ -107,13 +107,7 @@ def input_rows(name, X):
 def moment_order(k):
     """``k`` as an int ≥ 0 (the order of a moment), or ValueError naming ``k`` (bools, strings and None are not
     integers; an integral float such as 3.0 is accepted)."""
-    number = scalar(k)
-    if isinstance(number, numbers.Integral) and not isinstance(number, bool) and number >= 0:
-        return int(number)
-    value = _finite_float(number)
-    if value is None or int(value) != value or value < 0:
-        raise ValueError(f"k must be a non-negative integer, got {_short(k)}")
-    return int(value)
+    return whole_number("k", k, 0)
 
 
 def probabilities(name, q):
