@@ -95,10 +95,6 @@ def apply_model(model, x):
     return model(*x) if isinstance(x, tuple) else model(x)
 
 
-def _positive_int(name, value):
-    return integer_at_least(name, value, 1)
-
-
 def _one_hot_targets(output, y, n_classes, loss):
     """The regression targets, or one-hot class targets, checked to have the output's shape."""
     if n_classes is not None:
@@ -315,9 +311,9 @@ def _checked_arguments(data, epochs, batch_size, eval_every, lr, momentum, weigh
     ``(epochs, batch_size, eval_every, lr, momentum, weight_decay, seed)``."""
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be an rmtnet.nets.data.Dataset, got {type(data).__name__}")
-    epochs = _positive_int("epochs", epochs)
-    batch_size = _positive_int("batch_size", batch_size)
-    eval_every = _positive_int("eval_every", eval_every)
+    epochs = integer_at_least("epochs", epochs)
+    batch_size = integer_at_least("batch_size", batch_size)
+    eval_every = integer_at_least("eval_every", eval_every)
     lr = real_scalar("lr", lr, lo=0, lo_open=True)
     momentum = real_scalar("momentum", momentum, lo=0, hi=1, hi_open=True)
     weight_decay = real_scalar("weight_decay", weight_decay, lo=0)
@@ -343,7 +339,7 @@ def _checked_probes(probes, probe_every):
     if not isinstance(probes, dict) or not all(isinstance(k, str) and k and callable(v) for k, v in probes.items()):
         raise ValueError(f"probes must be a dict {{name (non-empty str): callable(model, data)}} or None, "
                          f"got {probes!r:.80}")
-    return dict(probes), _positive_int("probe_every", probe_every)
+    return dict(probes), integer_at_least("probe_every", probe_every)
 
 
 def _loss_config(loss, n_classes):
