@@ -174,3 +174,22 @@ def test_operator_on_cupy_equals_numpy():
     U = cp.random.default_rng(1).standard_normal((3, 128))
     assert float(cp.abs(structured.jvp(U) - U @ Kt).max()) < 1e-12
     assert float(cp.abs(structured.vjp(U) - U @ Kt.T).max()) < 1e-12
+
+
+def test_experiment_models_spend_equal_connections():
+    """The three networks of simulations/monarch.py at S = C = 16 (built, not trained): the connections counted on the
+    modules are the Mixer block budget 2γ(CS² + SC²) = 32,768 within 1 % for Monarch and dense mixing."""
+    from rmtnet import cli
+    ns = cli.load_simulation("monarch")
+    S, C, c_in = 16, 16, 49
+    omega = ns["block_budget"](S, C)
+    assert omega == 32768
+    kwargs = dict(tokens=S, in_channels=c_in, depth=2, n_classes=10, pool="flatten", seed=0)
+    from rmtnet.studies.mixer_width import build
+    nets = {"mixer": build("mixer", channels=C, gamma=2.0, **kwargs),
+            "monarch": build("monarch", channels=C, gamma=ns["monarch_hidden"](S, C, omega) / C, **kwargs),
+            "dense": ns["_dense_net"](S, c_in, *ns["dense_shape"](S, C, omega), 10, 0)}
+    for name, net in nets.items():
+        per_block = ns["_connections"](net) / 2
+        assert abs(per_block / omega - 1) < 0.01, (name, per_block)
+    assert nets["dense"](torch.zeros(2, S, c_in)).shape == (2, 10)
