@@ -9,7 +9,8 @@ the whole feature vector → linear head) at one connection budget per block:
 * **mixer** (Kronecker): rmtnet.nets.MLPMixer, S tokens × C channels, γ = 2; a block (token and channel sub-blocks)
   has Ω_block = 2γ(C S² + S C²) connections (the shared weights counted at every place they act).
 * **monarch**: rmtnet.nets.MonarchMLP (one Monarch sub-block m → h·S → m per block, S blocks): its hidden channels h
-  are the integer that brings 2h·S·C + (h + C)·S² closest to Ω_block (h = 37 = 2.31·C at S = C = 16: 32,512 against 32,768, 0.8 % under).
+  are the integer that brings 2h·S·C + (h + C)·S² closest to Ω_block (h = 37 = 2.31·C at S = C = 16: 32,512
+  against 32,768, 0.8 % under).
 * **dense**: the same skeleton with C′ channels and each block one dense two-layer MLP m′ → h′ → m′ on the whole
   m′ = S·C′ features (rmtnet.nets.MaskedLinear of density 1), C′ = round(√(C(S + C)/S)) and h′ = round(Ω_block/(2m′)):
   a narrower, fully connected network with the same connections (C′ = 6, h′ = 171 at S = C = 16: 32,832, 0.2 %

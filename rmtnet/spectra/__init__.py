@@ -24,8 +24,8 @@ from .stability import learning_rate_border, ntk_learning_rate
 from .ntk import ck_law, ntk_factor_variance, ntk_law, ntk_moments
 from .predict import gradient_descent_mse
 from .network import MLP, mlp
-from . import (activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, monarch, sampling,
-               stability)
+from . import (activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, monarch,
+               sampling, stability)
 from .sampling import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
 from . import diagnostics
 from .diagnostics import (TW1_99, dkw_bound, layer_law, mp_bulk_scale, power_law_fit, spike_strength,

@@ -4,8 +4,9 @@ A Monarch matrix (Dao et al., ICML 2022, arXiv 2204.00595) of size m = b·k is M
 (b blocks k × k), P the stride permutation (the commutation of a b × k array, row-major), L = diag(L_1, …, L_k)
 (k blocks b × b). In row-major (s, c) order, s ∈ [b] the block (token), c ∈ [k] the position in it (channel),
 
-    M[(s, c), (s′, c′)] = L_c[s, s′] · R_{s′}[c, c′]                       (:class:`rmtnet.nets.MonarchLinear`,
-                                                                              :func:`~rmtnet.spectra.sampling.operators.monarch_factors`)
+    M[(s, c), (s′, c′)] = L_c[s, s′] · R_{s′}[c, c′]
+
+(the convention of :class:`rmtnet.nets.MonarchLinear` and :func:`~rmtnet.spectra.sampling.operators.monarch_factors`).
 
 A linear MLP-Mixer layer x ↦ flatten(W X Vᵀ) is the same with tied blocks, R_s = V and L_c = W for all s, c
 (Hayase & Karakida, ICML 2024, arXiv 2306.01470): M[(s, c), (s′, c′)] = W[s, s′] V[c, c′] = kron(W, V).

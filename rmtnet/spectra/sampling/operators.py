@@ -22,10 +22,11 @@ permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations aro
 sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, the first of         2 CSR products, k·nnz
                density 1/C, then 1/S (the Mixer's densities: the SW-MLP) or any
                ``density``; CSR
-monarch        Pᵀ diag(L_{ℓ,1}, …, L_{ℓ,C}) P diag(R_{ℓ,1}, …, R_{ℓ,S}) (Dao et al., ICML    2 batched GEMMs + 2 gathers,
-               2022, arXiv 2204.00595; :class:`rmtnet.nets.MonarchLinear`): the Mixer    k(S²C + SC²)
-               pair with untied blocks, one R_{ℓ,s} ∈ ℝ^{C×C} per token and one
-               L_{ℓ,c} ∈ ℝ^{S×S} per channel, P the commutation of an S×C array
+monarch        Pᵀ diag(L_{ℓ,1}, …, L_{ℓ,C}) P diag(R_{ℓ,1}, …, R_{ℓ,S}) (Dao et al.,  2 batched GEMMs + 2 gathers,
+               ICML 2022, arXiv 2204.00595; :class:`rmtnet.nets.MonarchLinear`):      k(S²C + SC²)
+               the Mixer pair with untied blocks, one R_{ℓ,s} ∈ ℝ^{C×C} per token
+               and one L_{ℓ,c} ∈ ℝ^{S×S} per channel, P the commutation of an S×C
+               array
 dense          one m×m matrix (for checks against :mod:`.montecarlo`)                     1 GEMM, k·m²
 =============  =====================================================================  ==============================
 
