@@ -23,10 +23,18 @@ Protocol: MNIST-5k (4,000 train / 1,000 test, stratified), 7 × 7 patches (S = 1
 (m = 256, S = C: the Mixer's widest point at this budget), two blocks, GELU, AdamW (lr 5·10⁻³ peak, weight decay
 0.05, batch 128, one-cycle schedule; rmtnet.studies.mixer_width.fit's recipe), one torch thread; every (model, seed)
 is one run of rmtnet.experiments.sweep, whose store ``<outdir>/monarch[_full]_runs.csv`` makes a long run resumable.
-Quick (default): 2 seeds, 6 epochs (about 20 s of one core: 1.4–3 s a run). ``--full``: 10 seeds, 20 epochs (about 4
-minutes of one core). Tiny (tests): 1 seed, 1 epoch, C = 4.
+Quick (default): 2 seeds, 6 epochs (about 20 s of one core: 1.4–3 s a run). ``--full``: 10 seeds, 20 epochs (150 s
+of one core measured; its 30 runs are in ``figures/monarch_full_runs.csv``, so the full figure redraws at once). Tiny (tests): 1 seed, 1 epoch, C = 4.
 The headline: the difference of the Monarch and Mixer mean test errors against its standard error (Welch), and the
 same for dense vs Mixer. Writes figures/monarch[_full].png and .csv.
+
+Measured (full, seeds 0–9; test error mean ± standard deviation): Mixer 6.82 ± 0.42 %, Monarch 5.21 ± 0.52 %, dense
+mixing 5.46 ± 0.43 % (all fit the training set: train error ≤ 0.01 %). Monarch − Mixer = −1.61 ± 0.21 points
+(Welch s.e.; 7.6 s.e.), dense − Mixer = −1.36 ± 0.19, Monarch − dense = −0.25 ± 0.21. So on MNIST-5k at this budget
+Monarch performs like dense mixing and *better* than the Kronecker Mixer: Hayase & Karakida's "Monarch and Kronecker
+perform similarly" (CIFAR-10) is not reproduced here. At equal connections the Mixer has far fewer distinct weights
+(7,818 trainable against 70,186 for Monarch and 67,504 for dense mixing), which is what tying the blocks costs.
+Quick (seeds 0–1, 6 epochs): 8.75 ± 0.78 %, 5.60 ± 0.71 %, 6.25 ± 1.06 %.
 """
 from __future__ import annotations
 
@@ -144,7 +152,7 @@ def summarise(runs):
         se = math.sqrt(np.var(x, ddof=1) / len(x) + np.var(ref, ddof=1) / len(ref)) if min(len(x), len(ref)) > 1 \
             else np.nan
         diffs.append(float(x.mean() - ref.mean()))
-        ses.append(se)
+        ses.append(np.nan if model == "mixer" else se)
     table["diff_to_mixer"], table["diff_se"] = diffs, ses
     return table
 
@@ -179,7 +187,7 @@ def draw(tables):
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "10 seeds, 20 epochs (about 4 minutes of one core)")
+    a = cli.script_args(__doc__, "10 seeds, 20 epochs (150 s of one core; the runs are kept)")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     print(t["summary"].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print("wrote", p)
