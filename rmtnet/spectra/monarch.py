@@ -19,9 +19,14 @@ R-entries their token labels s′ as well as their channel indices. With tied bl
 range independently over the non-crossing pairings, and mₙ = Catₙ² — the *classical* product MP·MP of the Kronecker
 layer (:func:`rmtnet.spectra.mixer.kronecker_gram_law`, m₂ = 4). Untied, the label identifications cost a power of b
 or k unless π and ρ are compatible, and only the pairs counted by the free multiplicative convolution survive. For
-n = 2 the count is explicit: of the four surviving terms of the Kronecker layer, the one that pairs the L-entries
-along the rows and the R-entries along the columns needs s₂ = s₄ *and* c₁ = c₃ at once, one index pair too many, so
-m₂ = 3 = m₂(MP ⊠ MP). The limit is the **free** product
+n = 2 the count is explicit: of the four leading terms of the Kronecker layer, the one that pairs the L-entries of a
+common column (forcing s₁ = s₃) with the R-entries of a common row (forcing c₂ = c₄) now also needs c₁ = c₃ and
+s₂ = s₄ from the block labels, two index pairs too many, so m₂ → 3 = m₂(MP ⊠ MP). Counting all nine pairs of
+pairings exactly, at any b and k (σ_Rσ_L = 1):
+
+    E (1/m) tr (MMᵀ)² = 3 + 1/b + 1/k + 4/m.
+
+The limit is the **free** product
 
     MMᵀ → σ_R²σ_L² · MP(1) ⊠ MP(1) = σ_R²σ_L² · FussCatalan(2)        (m₂ = 3, m₃ = 12, right edge 27/4),
 
