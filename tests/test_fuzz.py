@@ -590,7 +590,7 @@ def test_kernels_arch_plot(name, arg, call, valid, values):
 
 
 # --- mean field, transforms, Mixer sizes, Lanczos -----------------------------------------------------------------
-from rmtnet.spectra import meanfield, mixer, transforms  # noqa: E402
+from rmtnet.spectra import meanfield, mixer, monarch, transforms  # noqa: E402
 from rmtnet.spectra.sampling.lanczos import slq  # noqa: E402
 
 SPD = np.diag([1.0, 2.0, 3.0, 4.0])
@@ -628,6 +628,11 @@ MORE = [
      lambda v: int_at_least(1)(v) is True and v <= 4 or (False if int_at_least(1)(v) is False else None),
      lambda: small_ints(-2, 8)),
     ("slq.operator", "operator", lambda v: slq(v, n_steps=1, n_probes=2, seed=0), lambda v: None, matrices),
+    ("monarch_gram_law.depth", "depth", lambda v: monarch.monarch_gram_law(v), int_at_least(1),
+     lambda: small_ints(-2, 6)),
+    ("monarch_gram_law.sigma_w", "sigma_w", lambda v: monarch.monarch_gram_law(2, sigma_w=v),
+     lambda v: real_in(0, lo_open=True, huge=1e30)(v), scalars),
+    ("dft_monarch_blocks.b", "b", lambda v: monarch.dft_monarch_blocks(v), int_at_least(1), lambda: small_ints(-2, 12)),
     ("chi.sigma_w", "sigma_w", lambda v: meanfield.chi("erf", v, 0.1), real_in(0), scalars),
     ("chi.sigma_b", "sigma_b", lambda v: meanfield.chi("erf", 1.2, v), real_in(0), scalars),
     ("critical_sigma_w.sigma_b", "sigma_b", lambda v: meanfield.critical_sigma_w("erf", v),
@@ -645,8 +650,9 @@ MORE = [
 
 @pytest.mark.parametrize("name, arg, call, valid, values", MORE, ids=[c[0] for c in MORE])
 def test_meanfield_transforms_mixer_lanczos(name, arg, call, valid, values):
-    """Mean-field maps, M⁻¹, the Mixer's size formulas and SLQ (14 × 15 cases; χ and the critical line with erf,
-    whose expectations have closed forms: with tanh each case is a root search over quadratures, up to seconds)."""
+    """Mean-field maps, M⁻¹, the Mixer's size formulas, the Monarch law, SLQ (17 × 15 cases; χ and the critical line
+    with erf, whose expectations have closed forms: with tanh each case is a root search over quadratures, up to
+    seconds)."""
     check_generated("meanfield_transforms_mixer_lanczos", 15, name, arg, call, valid, values())
 
 
@@ -878,6 +884,39 @@ def _gram(structured):
     return structured.jacobian_gram().to_dense()
 
 
+MONARCH_R, MONARCH_L = np.ones((3, 2, 2)), np.ones((2, 3, 3))
+
+
+def _monarch_dense(r, l):
+    """The dense Monarch matrix of the factors (at most 12 × 12 here)."""
+    factors = operators.monarch_factors(r, l)
+    M = np.eye(factors[0].n_in)
+    for f in factors:
+        M = f.to_dense() @ M
+    return M
+
+
+def _stack_ok(v):
+    """A finite real 3-d stack of blocks, every side ≥ 1 (bool and text arrays are not numbers)."""
+    if not isinstance(v, np.ndarray) or v.dtype.kind not in "fiu":
+        return False
+    return v.ndim == 3 and min(v.shape) >= 1 and bool(np.all(np.isfinite(v)))
+
+
+def _monarch_r_ok(v):
+    """R's blocks (b, k_out, k_in) fit L = MONARCH_L (k_out = 2 blocks of b × b = 3 × 3)."""
+    return _stack_ok(v) and (v.shape[:2] == (3, 2) or False)
+
+
+def _block_stacks():
+    """Stacks of blocks: fitting and unfitting shapes, NaN/inf entries, other ranks, junk."""
+    return st.one_of(
+        hnp.arrays(np.float64, st.sampled_from([(3, 2, 2), (3, 2, 1), (2, 3, 3), (1, 1, 1), (3, 2, 0), (2, 2)]),
+                   elements=st.floats(-3.0, 3.0)),
+        hnp.arrays(np.float64, st.just((3, 2, 2)), elements=st.floats(allow_nan=True, allow_infinity=True)),
+        arrays())
+
+
 OPERATORS = [
     ("mixer_network.net", "net", lambda v: _gram(operators.mixer_network(v, 3, 2, seed=0)),
      member(MNET, FL, FT, ZERO_INPUT), nets([MNET, FL, FT, ZERO_INPUT])),
@@ -886,8 +925,12 @@ OPERATORS = [
     ("mixer_network.channels", "channels", lambda v: _gram(operators.mixer_network(MNET, 3, v, seed=0)),
      int_at_least(1), lambda: small_ints(-2, 12)),
     ("mixer_network.structure", "structure", lambda v: _gram(operators.mixer_network(MNET, 3, 2, structure=v, seed=0)),
-     one_of("kronecker", "permuted"), lambda: st.one_of(st.sampled_from(["kronecker", "permuted", "dense"]),
-                                                        scalars())),
+     one_of("kronecker", "permuted", "monarch"),
+     lambda: st.one_of(st.sampled_from(["kronecker", "permuted", "monarch", "dense"]), scalars())),
+    ("monarch_factors.r", "r", lambda v: _monarch_dense(v, MONARCH_L), _monarch_r_ok, _block_stacks),
+    ("monarch_factors.l", "l", lambda v: _monarch_dense(MONARCH_R, v),
+     lambda v: _stack_ok(v) and (np.shape(v) == (2, 3, 3) or False), _block_stacks),
+    ("BlockDiagonal.blocks", "blocks", lambda v: operators.BlockDiagonal(v).to_dense(), _stack_ok, _block_stacks),
     ("mixer_network.permutations", "permutations",
      lambda v: _gram(operators.mixer_network(MNET, 3, 2, structure="permuted", permutations=v, seed=0)),
      one_of("random", "commutation"), lambda: st.one_of(st.sampled_from(["random", "commutation", "identity"]),
@@ -931,8 +974,8 @@ OPERATORS = [
 
 @pytest.mark.parametrize("name, arg, call, valid, values", OPERATORS, ids=[c[0] for c in OPERATORS])
 def test_operators_lanczos(name, arg, call, valid, values):
-    """Matrix-free Mixer, SW-MLP and dense networks (S·C ≤ 144), their operators, SLQ and the top eigenvalues
-    (23 × 15 cases): finite spectra or a named refusal."""
+    """Matrix-free Mixer, Monarch, SW-MLP and dense networks (S·C ≤ 144), Monarch factors, their operators, SLQ and
+    the top eigenvalues (26 × 15 cases): finite spectra or a named refusal."""
     check_generated("operators_lanczos", 15, name, arg, call, valid, values())
 
 

@@ -349,7 +349,7 @@ def test_bad_arguments_raise_value_errors():
         lambda: lz.top_eigenvalues(A, k=50),
         lambda: lz.top_eigenvalues(A, tol=0.0),
         lambda: ops.mixer_network(tanh_orthogonal(), 0, 4),
-        lambda: ops.mixer_network(tanh_orthogonal(), 4, 4, structure="monarch"),
+        lambda: ops.mixer_network(tanh_orthogonal(), 4, 4, structure="butterfly"),
         lambda: ops.sparse_network(network.mlp(2, 10, weights="gaussian", sigma_w=1.0), 4, 4, density=1.5),
         lambda: ops.sparse_network(tanh_orthogonal(), 4, 4),               # orthogonal weights: not sparse
         lambda: ops.mixer_network(tanh_orthogonal(), 4, 4).fisher_dual(qhat="exact"),

@@ -36,7 +36,7 @@ LAYERS = {
     "network theory": ("rmtnet.spectra.network", "rmtnet.spectra.activations", "rmtnet.spectra.meanfield",
                        "rmtnet.spectra.jacobian", "rmtnet.spectra.fisher", "rmtnet.spectra.ntk",
                        "rmtnet.spectra.kernels", "rmtnet.spectra.predict", "rmtnet.spectra.mixer",
-                       "rmtnet.spectra.stability"),
+                       "rmtnet.spectra.monarch", "rmtnet.spectra.stability"),
     "sampling": ("rmtnet.spectra", "rmtnet.spectra.sampling", "rmtnet.spectra.diagnostics"),
     "tools": ("rmtnet.plot", "rmtnet.experiments", "rmtnet.cli", "rmtnet.figures"),
     "nets": ("rmtnet.nets", "rmtnet.nets.spectral_audit"),

@@ -24,7 +24,8 @@ from .stability import learning_rate_border, ntk_learning_rate
 from .ntk import ck_law, ntk_factor_variance, ntk_law, ntk_moments
 from .predict import gradient_descent_mse
 from .network import MLP, mlp
-from . import activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, sampling, stability
+from . import (activations, series, network, meanfield, jacobian, fisher, ntk, kernels, predict, mixer, monarch,
+               sampling, stability)
 from .sampling import sample_jacobian_eigs, sample_fisher_eigs, sample_ck_eigs, sample_ntk_eigs
 from . import diagnostics
 from .diagnostics import (TW1_99, dkw_bound, layer_law, mp_bulk_scale, power_law_fit, spike_strength,
@@ -40,7 +41,7 @@ __all__ = [
     "d2_law", "d2_moments", "length_map", "jacobian_law", "sample_jacobian_eigs", "sample_fisher_eigs",
     "sample_ck_eigs", "jacobian", "fisher_law", "ck_law", "critical_learning_rate", "learning_rate_border",
     "ntk_learning_rate", "stability", "ntk", "kernels",
-    "mixer", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
+    "mixer", "monarch", "Tabulated", "tabulate", "OtherGram", "free_mult_scaled", "ntk_law", "ntk_moments",
     "ntk_factor_variance", "sample_ntk_eigs", "fisher", "predict", "gradient_descent_mse",
     "diagnostics", "TW1_99", "dkw_bound", "layer_law", "mp_bulk_scale", "power_law_fit", "spike_strength",
     "spike_strength_in", "spike_threshold", "tracy_widom_margin",

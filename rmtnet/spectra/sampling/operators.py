@@ -22,6 +22,11 @@ permuted       P_ℓ (I_C ⊗ W_ℓ) Q_ℓ (I_S ⊗ V_ℓ): the commutations aro
 sparse         (M′_ℓ ⊙ A′_ℓ)(M_ℓ ⊙ A_ℓ), static Bernoulli masks, the first of         2 CSR products, k·nnz
                density 1/C, then 1/S (the Mixer's densities: the SW-MLP) or any
                ``density``; CSR
+monarch        Pᵀ diag(L_{ℓ,1}, …, L_{ℓ,C}) P diag(R_{ℓ,1}, …, R_{ℓ,S}) (Dao et al.,  2 batched GEMMs + 2 gathers,
+               ICML 2022, arXiv 2204.00595; :class:`rmtnet.nets.MonarchLinear`):      k(S²C + SC²)
+               the Mixer pair with untied blocks, one R_{ℓ,s} ∈ ℝ^{C×C} per token
+               and one L_{ℓ,c} ∈ ℝ^{S×S} per channel, P the commutation of an S×C
+               array
 dense          one m×m matrix (for checks against :mod:`.montecarlo`)                     1 GEMM, k·m²
 =============  =====================================================================  ==============================
 
@@ -37,6 +42,9 @@ Predictions (checked in tests/test_lanczos.py and benchmarks/large_width.py):
   sides' eigenvalues: its law is that of X·Y with X, Y *independent* (classically, not freely) of law
   σ_w^L·FussCatalan(L) each (:func:`rmtnet.spectra.mixer.kronecker_gram_law`) — not the free product
   MP^{⊠2L} = FussCatalan(2L) a dense or sparse net of 2L layers has: m₂ = 25 against 9 at L = 4.
+* linear, Gaussian, monarch: untying the blocks makes the two factors asymptotically free, and JJᵀ → the free
+  product FussCatalan(2L) scaled by σ_w^{2L} (:func:`rmtnet.spectra.monarch.monarch_gram_law`), the law of a dense
+  net of 2L layers, not the Kronecker layer's classical product.
 * permuted and sparse (p·m ≫ log m): the factors are asymptotically free and JJᵀ → ⊠ of the factors' laws
   (FussCatalan(2L) for linear Gaussian nets).
 * tanh with orthogonal weights (kronecker or permuted): K_ℓ = σ_w(O_ℓ ⊗ O′_ℓ) is orthogonal up to σ_w, and the D_ℓ
@@ -57,15 +65,15 @@ from scipy import sparse
 
 from ... import backend as B
 from rmtnet._system import check_allocation
-from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, seed_value
+from rmtnet._validation import boolean, finite_array, integer_at_least, one_of, real_scalar, seed_value
 from ..network import check_network
 from .random_matrices import layer_weights, random_input
 
-__all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "Permutation",
-           "SparseFactor", "StructuredNetwork", "mixer_network", "sparse_network", "mlp_network", "commutation",
-           "bernoulli_csr"]
+__all__ = ["MatrixFreeOperator", "DenseFactor", "TokenMixing", "ChannelMixing", "BlockMixing", "BlockDiagonal",
+           "Permutation", "SparseFactor", "monarch_factors", "StructuredNetwork", "mixer_network", "sparse_network",
+           "mlp_network", "commutation", "bernoulli_csr"]
 
-STRUCTURES = ("kronecker", "permuted")
+STRUCTURES = ("kronecker", "permuted", "monarch")
 
 
 def _fits_dense(name, elements, what, backend):
@@ -228,6 +236,94 @@ def BlockMixing(w, n_blocks, backend="numpy"):
     True
     """
     return ChannelMixing(w, n_blocks, backend)
+
+
+class BlockDiagonal(_Factor):
+    """diag(B_1, …, B_n) on contiguous blocks: x = (x_1, …, x_n), x_i ∈ ℝ^{k_in} ↦ (B_1 x_1, …, B_n x_n), with n
+    independent (untied) blocks, as one batched GEMM; the transpose applies the B_iᵀ. A Monarch matrix's R and L
+    (:func:`monarch_factors`); with all blocks equal it is :class:`ChannelMixing`.
+
+    Parameters
+    ----------
+    blocks : ndarray
+        The blocks, (n, k_out, k_in).
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Examples
+    --------
+    >>> from scipy.linalg import block_diag
+    >>> blocks = np.random.default_rng(0).standard_normal((3, 2, 4))
+    >>> print(np.allclose(BlockDiagonal(blocks).to_dense(), block_diag(*blocks)))
+    True
+    """
+
+    def __init__(self, blocks, backend="numpy"):
+        self.blocks, self.backend = _stack("blocks", blocks), backend
+        n, k_out, k_in = blocks.shape
+        self.n_in, self.n_out = n * k_in, n * k_out
+
+    def rows(self, X):
+        return self._batched(self.blocks.transpose(0, 2, 1), X)
+
+    def rows_t(self, Y):
+        return self._batched(self.blocks, Y)
+
+    def _batched(self, right, X):
+        """Row block (k, n·a) ↦ (k, n·c) through the n matrices right (n, a, c): (n, k, a) @ (n, a, c)."""
+        n, a, c = right.shape
+        k = X.shape[0]
+        Z = X.reshape(k, n, a).transpose(1, 0, 2) @ right
+        return Z.transpose(1, 0, 2).reshape(k, n * c)
+
+
+def _stack(name, x):
+    """``x`` as a finite real or complex (n, k_out, k_in) stack of blocks, every side ≥ 1, or ValueError naming it."""
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    arr = finite_array(name, x, complex if kind == "c" else float)
+    if arr.ndim != 3 or min(arr.shape) < 1:
+        raise ValueError(f"{name} must be a stack of blocks of shape (n, k_out, k_in), every side ≥ 1, got shape "
+                         f"{tuple(arr.shape)}")
+    return arr
+
+
+def monarch_factors(r, l, backend="numpy"):
+    """The Monarch matrix M = Pᵀ L P R (Dao et al., ICML 2022, arXiv 2204.00595) as factors applied in order, never
+    formed: R = diag(R_1, …, R_b) with b blocks k_out × k_in, P the commutation of a b × k_out array (row-major, the
+    stride permutation), L = diag(L_1, …, L_{k_out}) with blocks b × b, and Pᵀ. The convention of
+    :class:`rmtnet.nets.MonarchLinear`: M[(s, c), (s′, c′)] = L_c[s, s′] R_{s′}[c, c′] in row-major (s, c) order.
+
+    Parameters
+    ----------
+    r : ndarray
+        R's blocks, (b, k_out, k_in).
+    l : ndarray
+        L's blocks, (k_out, b, b).
+    backend : {"numpy", "cupy"}, default "numpy"
+        The array library.
+
+    Returns
+    -------
+    list
+        [BlockDiagonal(R), Permutation(P), BlockDiagonal(L), Permutation(Pᵀ)].
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> r, l = rng.standard_normal((2, 3, 3)), rng.standard_normal((3, 2, 2))
+    >>> M = np.eye(6)
+    >>> for f in monarch_factors(r, l):
+    ...     M = f.to_dense() @ M
+    >>> print(np.isclose(M[1 * 3 + 2, 0 * 3 + 1], l[2, 1, 0] * r[0, 2, 1]))
+    True
+    """
+    r, l = _stack("r", r), _stack("l", l)
+    b, k_out, _ = r.shape
+    if tuple(l.shape) != (k_out, b, b):
+        raise ValueError(f"l must have shape (k_out, b, b) = ({k_out}, {b}, {b}) for r of shape {tuple(r.shape)}, "
+                         f"got {tuple(l.shape)}")
+    return [BlockDiagonal(r, backend), Permutation(commutation(b, k_out, backend), backend), BlockDiagonal(l, backend),
+            Permutation(commutation(k_out, b, backend), backend)]
 
 
 class Permutation(_Factor):
@@ -619,6 +715,8 @@ class StructuredNetwork:
                     n += int(np.prod((f.w if isinstance(f, TokenMixing) else f.v).shape))
                 elif isinstance(f, DenseFactor):
                     n += int(np.prod(f.w.shape))
+                elif isinstance(f, BlockDiagonal):
+                    n += int(np.prod(f.blocks.shape))
             out.append(n)
         return out
 
@@ -642,9 +740,11 @@ def _check_net(net, what):
 def mixer_network(net, tokens, channels, *, structure="kronecker", permutations="random", seed=None, backend=None):
     """Draw the Mixer-structured version of ``net`` (an :func:`rmtnet.spectra.network.mlp`: depth, weights, σ_w, σ_b,
     activation, last_activation, q0; its widths are not used) at S = ``tokens``, C = ``channels``: one Mixer layer
-    (W_ℓ, V_ℓ) per layer of ``net``, ``structure`` ``"kronecker"`` (MLP-Mixer) or ``"permuted"`` (RP-Mixer) — module
-    docstring. ``permutations="commutation"`` (permuted only) uses the commutations, giving the kronecker network
-    from the same seed exactly. Draw order: x₀, then per layer W, V, the permutations (random only), the bias.
+    (W_ℓ, V_ℓ) per layer of ``net``, ``structure`` ``"kronecker"`` (MLP-Mixer), ``"permuted"`` (RP-Mixer) or
+    ``"monarch"`` (the Monarch matrix Pᵀ L P R of :func:`monarch_factors`: S untied C×C blocks R_s, then C untied S×S
+    blocks L_c, each block of gain √σ_w) — module docstring. ``permutations="commutation"`` (permuted only) uses the
+    commutations, giving the kronecker network from the same seed exactly. Draw order: x₀, then per layer W, V, the
+    permutations (random only), the bias; monarch: x₀, then per layer the S blocks R_s, the C blocks L_c, the bias.
 
     Parameters
     ----------
@@ -652,8 +752,8 @@ def mixer_network(net, tokens, channels, *, structure="kronecker", permutations=
         The description.
     tokens, channels : int
         S and C.
-    structure : {"kronecker", "permuted"}, default "kronecker"
-        MLP-Mixer or RP-Mixer.
+    structure : {"kronecker", "permuted", "monarch"}, default "kronecker"
+        MLP-Mixer, RP-Mixer or Monarch.
     permutations : {"random", "commutation"}, default "random"
         The RP-Mixer's permutations.
     seed : int, optional
@@ -688,6 +788,11 @@ def mixer_network(net, tokens, channels, *, structure="kronecker", permutations=
     x0 = random_input(m, net.q0, rng, xp, 1)[0]
     layers, biases = [], []
     for _ in range(net.depth):
+        if structure == "monarch":
+            r = layer_weights(net.weights, C, C, g, rng, be, batch=S)
+            layers.append(monarch_factors(r, layer_weights(net.weights, S, S, g, rng, be, batch=C), be))
+            biases.append(_bias(net, m, rng))
+            continue
         w = layer_weights(net.weights, S, S, g, rng, be)
         v = layer_weights(net.weights, C, C, g, rng, be)
         if structure == "kronecker":
