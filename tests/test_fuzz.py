@@ -1018,6 +1018,12 @@ NETS = [
      lambda v: real_in(0.05, 0.95)(v) if _is_real(v) and 0.05 <= v <= 0.95 else
      (None if _is_real(v) and 0 < v < 1 else False), scalars),
     ("spirals.noise", "noise", lambda v: nd.spirals(20, 10, noise=v), real_in(0, huge=1e30), scalars),
+    ("classification.name", "name", lambda v: nd.classification(v), lambda v: v == "digits" or False,
+     lambda: st.one_of(st.sampled_from(["digits", "cifar100", "MNIST5K", ""]), scalars())),
+    ("classification.data_dir", "data_dir", lambda v: nd.classification("digits", data_dir=v),
+     lambda v: v is None or False, lambda: st.one_of(st.just(None), st.just("/tmp"), scalars())),
+    ("cifar10_path.root", "root", nd.cifar10_path, lambda v: False,        # a path that is not there: the test file
+     lambda: st.one_of(st.integers(), st.floats(), st.binary(), st.just(""), st.just("a\0b"), st.just([]))),
     ("teacher_student.seed", "seed", lambda v: nd.teacher_student(5, 3, 2, 4, seed=v),
      lambda v: int_at_least(0)(v) is True and v < 2 ** 63,
      lambda: st.one_of(st.integers(-3, 5), scalars())),

@@ -8,7 +8,9 @@
   (random or temperature), then tuned with a constant or one-cycle learning rate.
 
 Models are small ReLU MLPs (:func:`classifier`); data are rmtnet's offline sets with their fixed seed-0 split (the
-``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split). Minibatches of 32 by
+``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split), or CIFAR-10 with its
+official split from a folder the user supplies (``dataset="cifar10"``, ``data_dir=`` or ``$RMTNET_CIFAR10``;
+:func:`load`). Minibatches of 32 by
 default (the thesis states none): the budgets are counted in epochs, and an epoch of MNIST-5k's 4,000 training images
 is 125 steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391), too few for a one-epoch child to
 recover from pruning. Every run sets torch to one intra-op thread and restores the previous setting.
@@ -30,7 +32,7 @@ from rmtnet.nets.metrics import total_distance
 from rmtnet.nets.layers import gaussian_, generator
 from rmtnet.nets.training import train
 
-LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
+LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits, "cifar10": datasets.cifar10}
 BUDGET_METHODS = ("independent", "dropout", "bagging", "sse_r", "sse_np")
 ANNEAL_METHODS = ("one_shot", "iterative", "random_anneal", "temperature_anneal")
 
@@ -47,11 +49,18 @@ def _one_thread(fn):
     return wrapper
 
 
-@functools.lru_cache(maxsize=4)
-def load(dataset: str) -> datasets.Dataset:
-    """An offline classification set by name (``"mnist5k"``, ``"digits"``) with its seed-0 split (cached)."""
+def load(dataset: str, data_dir=None) -> datasets.Dataset:
+    """A classification set by name (``"mnist5k"``, ``"digits"`` with their seed-0 split; ``"cifar10"`` with its
+    official split, read from ``data_dir`` or, when that is None, from ``$RMTNET_CIFAR10``), cached per process."""
     one_of("dataset", dataset, sorted(LOADERS))
-    return LOADERS[dataset](seed=0)
+    if dataset == "cifar10":
+        data_dir = str(datasets.cifar10_path(data_dir))
+    return _load(dataset, data_dir)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(dataset, data_dir):
+    return datasets.classification(dataset, seed=0, data_dir=data_dir)
 
 
 def classifier(n_in: int, width: int, depth: int, n_classes: int, dropout: float = 0.0, seed: int = 0) -> nn.Module:
@@ -133,8 +142,8 @@ def spiral_run(sigma: float, sparsity: float, n_draws: int = 8, seed: int = 0) -
 # Table 5.1: equal-budget comparison
 
 @functools.lru_cache(maxsize=64)          # a sweep cycles through its seeds: keep every parent (~1 MB each)
-def _budget_parent_state(dataset, width, depth, epochs, batch_size, seed):
-    data = load(dataset)
+def _budget_parent_state(dataset, width, depth, epochs, batch_size, seed, data_dir=None):
+    data = load(dataset, data_dir)
     net = classifier(_n_in(data), width, depth, data.n_classes, seed=seed)
     _adam(net, data, epochs, seed, batch_size)
     return {k: v.clone() for k, v in net.state_dict().items()}
@@ -147,7 +156,7 @@ def _subset(data, fraction, g):
 
 @_one_thread
 def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth: int = 2, epochs: int = 16,
-               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0) -> dict:
+               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0, data_dir=None) -> dict:
     """One entry of the small-budget benchmark (Table 5.1, §5.3.3): ``epochs`` epochs in all, Adam at lr 1e-3.
 
     ``method``:
@@ -171,7 +180,7 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
     if epochs % members or epochs % 2 or (epochs // 2) % members:
         raise ValueError(f"epochs must be divisible by 2·members = {2 * members}, got {epochs}")
     start = time.perf_counter()
-    data = load(dataset)
+    data = load(dataset, data_dir)
     n_in, c = _n_in(data), data.n_classes
     out = {}
     if method in ("independent", "dropout"):
@@ -187,7 +196,8 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
             nets.append(net)
     else:
         parent = classifier(n_in, width, depth, c, seed=seed)
-        parent.load_state_dict(_budget_parent_state(dataset, width, depth, epochs // 2, batch_size, seed))
+        parent.load_state_dict(_budget_parent_state(dataset, width, depth, epochs // 2, batch_size, seed,
+                                                    data.info.get("folder")))
         out.update(_test(E.evaluate_ensemble([parent], data.x_test, data.y_test), "parent_"))
         nets = E.pruned_children(parent, members, sparsity, method="partition" if method == "sse_np" else "random",
                                  seed=1000 * seed + draw)
@@ -210,14 +220,14 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
 # Table 6.1: one-shot vs iterative vs annealing
 
 @functools.lru_cache(maxsize=64)
-def _anneal_parent_state(dataset, width, depth, epochs, batch_size, seed):
-    return _budget_parent_state(dataset, width, depth, epochs, batch_size, seed)
+def _anneal_parent_state(dataset, width, depth, epochs, batch_size, seed, data_dir=None):
+    return _budget_parent_state(dataset, width, depth, epochs, batch_size, seed, data_dir)
 
 
 @_one_thread
 def anneal_run(dataset: str, method: str, sparsity: float, schedule: str, mask: str = "random",
                tune_epochs: int = 10, anneal_epochs: int = 3, tau0: float = 0.5, width: int = 256, depth: int = 2,
-               parent_epochs: int = 10, batch_size: int = 32, seed: int = 0) -> dict:
+               parent_epochs: int = 10, batch_size: int = 32, seed: int = 0, data_dir=None) -> dict:
     """One cell of the annealing study (Table 6.1, §6.3.1) on an MLP parent (Adam 1e-3, ``parent_epochs``).
 
     One child at ``sparsity`` (exact counts, per layer) is made by ``method`` — ``"one_shot"`` (prune everything,
@@ -234,9 +244,10 @@ def anneal_run(dataset: str, method: str, sparsity: float, schedule: str, mask: 
     if not isinstance(schedule, str) or schedule not in ("constant", "onecycle"):
         raise ValueError(f"schedule must be 'constant' or 'onecycle', got {schedule!r}")
     start = time.perf_counter()
-    data = load(dataset)
+    data = load(dataset, data_dir)
     parent = classifier(_n_in(data), width, depth, data.n_classes, seed=seed)
-    parent.load_state_dict(_anneal_parent_state(dataset, width, depth, parent_epochs, batch_size, seed))
+    parent.load_state_dict(_anneal_parent_state(dataset, width, depth, parent_epochs, batch_size, seed,
+                                                data.info.get("folder")))
     common = dict(method=mask, exact=True, seed=1000 + seed)
     if method == "one_shot":
         child = E.pruned_children(parent, 1, sparsity, **common)[0]
