@@ -1630,6 +1630,32 @@ def test_sharpness_study(name, arg, call, valid, values):
     check_generated("sharpness_study", 8, name, arg, call, valid, values())
 
 
+from rmtnet.studies import subnetwork_ensembles as sse_study  # noqa: E402
+
+_KL = np.linspace(0.0, 1.0, 11)
+_ACC = 0.99 - 0.4 * _KL
+SSE_STUDY = [
+    ("degradation_fit.kl", "kl", lambda v: sse_study.degradation_fit(v, _ACC, 0.99, 250), lambda v: v is _KL,
+     lambda: st.one_of(st.sampled_from([_KL, _KL[:3], -_KL, np.full(11, np.nan), "a", _KL.astype(complex)]),
+                       scalars())),
+    ("degradation_fit.parent_accuracy", "parent_accuracy", lambda v: sse_study.degradation_fit(_KL, _ACC, v, 250),
+     real_in(0.5, 1, lo_open=True), scalars),
+    ("degradation_fit.n_eval", "n_eval", lambda v: sse_study.degradation_fit(_KL, _ACC, 0.99, v), int_at_least(1),
+     lambda: small_ints(-2, 10 ** 6)),
+    ("degradation_fit.chance", "chance", lambda v: sse_study.degradation_fit(_KL, _ACC, 0.99, 250, chance=v),
+     lambda v: None if _is_real(v) and 0.9 < v < 0.99 else real_in(0, 0.99, hi_open=True)(v), scalars),
+    ("degradation_fit.drop", "drop", lambda v: sse_study.degradation_fit(_KL, _ACC, 0.99, 250, drop=v),
+     lambda v: v is None or real_in(0, 1, lo_open=True)(v), scalars),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", SSE_STUDY, ids=[c[0] for c in SSE_STUDY])
+def test_subnetwork_study(name, arg, call, valid, values):
+    """The linear fit of child accuracy in KL and its degradation threshold (Whitaker 2023, Fig. 4.3), on children
+    exactly on acc = 0.99 − 0.4·KL (15 cases each): finite numbers, or a named refusal."""
+    check_generated("subnetwork_study", 15, name, arg, call, valid, values())
+
+
 _r = np.random.default_rng(0)
 CX, CY = _r.standard_normal((6, 3)), _r.standard_normal((6, 2))
 

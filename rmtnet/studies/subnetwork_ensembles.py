@@ -2,6 +2,8 @@
 :func:`rmtnet.experiments.sweep` (each returns one flat dict of scalars; the script stays a thin plotting layer).
 
 - :func:`spiral_run` — one cell of Fig. 4.2 (Whitaker 2023, §4.3.1): noise mutations of a spiral MLP at (σ, sparsity).
+- :func:`noisy_ensemble_run`, :func:`degradation_fit` — Fig. 4.3 on the spirals: the candidates' KL and accuracy, the
+  top-k ensemble by vote and by average; the linear fit of accuracy in KL and the KL where degradation starts.
 - :func:`budget_run` — one method of Table 5.1 (§5.3.3, "small budget"): independent, dropout, bagging, SSE with
   random children (R) or Neural Partitioning (NP), all for the same total number of epochs.
 - :func:`anneal_run` — one cell of Table 6.1 (§6.3.1): one child pruned one-shot or iteratively, or annealed
@@ -22,10 +24,11 @@ import functools
 import math
 import time
 
+import numpy as np
 import torch
 from torch import nn
 
-from rmtnet._validation import one_of
+from rmtnet._validation import finite_array, integer_at_least, one_of, real_scalar
 from rmtnet.nets import data as datasets
 from rmtnet.nets import ensembles as E
 from rmtnet.nets.metrics import total_distance
@@ -136,6 +139,119 @@ def spiral_run(sigma: float, sparsity: float, n_draws: int = 8, seed: int = 0) -
             "child_accuracy": rep["member_accuracy"], "child_accuracy_std": rep["member_accuracy_std"],
             "ensemble_accuracy": rep["accuracy"],
             "parent_accuracy": E.evaluate_ensemble([parent], data.x_test, data.y_test)["accuracy"]}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Fig. 4.3: KL against child accuracy, vote against average
+
+def spiral_test_points(n: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` fresh spiral points, the held-out split of :func:`rmtnet.nets.data.spirals` drawn with seed 1 (the
+    parent learns from seed 0's training split and its candidates are selected on seed 0's 250 held-out points): the
+    test set of the selected ensembles."""
+    d = datasets.spirals(n_train=1, n_test=n, seed=1)
+    return d.x_test, d.y_test
+
+
+@_one_thread
+def noisy_ensemble_run(sigma: float, sparsity: float, n_candidates: int = 16, top_k: int = 4, seed: int = 0,
+                       pool: int = 0, parent_epochs: int = 10) -> dict:
+    """Algorithm 1 of Whitaker (2023, Ch. 4) at one (σ, sparsity) on the spiral parent (:func:`spiral_parent`):
+    ``n_candidates`` noise children W + N ∘ M (:func:`rmtnet.nets.ensembles.noisy_children`, masks and noise from
+    ``1000·seed + pool``), each child's output KL to the parent (Eq. 4.5) and accuracy on the 250 held-out points
+    of ``spirals(seed=0)`` (the validation set), the ``top_k`` most accurate there combined by averaging their
+    softmax outputs and by majority vote (ties to the lower class), both scored on :func:`spiral_test_points`
+    (the CIFAR ablation of Fig. 4.3: 16 candidates, the best 4).
+
+    Returns lists ``kl`` and ``child_accuracy`` (one entry per candidate) and the scalars ``average_accuracy``,
+    ``vote_accuracy``, ``member_test_accuracy`` (the selected members' mean), ``parent_accuracy`` (validation),
+    ``parent_test_accuracy`` and ``n_validation``."""
+    data = datasets.spirals(seed=0)
+    parent = spiral_parent(seed, epochs=parent_epochs)
+    kids = E.noisy_children(parent, int(n_candidates), float(sigma), float(sparsity), seed=1000 * int(seed) + pool)
+    best, accuracy = E.select_top_k(kids, data.x_test, data.y_test, int(top_k))
+    x_test, y_test = spiral_test_points()
+    ensemble = E.evaluate_ensemble(best, x_test, y_test, diversity=False)
+    return {"kl": [E.output_kl(parent, k, data.x_test) for k in kids], "child_accuracy": accuracy.tolist(),
+            "average_accuracy": ensemble["accuracy"], "vote_accuracy": ensemble["vote_accuracy"],
+            "member_test_accuracy": ensemble["member_accuracy"],
+            "parent_accuracy": E.evaluate_ensemble([parent], data.x_test, data.y_test)["accuracy"],
+            "parent_test_accuracy": E.evaluate_ensemble([parent], x_test, y_test)["accuracy"],
+            "n_validation": data.n_test}
+
+
+def degradation_fit(kl, accuracy, parent_accuracy: float, n_eval: int, *, groups=None, chance: float = 0.5,
+                    drop: float | None = None) -> dict:
+    """The linear fit of child accuracy against output KL and the KL at which degradation starts (Whitaker 2023,
+    §4.2.1 and Fig. 4.3: accuracy falls about linearly in the KL; degradation starts near KL 0.02–0.05).
+
+    The linear region: the children of the ``groups`` (e.g. the (σ, sparsity) cells; each child its own group when
+    None) whose mean accuracy keeps at least half of the parent's margin over chance, mean ≥ (parent + chance)/2.
+    On it, least squares acc ≈ a − b·KL. The threshold is the KL at which the line has fallen ``drop`` below the
+    parent, KL* = max(0, (a − parent + drop)/b), with ``drop`` by default two standard errors of the parent's accuracy on
+    ``n_eval`` points, 2√(p(1 − p)/n_eval) (a loss the evaluation set can tell from sampling noise); it is +inf when
+    the accuracy does not fall (b ≤ 0).
+
+    Parameters
+    ----------
+    kl, accuracy : array_like
+        One entry per child: the output KL to the parent (≥ 0) and the accuracy (in [0, 1]).
+    parent_accuracy : float
+        The parent's accuracy on the same points, in [0, 1].
+    n_eval : int
+        The number of points the accuracies were measured on.
+    groups : array_like, optional
+        A label per child (its cell).
+    chance : float, default 0.5
+        The accuracy of guessing (1/classes), in [0, parent_accuracy).
+    drop : float, optional
+        The accuracy loss that counts as degradation, > 0.
+
+    Returns
+    -------
+    dict
+        ``intercept`` a, ``slope`` −b (accuracy per nat), ``r2`` on the region, ``drop``, ``threshold`` KL*,
+        ``kl_max`` (the region's largest KL), ``n_points`` and ``level`` (the region's accuracy level).
+
+    Examples
+    --------
+    Children exactly on acc = 0.99 − 0.4·KL, measured on 250 points, parent at 0.99: the loss of 2 SE = 0.0126 is
+    reached at KL = 0.0126/0.4:
+
+    >>> kl = np.linspace(0.0, 1.0, 11)
+    >>> fit = degradation_fit(kl, 0.99 - 0.4 * kl, 0.99, 250)
+    >>> print(round(fit["slope"], 6), round(fit["threshold"], 4), round(2 * (0.99 * 0.01 / 250) ** 0.5 / 0.4, 4))
+    -0.4 0.0315 0.0315
+    """
+    kl, acc = finite_array("kl", kl).ravel(), finite_array("accuracy", accuracy).ravel()
+    if len(kl) != len(acc) or len(kl) < 2:
+        raise ValueError(f"kl and accuracy must have one entry per child and at least 2, got {len(kl)} and "
+                         f"{len(acc)}")
+    if kl.min() < 0 or acc.min() < 0 or acc.max() > 1:
+        raise ValueError("kl must be >= 0 and accuracy must lie in [0, 1]")
+    parent = real_scalar("parent_accuracy", parent_accuracy, lo=0.0, hi=1.0)
+    n_eval = integer_at_least("n_eval", n_eval, 1)
+    chance = real_scalar("chance", chance, lo=0.0, hi=1.0, hi_open=True)
+    if not chance < parent:
+        raise ValueError(f"chance must be below parent_accuracy, got chance={chance!r} and parent_accuracy={parent!r}")
+    drop = (2 * math.sqrt(parent * (1 - parent) / n_eval) if drop is None else
+            real_scalar("drop", drop, lo=0.0, hi=1.0, lo_open=True))
+    labels = np.arange(len(kl)) if groups is None else np.asarray(groups)
+    if labels.shape != kl.shape:
+        raise ValueError(f"groups must have one label per child ({len(kl)}), got shape {labels.shape}")
+    level = (parent + chance) / 2
+    region = np.zeros(len(kl), dtype=bool)
+    for g in np.unique(labels):
+        cell = labels == g
+        region |= cell & (acc[cell].mean() >= level)
+    if region.sum() < 2 or np.ptp(kl[region]) == 0:
+        raise ValueError(f"kl: fewer than 2 distinct KL values keep accuracy >= {level:.3f}: no linear region")
+    slope, intercept = np.polyfit(kl[region], acc[region], 1)
+    resid = acc[region] - (intercept + slope * kl[region])
+    spread = np.sum((acc[region] - acc[region].mean()) ** 2)
+    return {"intercept": float(intercept), "slope": float(slope),
+            "r2": float(1 - resid @ resid / spread) if spread > 0 else 1.0, "drop": float(drop),
+            "threshold": float(max(0.0, (intercept - parent + drop) / -slope)) if slope < 0 else math.inf,
+            "kl_max": float(kl[region].max()), "n_points": int(region.sum()), "level": float(level)}
 
 
 # --------------------------------------------------------------------------------------------------------------
