@@ -20,11 +20,10 @@ def test_fit_of_an_exact_line_and_its_threshold():
     assert fit["drop"] == pytest.approx(se2, rel=1e-15)
     assert fit["slope"] == pytest.approx(-0.3, abs=1e-12) and fit["intercept"] == pytest.approx(0.985, abs=1e-12)
     assert fit["r2"] == pytest.approx(1.0, abs=1e-12)
-    # the line a − b·KL meets parent − drop at KL* = (a − parent + drop)/b
-    assert fit["threshold"] == pytest.approx((0.985 - 0.99 + se2) / 0.3, abs=1e-12)
-    assert degradation_fit(kl, 0.985 - 0.3 * kl, 0.99, 400, drop=0.05)["threshold"] == pytest.approx(0.045 / 0.3)
-    # a line already below parent − drop at KL = 0 degrades from the start
-    assert degradation_fit(kl, 0.9 - 0.3 * kl, 0.99, 400)["threshold"] == 0.0
+    # the line a − b·KL loses the drop over KL* = drop/b, whatever its intercept
+    assert fit["threshold"] == pytest.approx(se2 / 0.3, abs=1e-12)
+    assert degradation_fit(kl, 0.985 - 0.3 * kl, 0.99, 400, drop=0.05)["threshold"] == pytest.approx(0.05 / 0.3)
+    assert degradation_fit(kl, 0.9 - 0.3 * kl, 0.99, 400)["threshold"] == pytest.approx(se2 / 0.3, abs=1e-12)
 
 
 def test_the_linear_region_leaves_out_the_cells_past_collapse():
@@ -81,7 +80,7 @@ def test_tiny_figure_tables_are_the_fit_of_their_children():
     assert fit.slope == pytest.approx(slope, abs=1e-12) and fit.intercept == pytest.approx(intercept, abs=1e-12)
     drop = 2 * math.sqrt(fit.parent_accuracy * (1 - fit.parent_accuracy) / fit.n_validation)
     assert fit["drop"] == pytest.approx(drop, rel=1e-12)
-    expected = max(0.0, (intercept - fit.parent_accuracy + drop) / -slope) if slope < 0 else math.inf
+    expected = drop / -slope if slope < 0 else math.inf
     assert fit.threshold == pytest.approx(expected, rel=1e-12)
     assert fit.in_thesis_band == (0.02 <= fit.threshold <= 0.05)
     # the KL grows with σ (a mean over the candidates), the ensembles' accuracies are accuracies

@@ -186,10 +186,12 @@ def degradation_fit(kl, accuracy, parent_accuracy: float, n_eval: int, *, groups
 
     The linear region: the children of the ``groups`` (e.g. the (σ, sparsity) cells; each child its own group when
     None) whose mean accuracy keeps at least half of the parent's margin over chance, mean ≥ (parent + chance)/2.
-    On it, least squares acc ≈ a − b·KL. The threshold is the KL at which the line has fallen ``drop`` below the
-    parent, KL* = max(0, (a − parent + drop)/b), with ``drop`` by default two standard errors of the parent's accuracy on
-    ``n_eval`` points, 2√(p(1 − p)/n_eval) (a loss the evaluation set can tell from sampling noise); it is +inf when
-    the accuracy does not fall (b ≤ 0).
+    On it, least squares acc ≈ a − b·KL. The threshold is the KL over which the line loses ``drop``, KL* = drop/b,
+    with ``drop`` by default two standard errors of the parent's accuracy on ``n_eval`` points, 2√(p(1 − p)/n_eval)
+    (a loss the evaluation set can tell from sampling noise); it is +inf when the accuracy does not fall (b ≤ 0). It
+    is measured from the line's own value at KL = 0, a, not from the parent's accuracy: the accuracy bends from a
+    plateau into the line, so a straight fit starts a little below the parent, by an amount that varies from parent
+    to parent.
 
     Parameters
     ----------
@@ -250,7 +252,7 @@ def degradation_fit(kl, accuracy, parent_accuracy: float, n_eval: int, *, groups
     spread = np.sum((acc[region] - acc[region].mean()) ** 2)
     return {"intercept": float(intercept), "slope": float(slope),
             "r2": float(1 - resid @ resid / spread) if spread > 0 else 1.0, "drop": float(drop),
-            "threshold": float(max(0.0, (intercept - parent + drop) / -slope)) if slope < 0 else math.inf,
+            "threshold": float(drop / -slope) if slope < 0 else math.inf,
             "kl_max": float(kl[region].max()), "n_points": int(region.sum()), "level": float(level)}
 
 
