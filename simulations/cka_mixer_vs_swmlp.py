@@ -14,6 +14,11 @@ Panels: (a) the mean of the diagonal of the CKA matrix (same layer of both model
 against the dense MLP (panel c).
 Quick mode (default): p ∈ {1/16, 1/4, 1}, 2 seeds, 8 epochs (about two minutes on 2 cores). ``--full``: p ∈ {1/16,
 1/8, 1/4, 1/2, 1}, 4 seeds (as the paper), 20 epochs.
+
+CIFAR-10 (the paper's data): ``compute(dataset="cifar10", data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10=FOLDER``; FOLDER
+holds the unpacked python batches, see rmtnet.nets.data.cifar10; nothing is downloaded), with 8 × 8 patches so that
+S = 16 again (``patch=`` overrides it; C_in = 3·8² = 192); the official 50,000 / 10,000 split, so an epoch is 12.5
+times MNIST-5k's.
 Writes figures/cka_mixer_vs_swmlp.png and figures/cka_mixer_vs_swmlp.csv.
 """
 from __future__ import annotations
@@ -26,14 +31,29 @@ from rmtnet.nets import cka_between
 from rmtnet.studies.mixer_width import fit
 
 DEPTH = 2
+NAMES = {"mnist5k": "MNIST-5k", "digits": "digits", "cifar10": "CIFAR-10"}
 SIZES = {"tiny": dict(densities=(1 / 4, 1.0), seeds=1, epochs=1, dataset="digits", patch=2, channels=4),
          "quick": dict(densities=(1 / 16, 1 / 4, 1.0), seeds=2, epochs=8, dataset="mnist5k", patch=7, channels=16),
          "full": dict(densities=(1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0), seeds=4, epochs=20, dataset="mnist5k", patch=7,
                       channels=16)}
 
 
-def main(full=False, outdir="figures", seed=0, backend=None):
-    return figures.make("cka_mixer_vs_swmlp", compute, draw, full, outdir, seed, backend)
+# the patch side that cuts each data set's images into S = 16 tokens (28 = 4·7, 8 = 4·2, 32 = 4·8)
+PATCH_FOR_16_TOKENS = {"mnist5k": 7, "digits": 2, "cifar10": 8}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, **overrides):
+    return figures.make("cka_mixer_vs_swmlp", compute, draw, full, outdir, seed, backend, **overrides)
+
+
+def settings(size, **overrides):
+    """Densities, seeds, epochs, data set, patch and channels of a size; ``overrides`` replace any of them, and
+    ``data_dir`` (CIFAR-10's folder) may be added. A data set given without a patch gets the patch that makes
+    S = 16 tokens (:data:`PATCH_FOR_16_TOKENS`)."""
+    s = figures.settings(SIZES, size, **overrides)
+    if "dataset" in overrides and "patch" not in overrides:
+        s["patch"] = PATCH_FOR_16_TOKENS[s["dataset"]]
+    return s
 
 
 def _layers(model):
@@ -42,7 +62,8 @@ def _layers(model):
 
 def _train(s, seed):
     """For one seed: the Mixer and an SW-MLP per density, their CKA matrices and test errors."""
-    common = dict(depth=DEPTH, epochs=s["epochs"], seed=seed, dataset=s["dataset"])
+    common = dict(depth=DEPTH, epochs=s["epochs"], seed=seed, dataset=s["dataset"],
+                  **({"data_dir": s["data_dir"]} if s.get("data_dir") is not None else {}))
     mixer, table, data = fit("mixer", s["patch"], s["channels"], **common)
     errors = [dict(model="mixer", density=np.nan, seed=seed, test_error=table.test_error.iloc[-1])]
     batches = [data.x_test[i:i + 200] for i in range(0, data.n_test, 200)]
@@ -54,10 +75,11 @@ def _train(s, seed):
     return matrices, errors, _layers(mixer)
 
 
-def compute(size="quick", seed=0, backend=None):
+def compute(size="quick", seed=0, backend=None, **overrides):
     """Tables "diagonal" (per density and seed), "diagonal summary", "test errors" and the mean CKA matrices
-    against the sparsest SW-MLP and the dense MLP."""
-    s = figures.settings(SIZES, size)
+    against the sparsest SW-MLP and the dense MLP. ``overrides``: see :func:`settings` (e.g. ``dataset="cifar10",
+    data_dir=FOLDER``)."""
+    s = settings(size, **overrides)
     rows, matrices, errors = [], {}, []
     for sd in figures.seeds(seed, s["seeds"]):
         found, err, layers = _train(s, sd)
@@ -93,7 +115,7 @@ def draw(tables):
         ax.set_xticklabels(layers, rotation=45, fontsize=7)
         ax.set_yticklabels(layers, fontsize=7)
     fig.colorbar(im, ax=axes[1:], shrink=0.8, label="minibatch linear CKA")
-    fig.suptitle("Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on MNIST-5k "
+    fig.suptitle(f"Hidden-feature similarity: MLP-Mixer vs static-mask sparse MLPs on {NAMES[s['dataset']]} "
                  "(after Hayase & Karakida 2024, CKA figure)")
     return fig
 

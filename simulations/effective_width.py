@@ -23,6 +23,10 @@ Quick mode (default): Ω/γ = 16³ (S* = C* = 16) on the 28 × 28 digits, S ∈ 
 centred on a 32 × 32 canvas so that 4 × 4 patches give S* = 64, S ∈ {4, 16, 36, 64, 121, 256} (patches 16, 8, 6, 4, 3,
 2; S/C from 0.011 to 32), 10 epochs, 5 seeds (90 runs, about 70 minutes on 2 cores).
 ``--backend cupy`` trains on the GPU (torch's CUDA device).
+CIFAR-10 (the paper's data): ``compute(dataset="cifar10", data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10=FOLDER``; FOLDER
+holds the unpacked python batches, see rmtnet.nets.data.cifar10; nothing is downloaded); the patches are then cut
+from the 32 × 32 colour images (official 50,000 / 10,000 split), and the runs carry ``dataset`` (and ``data_dir``) in
+their configuration.
 Writes figures/effective_width[_full].png and .csv (per-configuration mean ± std and the runs).
 """
 from __future__ import annotations
@@ -31,10 +35,11 @@ import math
 
 from rmtnet import cli, experiments, figures
 from rmtnet.backend import torch_device
-from rmtnet.studies.mixer_width import width_run
+from rmtnet.studies.mixer_width import IMAGE_SIDE, width_run
 from rmtnet.spectra import mixer
 
 GAMMA = 2.0
+NAMES = {"mnist5k": "MNIST-5k", "digits": "digits", "cifar10": "CIFAR-10"}
 MODELS = {"mixer": "MLP-Mixer", "rp": "RP-Mixer", "swmlp": "SW-MLP (static mask)"}
 SIZES = {"tiny": dict(side=8, canvas=None, tokens=(4,), epochs=1, seeds=1),
          "quick": dict(side=16, canvas=None, tokens=(4, 9, 16, 25, 36), epochs=10, seeds=3),
@@ -48,7 +53,8 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
 
 def settings(full, **overrides):
     """side = S* = C* (so Ω = γ·side³), the image canvas (None: the 28 × 28 digits as they are), the token counts,
-    epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them)."""
+    epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them; ``dataset``,
+    default ``"mnist5k"``, and ``data_dir``, CIFAR-10's folder, may be added)."""
     return figures.settings(SIZES, full, **overrides)
 
 
@@ -68,12 +74,25 @@ def grid(s, device="cpu"):
     configs = []
     for S in s["tokens"]:
         C = max(1, int(round(mixer.tokens_for_channels(S, omega, GAMMA))))     # the budget is symmetric in S, C
-        patch = patch_for_tokens(S, s["canvas"] or 28)
+        patch = patch_for_tokens(S, s["canvas"] or IMAGE_SIDE[s.get("dataset", "mnist5k")])
         for model in MODELS:
             configs.append(dict(model=model, patch=patch, channels=C, epochs=s["epochs"], gamma=GAMMA,
                                 **({} if s["canvas"] is None else {"canvas": s["canvas"]}),
+                                **_data_arguments(s),
                                 **({} if device == "cpu" else {"device": device})))
     return omega, configs
+
+
+def _data_arguments(s):
+    """``dataset`` and ``data_dir`` for a run's configuration, only where they differ from MNIST-5k (so the runs of
+    the default data keep their configuration, and their rows in a store)."""
+    dataset = s.get("dataset", "mnist5k")
+    if dataset not in IMAGE_SIDE:
+        raise ValueError(f"dataset must be one of {sorted(IMAGE_SIDE)}, got {dataset!r}")
+    out = {} if dataset == "mnist5k" else {"dataset": dataset}
+    if s.get("data_dir") is not None:
+        out["data_dir"] = str(s["data_dir"])
+    return out
 
 
 def summarise(runs):
@@ -144,7 +163,7 @@ def draw(tables):
     axes[0].axvline(GAMMA * mixer.max_effective_width(omega, GAMMA), color="0.5", ls=":", lw=1,
                     label=f"max γm = γ(Ω/γ)^(2/3) = {GAMMA * mixer.max_effective_width(omega, GAMMA):.0f}")
     axes[0].set(xlabel="effective width γm = γ·S·C", ylabel="test error (mean ± std over seeds)",
-                title=f"MNIST-5k{' on 32×32' if s['canvas'] else ''}, Ω = {omega:.0f} connections per layer, "
+                title=f"{NAMES[s.get('dataset', 'mnist5k')]}{' on 32×32' if s['canvas'] else ''}, Ω = {omega:.0f} connections per layer, "
                       f"{s['epochs']} epochs, {s['seeds']} seeds")
     axes[1].axvline(1.0, color="0.5", ls=":", lw=1, label="S = C (largest m)")
     axes[1].set(xscale="log", xlabel="S / C", ylabel="test error", title="the same points against S/C")

@@ -1,6 +1,3 @@
-import sys
-import types
-
 import numpy as np
 import pytest
 import torch
@@ -118,50 +115,7 @@ def test_teacher_student_noise_level():
         D.teacher_student(10, 10, 3, 4, seed=0, activation="gelu")
 
 
-# ---------------------------------------------------------------- CIFAR-10 (torchvision absent here)
-
-def test_cifar10_without_torchvision_says_so(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "torchvision", None)  # import torchvision → ImportError even where installed
-    with pytest.raises(ImportError, match="pip install torchvision"):
-        D.cifar10(tmp_path)
-
-
-def fake_torchvision(monkeypatch, dataset_class):
-    tv = types.ModuleType("torchvision")
-    datasets = types.ModuleType("torchvision.datasets")
-    datasets.CIFAR10 = dataset_class
-    tv.datasets = datasets
-    monkeypatch.setitem(sys.modules, "torchvision", tv)
-    monkeypatch.setitem(sys.modules, "torchvision.datasets", datasets)
-
-
-def test_cifar10_missing_files_is_file_not_found(monkeypatch, tmp_path):
-    class Missing:
-        def __init__(self, root, train=True, download=False):
-            raise RuntimeError("Dataset not found or corrupted. You can use download=True to download it")
-
-    fake_torchvision(monkeypatch, Missing)
-    with pytest.raises(FileNotFoundError, match="cifar-10-batches-py"):
-        D.cifar10(tmp_path)
-
-
-def test_cifar10_layout_and_channel_standardisation(monkeypatch, tmp_path):
-    rng = np.random.default_rng(0)
-
-    class Fake:  # torchvision's layout: data (n, 32, 32, 3) uint8, targets a list of ints
-        def __init__(self, root, train=True, download=False):
-            n = 20 if train else 6
-            self.data = rng.integers(0, 256, size=(n, 32, 32, 3), dtype=np.uint8)
-            self.data[..., 2] //= 4  # channels with different statistics
-            self.targets = list(rng.integers(0, 10, size=n))
-
-    fake_torchvision(monkeypatch, Fake)
-    data = D.cifar10(tmp_path)
-    assert data.x_train.shape == (20, 3, 32, 32) and data.shape == (3, 32, 32) and data.n_classes == 10
-    x = data.x_train.double()
-    torch.testing.assert_close(x.mean(dim=(0, 2, 3)), torch.zeros(3, dtype=torch.float64), rtol=0, atol=1e-6)
-    torch.testing.assert_close(x.std(dim=(0, 2, 3), unbiased=False), torch.ones(3, dtype=torch.float64),
-                               rtol=0, atol=1e-6)
+# CIFAR-10 (read from its python batches, without torchvision): tests/test_cifar.py
 
 
 # ---------------------------------------------------------------- patches

@@ -1061,6 +1061,12 @@ NETS = [
      lambda v: real_in(0.05, 0.95)(v) if _is_real(v) and 0.05 <= v <= 0.95 else
      (None if _is_real(v) and 0 < v < 1 else False), scalars),
     ("spirals.noise", "noise", lambda v: nd.spirals(20, 10, noise=v), real_in(0, huge=1e30), scalars),
+    ("classification.name", "name", lambda v: nd.classification(v), lambda v: v == "digits" or False,
+     lambda: st.one_of(st.sampled_from(["digits", "cifar100", "MNIST5K", ""]), scalars())),
+    ("classification.data_dir", "data_dir", lambda v: nd.classification("digits", data_dir=v),
+     lambda v: v is None or False, lambda: st.one_of(st.just(None), st.just("/tmp"), scalars())),
+    ("cifar10_path.root", "root", nd.cifar10_path, lambda v: False,        # a path that is not there: the test file
+     lambda: st.one_of(st.integers(), st.floats(), st.binary(), st.just(""), st.just("a\0b"), st.just([]))),
     ("teacher_student.seed", "seed", lambda v: nd.teacher_student(5, 3, 2, 4, seed=v),
      lambda v: int_at_least(0)(v) is True and v < 2 ** 63,
      lambda: st.one_of(st.integers(-3, 5), scalars())),
@@ -1665,6 +1671,32 @@ def test_sharpness_study(name, arg, call, valid, values):
     """The sharpness study's networks, data, initial sharpness (of a 3-4-2 erf MLP on 2 inputs), runs of one step
     of a 784-2-10 MLP on 4 digits and their sweeps (8 cases each): finite numbers, or a named refusal."""
     check_generated("sharpness_study", 8, name, arg, call, valid, values())
+
+
+from rmtnet.studies import subnetwork_ensembles as sse_study  # noqa: E402
+
+_KL = np.linspace(0.0, 1.0, 11)
+_ACC = 0.99 - 0.4 * _KL
+SSE_STUDY = [
+    ("degradation_fit.kl", "kl", lambda v: sse_study.degradation_fit(v, _ACC, 0.99, 250), lambda v: v is _KL,
+     lambda: st.one_of(st.sampled_from([_KL, _KL[:3], -_KL, np.full(11, np.nan), "a", _KL.astype(complex)]),
+                       scalars())),
+    ("degradation_fit.parent_accuracy", "parent_accuracy", lambda v: sse_study.degradation_fit(_KL, _ACC, v, 250),
+     real_in(0.5, 1, lo_open=True), scalars),
+    ("degradation_fit.n_eval", "n_eval", lambda v: sse_study.degradation_fit(_KL, _ACC, 0.99, v), int_at_least(1),
+     lambda: small_ints(-2, 10 ** 6)),
+    ("degradation_fit.chance", "chance", lambda v: sse_study.degradation_fit(_KL, _ACC, 0.99, 250, chance=v),
+     lambda v: None if _is_real(v) and 0.9 < v < 0.99 else real_in(0, 0.99, hi_open=True)(v), scalars),
+    ("degradation_fit.drop", "drop", lambda v: sse_study.degradation_fit(_KL, _ACC, 0.99, 250, drop=v),
+     lambda v: v is None or real_in(0, 1, lo_open=True)(v), scalars),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", SSE_STUDY, ids=[c[0] for c in SSE_STUDY])
+def test_subnetwork_study(name, arg, call, valid, values):
+    """The linear fit of child accuracy in KL and its degradation threshold (Whitaker 2023, Fig. 4.3), on children
+    exactly on acc = 0.99 − 0.4·KL (15 cases each): finite numbers, or a named refusal."""
+    check_generated("subnetwork_study", 15, name, arg, call, valid, values())
 
 
 _r = np.random.default_rng(0)

@@ -12,8 +12,10 @@ standardisation; statistics always come from the training split only (:func:`sta
   generator's seeded shuffle, then a cut; one scalar mean and std of the training signals.
 - :func:`teacher_student` — regression targets of a random one-hidden-layer teacher on x ~ N(0, I_d); no scaling.
 - :func:`spirals` — two interleaved 2-D spirals, 2 classes (the toy set of Whitaker 2023, Fig. 4.2); no scaling.
-- :func:`cifar10` — torchvision with the files already on disk: the official split; per-channel mean and std of the
-  training images.
+- :func:`cifar10` — the python batches on disk (``root`` or ``$RMTNET_CIFAR10``; never downloaded at run time), read
+  with pickle and NumPy: the official split; pixels in [0, 1], then per-channel mean and std of the training images.
+
+:func:`classification` picks digits, MNIST-5k or CIFAR-10 by name, the ``dataset`` argument of the studies.
 
 Images are stored image-shaped, ``(n, channels, height, width)``; a model that wants vectors flattens them.
 :func:`to_patches` / :func:`from_patches` turn images into the token × channel tables of an MLP-Mixer (Tolstikhin et
@@ -24,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
+import pickle
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +40,7 @@ from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, s
 
 __all__ = [
     "Dataset", "Batches", "standardise", "digits", "mnist5k", "mnist1d", "teacher_student", "spirals", "cifar10",
-    "to_patches", "from_patches",
+    "cifar10_path", "classification", "CLASSIFICATION", "CIFAR10_ENV", "CIFAR10_URL", "to_patches", "from_patches",
 ]
 
 _SPLITS = ("train", "test")
@@ -571,20 +575,133 @@ def spirals(n_train: int = 2500, n_test: int = 250, noise: float = 0.03, turns: 
                    info={"noise": float(noise), "turns": float(turns), "seed": int(seed)})
 
 
-def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) -> Dataset:
-    """CIFAR-10 through torchvision (optional; not a dependency of rmtnet), shape (3, 32, 32).
+CIFAR10_ENV = "RMTNET_CIFAR10"
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_BATCHES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch")
 
-    Needs torchvision installed and, unless ``download=True`` on a machine with network access, the python version of
-    the data set under ``root`` (``root/cifar-10-batches-py``). Split: the official 50,000 / 10,000. Standardisation:
-    per channel, with the training images' mean and standard deviation of the pixel values in [0, 1].
-    Raises ImportError without torchvision and FileNotFoundError without the files.
+
+def _folder_argument(name, value):
+    """``value`` (str or os.PathLike) as an expanded Path; TypeError/ValueError naming ``name`` otherwise."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a folder (str or os.PathLike), got {type(value).__name__} {value!r}")
+    if not text.strip() or "\0" in text:
+        raise ValueError(f"{name} must be a folder (a non-empty path without NUL), got {value!r}")
+    return Path(text).expanduser()
+
+
+def _cifar10_missing(problem):
+    return (f"CIFAR-10 not found: {problem}. rmtnet downloads nothing at run time: fetch "
+            f"the python version by hand from {CIFAR10_URL}, unpack it (tar xzf cifar-10-python.tar.gz) so that "
+            f"FOLDER/{CIFAR10_FOLDER}/data_batch_1 … data_batch_5 and test_batch exist, then pass root=FOLDER (a "
+            f"study's data_dir=FOLDER) or set the environment variable {CIFAR10_ENV}=FOLDER")
+
+
+def cifar10_path(root=None) -> Path:
+    """The folder the CIFAR-10 python batches are read from: ``root``, or the environment variable
+    ``RMTNET_CIFAR10`` when ``root`` is None; inside it ``cifar-10-batches-py`` if that subfolder exists (the layout
+    of the unpacked archive), else the folder itself. All six batches (``data_batch_1`` … ``data_batch_5``,
+    ``test_batch``) must be there.
 
     Parameters
     ----------
-    root : str or Path
-        The folder holding ``cifar-10-batches-py``.
+    root : str, os.PathLike or None, default None
+        The folder holding ``cifar-10-batches-py`` (or the batches themselves); None reads ``RMTNET_CIFAR10``.
+
+    Returns
+    -------
+    Path
+        The folder holding the six batches.
+
+    Raises
+    ------
+    FileNotFoundError
+        When no folder is given or a batch is missing; the message says where to put the files and gives the URL
+        of the archive (https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz) to fetch by hand.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     try:
+    ...         cifar10_path(folder)
+    ...     except FileNotFoundError as e:
+    ...         print("cifar-10-python.tar.gz" in str(e), "RMTNET_CIFAR10" in str(e))
+    True True
+    """
+    if root is None:
+        value = os.environ.get(CIFAR10_ENV, "")
+        if not value.strip():
+            raise FileNotFoundError(_cifar10_missing(f"no folder was given (root=None) and {CIFAR10_ENV} is not set"))
+        root = _folder_argument(CIFAR10_ENV, value)
+    else:
+        root = _folder_argument("root", root)
+    folder = root / CIFAR10_FOLDER if (root / CIFAR10_FOLDER).is_dir() else root
+    missing = [name for name in CIFAR10_BATCHES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(_cifar10_missing(f"the folder {str(folder)!r} lacks {', '.join(missing)}"))
+    return folder
+
+
+def _cifar10_batch(path):
+    """Images (n, 3, 32, 32) uint8 and labels (n,) int64 of one python batch (a pickled dict, bytes or str keys)."""
+    try:
+        with open(path, "rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        data = batch.get(b"data", batch.get("data")) if isinstance(batch, dict) else None
+        labels = batch.get(b"labels", batch.get("labels")) if isinstance(batch, dict) else None
+    except (OSError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError,
+            pickle.UnpicklingError) as exc:
+        raise ValueError(f"{str(path)!r} is not a CIFAR-10 python batch: {type(exc).__name__}: {exc}") from exc
+    data = np.asarray(data) if data is not None else None
+    labels = np.asarray(labels) if labels is not None else None
+    if (data is None or labels is None or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072
+            or labels.shape != (len(data),) or not np.issubdtype(labels.dtype, np.integer)
+            or (len(labels) and (labels.min() < 0 or labels.max() > 9))):
+        raise ValueError(f"{str(path)!r} is not a CIFAR-10 python batch: it must hold b'data', uint8 of shape "
+                         f"(n, 3072), and b'labels', n integers in 0…9")
+    return data.reshape(-1, 3, 32, 32), labels.astype(np.int64)
+
+
+def _channel_standardise(x_train, x_test, dtype):
+    """Pixels scaled to [0, 1], then per colour channel ``(x − m_c)/s_c`` with the training images' mean and
+    population standard deviation (float64, one channel at a time to keep the memory at one channel's copy)."""
+    out = [torch.empty(x.shape, dtype=dtype) for x in (x_train, x_test)]
+    mean, std = np.empty(3), np.empty(3)
+    for c in range(3):
+        train = x_train[:, c].astype(np.float64) / 255.0
+        mean[c], std[c] = train.mean(), train.std()
+        if not std[c] > 0:
+            raise ValueError(f"CIFAR-10 training channel {c} is constant: cannot standardise it")
+        out[0][:, c] = torch.as_tensor((train - mean[c]) / std[c])
+        out[1][:, c] = torch.as_tensor((x_test[:, c].astype(np.float64) / 255.0 - mean[c]) / std[c])
+    return out[0], out[1], mean, std
+
+
+def cifar10(root=None, download: bool = False, dtype: torch.dtype = torch.float32) -> Dataset:
+    """CIFAR-10 (Krizhevsky 2009) from its python batches on disk, read with pickle and NumPy, shape (3, 32, 32).
+
+    Files: the unpacked python version of the data set (``cifar-10-batches-py/data_batch_1`` … ``data_batch_5``
+    and ``test_batch``: pickled dicts with ``b"data"``, uint8 (n, 3072), each row the red, green and blue 32 × 32
+    planes in row-major order, and ``b"labels"``), found by :func:`cifar10_path` under ``root`` or, when ``root``
+    is None, under the folder named by the environment variable ``RMTNET_CIFAR10``. Nothing is downloaded: get the
+    archive by hand from https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (a missing file raises
+    FileNotFoundError saying so). The batches are pickles: read only files you trust.
+
+    Split: the official one, ``data_batch_1`` … ``data_batch_5`` for training (50,000 images) and ``test_batch``
+    for testing (10,000), in file order. Standardisation: the pixel values are divided by 255 (so they lie in
+    [0, 1]), then per colour channel c, x ↦ (x − m_c)/s_c with m_c and s_c the mean and population standard deviation
+    (ddof 0) of channel c over all training images and pixels, computed in float64; the test images use the same
+    m_c, s_c. They are in ``info["channel_mean"]``, ``info["channel_std"]``.
+
+    Parameters
+    ----------
+    root : str, os.PathLike or None, default None
+        The folder holding ``cifar-10-batches-py`` (or the six batches themselves); None: ``$RMTNET_CIFAR10``.
     download : bool, default False
-        Let torchvision download the files (the only loader of rmtnet that may touch the network).
+        Fetch the archive into ``root`` through torchvision first (optional, not a dependency of rmtnet, and the
+        only loader of rmtnet that may touch the network; ImportError without it). The studies never set it.
     dtype : torch.dtype, default torch.float32
         The inputs' dtype.
 
@@ -595,7 +712,7 @@ def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) ->
 
     Examples
     --------
-    Needs torchvision and the files, so this example is not run by the test suite:
+    Needs the files, so this example is not run by the test suite:
 
     >>> d = cifar10("~/data")                              # doctest: +SKIP
     >>> print(d.n_train, d.n_test, d.shape)                # doctest: +SKIP
@@ -603,32 +720,69 @@ def cifar10(root, download: bool = False, dtype: torch.dtype = torch.float32) ->
     """
     download = boolean("download", download)
     dtype = _float_dtype(dtype)
+    if download:
+        _torchvision_download(root)
+    folder = cifar10_path(root)
+    parts = [_cifar10_batch(folder / name) for name in CIFAR10_BATCHES]
+    x_tr = np.concatenate([x for x, _ in parts[:-1]])
+    y_tr = np.concatenate([y for _, y in parts[:-1]])
+    (x_te, y_te) = parts[-1]
+    x_train, x_test, mean, std = _channel_standardise(x_tr, x_te, dtype)
+    return Dataset(x_train=x_train, y_train=torch.as_tensor(y_tr), x_test=x_test, y_test=torch.as_tensor(y_te),
+                   n_classes=10, name="cifar10", shape=(3, 32, 32),
+                   info={"channel_mean": mean.tolist(), "channel_std": std.tolist(), "folder": str(folder)})
+
+
+def _torchvision_download(root):
+    """Let torchvision fetch and unpack the archive under ``root`` (the one network access of rmtnet.nets.data)."""
+    if root is None:
+        raise ValueError("root must name a folder when download=True (the archive is unpacked there)")
+    root = _folder_argument("root", root)
     try:
         from torchvision.datasets import CIFAR10
     except ImportError as exc:
-        raise ImportError("cifar10 needs torchvision, which rmtnet does not install: pip install torchvision "
-                          "(offline alternatives: digits, mnist5k, mnist1d)") from exc
-    root = Path(root)
-    try:
-        train = CIFAR10(str(root), train=True, download=download)
-        test = CIFAR10(str(root), train=False, download=download)
-    except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted. You can use download=True ..."
-        raise FileNotFoundError(f"CIFAR-10 not found under {root} (torchvision looks for "
-                                f"{root / 'cifar-10-batches-py'}); pass download=True where the network is "
-                                f"reachable") from exc
+        raise ImportError(f"cifar10(download=True) needs torchvision, which rmtnet does not install: pip install "
+                          f"torchvision, or fetch {CIFAR10_URL} by hand and unpack it under root") from exc
+    for train in (True, False):
+        CIFAR10(str(root), train=train, download=True)
 
-    def images(split):  # (n, 32, 32, 3) uint8 → (n, 3, 32, 32) in [0, 1]
-        return np.asarray(split.data, dtype=np.float64).transpose(0, 3, 1, 2) / 255.0
 
-    x_tr, x_te = images(train), images(test)
-    mean = x_tr.mean(axis=(0, 2, 3), keepdims=True)
-    std = x_tr.std(axis=(0, 2, 3), keepdims=True)
-    return Dataset(x_train=torch.as_tensor((x_tr - mean) / std, dtype=dtype),
-                   y_train=torch.as_tensor(np.asarray(train.targets), dtype=torch.int64),
-                   x_test=torch.as_tensor((x_te - mean) / std, dtype=dtype),
-                   y_test=torch.as_tensor(np.asarray(test.targets), dtype=torch.int64),
-                   n_classes=10, name="cifar10", shape=(3, 32, 32),
-                   info={"channel_mean": mean.ravel().tolist(), "channel_std": std.ravel().tolist()})
+CLASSIFICATION = ("digits", "mnist5k", "cifar10")
+
+
+def classification(name: str, seed: int = 0, data_dir=None) -> Dataset:
+    """An image classification set of rmtnet by name, as the studies take it: ``"digits"`` and ``"mnist5k"`` with
+    their stratified split shuffled by ``seed`` (:func:`digits`, :func:`mnist5k`, default test fraction),
+    ``"cifar10"`` with its official split from ``data_dir`` or ``$RMTNET_CIFAR10`` (:func:`cifar10`; ``seed``
+    plays no part there).
+
+    Parameters
+    ----------
+    name : {"digits", "mnist5k", "cifar10"}
+        The data set.
+    seed : int, default 0
+        The split's shuffle (digits, MNIST-5k).
+    data_dir : str, os.PathLike or None, default None
+        CIFAR-10's folder (see :func:`cifar10_path`); must be None for the other two.
+
+    Returns
+    -------
+    Dataset
+        The data set, 10 classes.
+
+    Examples
+    --------
+    >>> print(classification("digits").shape)
+    (1, 8, 8)
+    """
+    one_of("name", name, CLASSIFICATION)
+    if name == "cifar10":
+        _seed(seed, 2 ** 32 - 1)
+        return cifar10(data_dir)
+    if data_dir is not None:
+        raise ValueError(f"data_dir is read for cifar10 only ({name} ships with its package), got "
+                         f"data_dir={data_dir!r}")
+    return {"digits": digits, "mnist5k": mnist5k}[name](seed=seed)
 
 
 def _patch_grid(height, width, patch, pad):

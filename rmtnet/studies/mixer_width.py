@@ -2,7 +2,8 @@
 :func:`rmtnet.experiments.sweep` can hand them to worker processes).
 
 :func:`width_run` is one point of the width study of Hayase & Karakida (ICML 2024, arXiv 2306.01470): a Mixer-family
-model with S tokens (from the patch size) and C channels trained on an offline image set, reporting its test error
+model with S tokens (from the patch size) and C channels trained on an offline image set (MNIST-5k, digits, or
+CIFAR-10 from a folder the user supplies), reporting its test error
 together with the effective width m = S·C and the connection budget Ω = γ(CS² + SC²)/2 it used.
 """
 from __future__ import annotations
@@ -20,7 +21,8 @@ from rmtnet.nets.models import MLPMixer, MonarchMLP, RPMixer, SWMLP
 from rmtnet.nets.training import train
 
 MODELS = {"mixer": MLPMixer, "rp": RPMixer, "swmlp": SWMLP, "monarch": MonarchMLP}
-LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
+LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits, "cifar10": datasets.cifar10}
+IMAGE_SIDE = {"mnist5k": 28, "digits": 8, "cifar10": 32}
 
 
 def build(model, **kwargs):
@@ -39,14 +41,21 @@ def centre_pad(images, canvas):
     return torch.nn.functional.pad(images, (left, canvas - width - left, top, canvas - height - top))
 
 
-@functools.lru_cache(maxsize=8)
-def patched(dataset, patch, seed=0, canvas=None):
-    """The offline data set ``dataset`` as (n, S, C_in) patch tokens of size ``patch`` (cached per process).
-    ``canvas``: first centre the images on a zero canvas of that side (:func:`centre_pad`; 32 for MNIST gives
-    S = 64 tokens of 4 × 4). Images are then zero-padded at the bottom and right when ``patch`` does not divide their
-    side (28 = 3·10 − 2: S = 100)."""
+def patched(dataset, patch, seed=0, canvas=None, data_dir=None):
+    """The data set ``dataset`` (a name of :data:`LOADERS`) as (n, S, C_in) patch tokens of size ``patch`` (cached
+    per process). ``canvas``: first centre the images on a zero canvas of that side (:func:`centre_pad`; 32 for MNIST
+    gives S = 64 tokens of 4 × 4). Images are then zero-padded at the bottom and right when ``patch`` does not divide
+    their side (28 = 3·10 − 2: S = 100). ``data_dir``: CIFAR-10's folder (:func:`rmtnet.nets.data.cifar10_path`;
+    None reads ``$RMTNET_CIFAR10``), resolved before the cache is consulted; None for the other sets."""
     one_of("dataset", dataset, sorted(LOADERS))
-    data = LOADERS[dataset](seed=seed)
+    if dataset == "cifar10":
+        data_dir = str(datasets.cifar10_path(data_dir))
+    return _patched(dataset, patch, seed, canvas, data_dir)
+
+
+@functools.lru_cache(maxsize=8)
+def _patched(dataset, patch, seed, canvas, data_dir):
+    data = datasets.classification(dataset, seed=seed, data_dir=data_dir)
     if canvas is not None:
         data = data.map_x(lambda x: centre_pad(x, int(canvas)))
     return data.map_x(lambda x: datasets.to_patches(x, int(patch), pad=True))
@@ -59,18 +68,21 @@ def trainable_weights(net):
 
 
 def fit(model, patch, channels, depth=2, gamma=2.0, epochs=10, lr=5e-3, weight_decay=0.05, batch_size=128,
-        pool="flatten", dataset="mnist5k", canvas=None, seed=0, threads=1, device="cpu", **model_kwargs):
+        pool="flatten", dataset="mnist5k", canvas=None, seed=0, threads=1, device="cpu", data_dir=None,
+        **model_kwargs):
     """Build ``model`` (see :data:`MODELS`) with S = (image side / patch)² tokens and ``channels`` channels, train it
     by AdamW with a one-cycle schedule, and return (the trained model, its metrics table, the data).
     ``pool="flatten"`` reads out all m = S·C features (no C-channel bottleneck at small C; see the models);
-    ``canvas``: the side the images are centred on before patching (:func:`patched`);
+    ``dataset``: ``"mnist5k"``, ``"digits"`` or ``"cifar10"`` (read from ``data_dir``, or ``$RMTNET_CIFAR10`` when
+    that is None; :func:`rmtnet.nets.data.cifar10`); ``canvas``: the side the images are centred on before patching
+    (:func:`patched`);
     ``model_kwargs`` go to the model (e.g. ``density`` for SW-MLP). ``threads``: torch's intra-op threads while
     training (one is fastest for these small models; the previous setting is restored). ``device``: where the
     model is trained (``"cuda"`` for a GPU; the weights are initialised on the CPU from ``seed`` either way)."""
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        data = patched(dataset, patch, canvas=None if canvas is None else int(canvas))
+        data = patched(dataset, patch, canvas=None if canvas is None else int(canvas), data_dir=data_dir)
         S, C_in = data.shape
         net = build(model, tokens=S, in_channels=C_in, channels=int(channels), depth=int(depth),
                     n_classes=data.n_classes, gamma=float(gamma), pool=pool, seed=int(seed), **model_kwargs)

@@ -2,13 +2,17 @@
 :func:`rmtnet.experiments.sweep` (each returns one flat dict of scalars; the script stays a thin plotting layer).
 
 - :func:`spiral_run` — one cell of Fig. 4.2 (Whitaker 2023, §4.3.1): noise mutations of a spiral MLP at (σ, sparsity).
+- :func:`noisy_ensemble_run`, :func:`degradation_fit` — Fig. 4.3 on the spirals: the candidates' KL and accuracy, the
+  top-k ensemble by vote and by average; the linear fit of accuracy in KL and the KL where degradation starts.
 - :func:`budget_run` — one method of Table 5.1 (§5.3.3, "small budget"): independent, dropout, bagging, SSE with
   random children (R) or Neural Partitioning (NP), all for the same total number of epochs.
 - :func:`anneal_run` — one cell of Table 6.1 (§6.3.1): one child pruned one-shot or iteratively, or annealed
   (random or temperature), then tuned with a constant or one-cycle learning rate.
 
 Models are small ReLU MLPs (:func:`classifier`); data are rmtnet's offline sets with their fixed seed-0 split (the
-``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split). Minibatches of 32 by
+``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split), or CIFAR-10 with its
+official split from a folder the user supplies (``dataset="cifar10"``, ``data_dir=`` or ``$RMTNET_CIFAR10``;
+:func:`load`). Minibatches of 32 by
 default (the thesis states none): the budgets are counted in epochs, and an epoch of MNIST-5k's 4,000 training images
 is 125 steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391), too few for a one-epoch child to
 recover from pruning. Every run sets torch to one intra-op thread and restores the previous setting.
@@ -20,17 +24,18 @@ import functools
 import math
 import time
 
+import numpy as np
 import torch
 from torch import nn
 
-from rmtnet._validation import one_of
+from rmtnet._validation import finite_array, integer_at_least, one_of, real_scalar
 from rmtnet.nets import data as datasets
 from rmtnet.nets import ensembles as E
 from rmtnet.nets.metrics import total_distance
 from rmtnet.nets.layers import gaussian_, generator
 from rmtnet.nets.training import train
 
-LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits}
+LOADERS = {"mnist5k": datasets.mnist5k, "digits": datasets.digits, "cifar10": datasets.cifar10}
 BUDGET_METHODS = ("independent", "dropout", "bagging", "sse_r", "sse_np")
 ANNEAL_METHODS = ("one_shot", "iterative", "random_anneal", "temperature_anneal")
 
@@ -47,11 +52,18 @@ def _one_thread(fn):
     return wrapper
 
 
-@functools.lru_cache(maxsize=4)
-def load(dataset: str) -> datasets.Dataset:
-    """An offline classification set by name (``"mnist5k"``, ``"digits"``) with its seed-0 split (cached)."""
+def load(dataset: str, data_dir=None) -> datasets.Dataset:
+    """A classification set by name (``"mnist5k"``, ``"digits"`` with their seed-0 split; ``"cifar10"`` with its
+    official split, read from ``data_dir`` or, when that is None, from ``$RMTNET_CIFAR10``), cached per process."""
     one_of("dataset", dataset, sorted(LOADERS))
-    return LOADERS[dataset](seed=0)
+    if dataset == "cifar10":
+        data_dir = str(datasets.cifar10_path(data_dir))
+    return _load(dataset, data_dir)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(dataset, data_dir):
+    return datasets.classification(dataset, seed=0, data_dir=data_dir)
 
 
 def classifier(n_in: int, width: int, depth: int, n_classes: int, dropout: float = 0.0, seed: int = 0) -> nn.Module:
@@ -130,11 +142,126 @@ def spiral_run(sigma: float, sparsity: float, n_draws: int = 8, seed: int = 0) -
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Fig. 4.3: KL against child accuracy, vote against average
+
+def spiral_test_points(n: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` fresh spiral points, the held-out split of :func:`rmtnet.nets.data.spirals` drawn with seed 1 (the
+    parent learns from seed 0's training split and its candidates are selected on seed 0's 250 held-out points): the
+    test set of the selected ensembles."""
+    d = datasets.spirals(n_train=1, n_test=n, seed=1)
+    return d.x_test, d.y_test
+
+
+@_one_thread
+def noisy_ensemble_run(sigma: float, sparsity: float, n_candidates: int = 16, top_k: int = 4, seed: int = 0,
+                       pool: int = 0, parent_epochs: int = 10) -> dict:
+    """Algorithm 1 of Whitaker (2023, Ch. 4) at one (σ, sparsity) on the spiral parent (:func:`spiral_parent`):
+    ``n_candidates`` noise children W + N ∘ M (:func:`rmtnet.nets.ensembles.noisy_children`, masks and noise from
+    ``1000·seed + pool``), each child's output KL to the parent (Eq. 4.5) and accuracy on the 250 held-out points
+    of ``spirals(seed=0)`` (the validation set), the ``top_k`` most accurate there combined by averaging their
+    softmax outputs and by majority vote (ties to the lower class), both scored on :func:`spiral_test_points`
+    (the CIFAR ablation of Fig. 4.3: 16 candidates, the best 4).
+
+    Returns lists ``kl`` and ``child_accuracy`` (one entry per candidate) and the scalars ``average_accuracy``,
+    ``vote_accuracy``, ``member_test_accuracy`` (the selected members' mean), ``parent_accuracy`` (validation),
+    ``parent_test_accuracy`` and ``n_validation``."""
+    data = datasets.spirals(seed=0)
+    parent = spiral_parent(seed, epochs=parent_epochs)
+    kids = E.noisy_children(parent, int(n_candidates), float(sigma), float(sparsity), seed=1000 * int(seed) + pool)
+    best, accuracy = E.select_top_k(kids, data.x_test, data.y_test, int(top_k))
+    x_test, y_test = spiral_test_points()
+    ensemble = E.evaluate_ensemble(best, x_test, y_test, diversity=False)
+    return {"kl": [E.output_kl(parent, k, data.x_test) for k in kids], "child_accuracy": accuracy.tolist(),
+            "average_accuracy": ensemble["accuracy"], "vote_accuracy": ensemble["vote_accuracy"],
+            "member_test_accuracy": ensemble["member_accuracy"],
+            "parent_accuracy": E.evaluate_ensemble([parent], data.x_test, data.y_test)["accuracy"],
+            "parent_test_accuracy": E.evaluate_ensemble([parent], x_test, y_test)["accuracy"],
+            "n_validation": data.n_test}
+
+
+def degradation_fit(kl, accuracy, parent_accuracy: float, n_eval: int, *, groups=None, chance: float = 0.5,
+                    drop: float | None = None) -> dict:
+    """The linear fit of child accuracy against output KL and the KL at which degradation starts (Whitaker 2023,
+    §4.2.1 and Fig. 4.3: accuracy falls about linearly in the KL; degradation starts near KL 0.02–0.05).
+
+    The linear region: the children of the ``groups`` (e.g. the (σ, sparsity) cells; each child its own group when
+    None) whose mean accuracy keeps at least half of the parent's margin over chance, mean ≥ (parent + chance)/2.
+    On it, least squares acc ≈ a − b·KL. The threshold is the KL over which the line loses ``drop``, KL* = drop/b,
+    with ``drop`` by default two standard errors of the parent's accuracy on ``n_eval`` points, 2√(p(1 − p)/n_eval)
+    (a loss the evaluation set can tell from sampling noise); it is +inf when the accuracy does not fall (b ≤ 0). It
+    is measured from the line's own value at KL = 0, a, not from the parent's accuracy: the accuracy bends from a
+    plateau into the line, so a straight fit starts a little below the parent, by an amount that varies from parent
+    to parent.
+
+    Parameters
+    ----------
+    kl, accuracy : array_like
+        One entry per child: the output KL to the parent (≥ 0) and the accuracy (in [0, 1]).
+    parent_accuracy : float
+        The parent's accuracy on the same points, in [0, 1].
+    n_eval : int
+        The number of points the accuracies were measured on.
+    groups : array_like, optional
+        A label per child (its cell).
+    chance : float, default 0.5
+        The accuracy of guessing (1/classes), in [0, parent_accuracy).
+    drop : float, optional
+        The accuracy loss that counts as degradation, > 0.
+
+    Returns
+    -------
+    dict
+        ``intercept`` a, ``slope`` −b (accuracy per nat), ``r2`` on the region, ``drop``, ``threshold`` KL*,
+        ``kl_max`` (the region's largest KL), ``n_points`` and ``level`` (the region's accuracy level).
+
+    Examples
+    --------
+    Children exactly on acc = 0.99 − 0.4·KL, measured on 250 points, parent at 0.99: the loss of 2 SE = 0.0126 is
+    reached at KL = 0.0126/0.4:
+
+    >>> kl = np.linspace(0.0, 1.0, 11)
+    >>> fit = degradation_fit(kl, 0.99 - 0.4 * kl, 0.99, 250)
+    >>> print(round(fit["slope"], 6), round(fit["threshold"], 4), round(2 * (0.99 * 0.01 / 250) ** 0.5 / 0.4, 4))
+    -0.4 0.0315 0.0315
+    """
+    kl, acc = finite_array("kl", kl).ravel(), finite_array("accuracy", accuracy).ravel()
+    if len(kl) != len(acc) or len(kl) < 2:
+        raise ValueError(f"kl and accuracy must have one entry per child and at least 2, got {len(kl)} and "
+                         f"{len(acc)}")
+    if kl.min() < 0 or acc.min() < 0 or acc.max() > 1:
+        raise ValueError("kl must be >= 0 and accuracy must lie in [0, 1]")
+    parent = real_scalar("parent_accuracy", parent_accuracy, lo=0.0, hi=1.0)
+    n_eval = integer_at_least("n_eval", n_eval, 1)
+    chance = real_scalar("chance", chance, lo=0.0, hi=1.0, hi_open=True)
+    if not chance < parent:
+        raise ValueError(f"chance must be below parent_accuracy, got chance={chance!r} and parent_accuracy={parent!r}")
+    drop = (2 * math.sqrt(parent * (1 - parent) / n_eval) if drop is None else
+            real_scalar("drop", drop, lo=0.0, hi=1.0, lo_open=True))
+    labels = np.arange(len(kl)) if groups is None else np.asarray(groups)
+    if labels.shape != kl.shape:
+        raise ValueError(f"groups must have one label per child ({len(kl)}), got shape {labels.shape}")
+    level = (parent + chance) / 2
+    region = np.zeros(len(kl), dtype=bool)
+    for g in np.unique(labels):
+        cell = labels == g
+        region |= cell & (acc[cell].mean() >= level)
+    if region.sum() < 2 or np.ptp(kl[region]) == 0:
+        raise ValueError(f"kl: fewer than 2 distinct KL values keep accuracy >= {level:.3f}: no linear region")
+    slope, intercept = np.polyfit(kl[region], acc[region], 1)
+    resid = acc[region] - (intercept + slope * kl[region])
+    spread = np.sum((acc[region] - acc[region].mean()) ** 2)
+    return {"intercept": float(intercept), "slope": float(slope),
+            "r2": float(1 - resid @ resid / spread) if spread > 0 else 1.0, "drop": float(drop),
+            "threshold": float(drop / -slope) if slope < 0 else math.inf,
+            "kl_max": float(kl[region].max()), "n_points": int(region.sum()), "level": float(level)}
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Table 5.1: equal-budget comparison
 
 @functools.lru_cache(maxsize=64)          # a sweep cycles through its seeds: keep every parent (~1 MB each)
-def _budget_parent_state(dataset, width, depth, epochs, batch_size, seed):
-    data = load(dataset)
+def _budget_parent_state(dataset, width, depth, epochs, batch_size, seed, data_dir=None):
+    data = load(dataset, data_dir)
     net = classifier(_n_in(data), width, depth, data.n_classes, seed=seed)
     _adam(net, data, epochs, seed, batch_size)
     return {k: v.clone() for k, v in net.state_dict().items()}
@@ -147,7 +274,7 @@ def _subset(data, fraction, g):
 
 @_one_thread
 def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth: int = 2, epochs: int = 16,
-               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0) -> dict:
+               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0, data_dir=None) -> dict:
     """One entry of the small-budget benchmark (Table 5.1, §5.3.3): ``epochs`` epochs in all, Adam at lr 1e-3.
 
     ``method``:
@@ -171,7 +298,7 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
     if epochs % members or epochs % 2 or (epochs // 2) % members:
         raise ValueError(f"epochs must be divisible by 2·members = {2 * members}, got {epochs}")
     start = time.perf_counter()
-    data = load(dataset)
+    data = load(dataset, data_dir)
     n_in, c = _n_in(data), data.n_classes
     out = {}
     if method in ("independent", "dropout"):
@@ -187,7 +314,8 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
             nets.append(net)
     else:
         parent = classifier(n_in, width, depth, c, seed=seed)
-        parent.load_state_dict(_budget_parent_state(dataset, width, depth, epochs // 2, batch_size, seed))
+        parent.load_state_dict(_budget_parent_state(dataset, width, depth, epochs // 2, batch_size, seed,
+                                                    data.info.get("folder")))
         out.update(_test(E.evaluate_ensemble([parent], data.x_test, data.y_test), "parent_"))
         nets = E.pruned_children(parent, members, sparsity, method="partition" if method == "sse_np" else "random",
                                  seed=1000 * seed + draw)
@@ -210,14 +338,14 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
 # Table 6.1: one-shot vs iterative vs annealing
 
 @functools.lru_cache(maxsize=64)
-def _anneal_parent_state(dataset, width, depth, epochs, batch_size, seed):
-    return _budget_parent_state(dataset, width, depth, epochs, batch_size, seed)
+def _anneal_parent_state(dataset, width, depth, epochs, batch_size, seed, data_dir=None):
+    return _budget_parent_state(dataset, width, depth, epochs, batch_size, seed, data_dir)
 
 
 @_one_thread
 def anneal_run(dataset: str, method: str, sparsity: float, schedule: str, mask: str = "random",
                tune_epochs: int = 10, anneal_epochs: int = 3, tau0: float = 0.5, width: int = 256, depth: int = 2,
-               parent_epochs: int = 10, batch_size: int = 32, seed: int = 0) -> dict:
+               parent_epochs: int = 10, batch_size: int = 32, seed: int = 0, data_dir=None) -> dict:
     """One cell of the annealing study (Table 6.1, §6.3.1) on an MLP parent (Adam 1e-3, ``parent_epochs``).
 
     One child at ``sparsity`` (exact counts, per layer) is made by ``method`` — ``"one_shot"`` (prune everything,
@@ -234,9 +362,10 @@ def anneal_run(dataset: str, method: str, sparsity: float, schedule: str, mask: 
     if not isinstance(schedule, str) or schedule not in ("constant", "onecycle"):
         raise ValueError(f"schedule must be 'constant' or 'onecycle', got {schedule!r}")
     start = time.perf_counter()
-    data = load(dataset)
+    data = load(dataset, data_dir)
     parent = classifier(_n_in(data), width, depth, data.n_classes, seed=seed)
-    parent.load_state_dict(_anneal_parent_state(dataset, width, depth, parent_epochs, batch_size, seed))
+    parent.load_state_dict(_anneal_parent_state(dataset, width, depth, parent_epochs, batch_size, seed,
+                                                data.info.get("folder")))
     common = dict(method=mask, exact=True, seed=1000 + seed)
     if method == "one_shot":
         child = E.pruned_children(parent, 1, sparsity, **common)[0]
