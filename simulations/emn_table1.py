@@ -15,14 +15,25 @@ reproduce.
 
 Panels: one per n, the test error against meta-epochs, colour = condition, marker = epochs, solid = float64,
 dashed = float32, stars = the published minimum at its (epochs, meta-epochs); below, the table itself.
-Runs go through rmtnet.experiments.sweep into figures/emn_table1_runs.csv, appended run by run: an interrupted run of
-this script resumes where it stopped.
+Runs go through rmtnet.experiments.sweep into figures/emn_table1_runs.csv (figures/emn_table1_full_runs.csv at the
+full size), appended run by run: an interrupted run of this script resumes where it stopped.
 Quick mode (default): n ∈ {5, 10}, float64 and float32, 1 seed: 42 runs (|d| ∝ n^1.3 puts 64 % of the SGD steps of
 n ∈ {5, 10, 20} at n = 20, each on the largest matrices: ``--full`` or ``main(ns=(5, 10, 20))`` adds it).
-``--full``: n ∈ {5, 10, 20, 40, 100}: 50 million more steps, ~1 ms each at n = 100; estimated 5 hours on 2 cores
-(not run).
-Writes figures/emn_table1.png and figures/emn_table1.csv (panel "table1": ours and the paper's per (n, condition);
-panel "sweep": every (condition, n, epochs, meta-epochs, dtype) error).
+``--full``: n ∈ {5, 10, 20, 40, 100}, 105 runs; writes figures/emn_table1_full.png and .csv. From the command line
+one run per core; ``main(full=True, n_jobs=1)`` trains the runs of each (n, epochs, dtype) together in one process
+(rmtnet.studies.emn.sweep_emn(batched=True): the same numbers bit for bit, 1.2–1.5× less time per run at n ≤ 40).
+``--full --stored-only`` trains nothing and tabulates the runs in figures/emn_table1_full_runs.csv, which holds
+those of the table below; the table marks an (n, condition) with fewer than all 15 (epochs, meta-epochs) pairs run
+as [pairs run/15], and a rerun of ``--full`` completes the rest.
+Cost (profile of one meta-epoch of one epoch): a step is two n × n × k/4 matrix products (the forward pass and the
+masked gradient), and each matrix adds k·n uniform draws and the float64 target product. Half the time is the
+steps, a quarter to a third the draws and targets (40 % in float32 at n = 100), the rest test sets, training
+matrices and bookkeeping; all in one run costs 80 µs per step at n = 20, 200 µs at n = 40 and 1.35 ms at n = 100
+(float32 0.65 ms; load average 3–9). A run of 16 meta-epochs is 64·|d|·epochs steps: the full grid is 1.7 M steps
+per (condition, dtype) at n = 40 and 5.5 M at n = 100 — at those speeds about half an hour at n = 40 and 11 hours
+at n = 100 on one core, half that on two.
+Measured for the table (seed 0, one process at nice 10 on 2 cores shared with five other jobs, load average
+9–18): the runs in figures/emn_table1_full_runs.csv.
 """
 from __future__ import annotations
 
@@ -59,10 +70,11 @@ def settings(full, **overrides):
 
 def run_sweeps(s, store, seed, n_jobs):
     """The tidy sweep of all conditions per dtype, and the zero-diagonal subsampled variant in the first dtype
-    (``s["batched"]``: the conditions of each (n, epochs, dtype) trained together in this process)."""
+    (``s["batched"]`` and ``n_jobs=1``: the conditions of each (n, epochs, dtype) trained together in this
+    process; else one run per worker)."""
     seeds = figures.seeds(seed, s["seeds"])
     common = dict(ns=s["ns"], epochs=s["epochs"], meta_epochs=s["meta_epochs"], seeds=seeds, store=store,
-                  n_test=s["n_test"], n_jobs=1 if s["batched"] else n_jobs, batched=s["batched"])
+                  n_test=s["n_test"], n_jobs=n_jobs, batched=bool(s["batched"] and n_jobs == 1))
     parts = [emn.sweep_emn(emn.CONDITIONS, dtype=dtype, **common) for dtype in s["dtypes"]]
     zero = emn.sweep_emn(("subsampled",), dtype=s["dtypes"][0], diagonal=False, **common)
     zero["condition"] = ZERO_DIAGONAL
@@ -156,7 +168,7 @@ def draw(tables):
     top.suptitle("Ensemble mask network, Table 1 of Luntzel (2023): error on unsymmetric A ∈ [0, 1] at density 0.5")
     ax = bottom.subplots()
     ax.axis("off")
-    cols = [f"ours {d} (e,m)" for d in s["dtypes"]] + ["paper (e,m)"]
+    cols = [f"ours {d} (e,m) [pairs run]" for d in s["dtypes"]] + ["paper (e,m)"]
     total = len(s["epochs"]) * len(s["meta_epochs"])
     cells = [[_fmt(r[f"error_{d}"], r[f"epochs_{d}"], r[f"meta_epochs_{d}"], r.get(f"pairs_{d}"), total)
               for d in s["dtypes"]]
