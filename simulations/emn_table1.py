@@ -115,15 +115,13 @@ def summarise(tidy, dtypes):
                                                       include_groups=False)
         t[f"pairs_{dtype}"] = [int(pairs[(n, c)]) for n, c in zip(t.n, t.condition)]
         keep = ["n", "condition", f"error_{dtype}", f"epochs_{dtype}", f"meta_epochs_{dtype}", f"pairs_{dtype}"]
-        paper = ["paper_error", "paper_epochs", "paper_meta_epochs"]
-        out = t[keep + paper] if out is None else out.merge(t[keep], on=["n", "condition"], how="outer")
+        out = t[keep] if out is None else out.merge(t[keep], on=["n", "condition"], how="outer")
     order = {c: i for i, c in enumerate(COLORS)}
     out = out.sort_values(["n", "condition"], key=lambda c: c.map(order) if c.name == "condition" else c)
-    paper = out.paper_error.copy()
-    out = out.drop(columns=["paper_error", "paper_epochs", "paper_meta_epochs"]).assign(
-        paper_error=paper, paper_epochs=out.paper_epochs, paper_meta_epochs=out.paper_meta_epochs)
-    zero = out.condition == ZERO_DIAGONAL                          # the paper has no such row
-    out.loc[zero, ["paper_error", "paper_epochs", "paper_meta_epochs"]] = np.nan
+    none = (np.nan, np.nan, np.nan)                                 # the paper has no zero-diagonal row
+    published = [emn.PUBLISHED_TABLE1.get((int(n), c), none) for n, c in zip(out.n, out.condition)]
+    for i, column in enumerate(["paper_error", "paper_epochs", "paper_meta_epochs"]):
+        out[column] = [p[i] for p in published]
     return out.reset_index(drop=True)
 
 

@@ -368,6 +368,20 @@ def test_emn_table1_figure(tmp_path):
     assert set(again["table1"].pairs_float64) == {3}
 
 
+def test_emn_table1_summary_of_a_partial_sweep():
+    """A (n, condition) run in one dtype only, and at fewer (epochs, meta-epochs) pairs than the grid, still gets
+    the paper's numbers beside it, NaN in the other dtype and its pair count."""
+    summarise = cli.load_simulation("emn_table1")["summarise"]
+    rows = [dict(condition="control", n=n, epochs=e, meta_epochs=m, seed=0, dtype=dt, diagonal=True, test_error=err)
+            for n, e, m, dt, err in [(5, 1, 1, "float64", 1e-20), (5, 1, 1, "float32", 1e-13),
+                                     (100, 1, 1, "float32", 4e-12), (100, 1, 2, "float32", 3e-12)]]
+    table = summarise(pd.DataFrame(rows), ("float64", "float32"))
+    big = table[table.n == 100].iloc[0]
+    assert big.paper_error == 1.51e-11 and (big.paper_epochs, big.paper_meta_epochs) == (3, 16)
+    assert np.isnan(big.error_float64) and big.error_float32 == 3e-12 and big.pairs_float32 == 2
+    assert table[table.n == 5].iloc[0].paper_error == 6.36e-14
+
+
 def test_emn_sparsity_figure(tmp_path):
     tables = _figure("emn_sparsity", tmp_path, ns=(3,), dtypes=("float64",), pairs={"control": (1, 8)}, inspect_n=3)
     fig3 = tables["fig3"]
