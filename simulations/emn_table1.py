@@ -21,7 +21,7 @@ Quick mode (default): n ∈ {5, 10}, float64 and float32, 1 seed: 42 runs (|d| �
 n ∈ {5, 10, 20} at n = 20, each on the largest matrices: ``--full`` or ``main(ns=(5, 10, 20))`` adds it).
 ``--full``: n ∈ {5, 10, 20, 40, 100}, 105 runs; writes figures/emn_table1_full.png and .csv. From the command line
 one run per core; ``main(full=True, n_jobs=1)`` trains the runs of each (n, epochs, dtype) together in one process
-(rmtnet.studies.emn.sweep_emn(batched=True): the same numbers bit for bit, 1.2–1.5× less time per run at n ≤ 40).
+(rmtnet.studies.emn.sweep_emn(batched=True): the same numbers bit for bit, 1.1–1.5× less time per run, n = 20–100).
 ``--full --stored-only`` trains nothing and tabulates the runs in figures/emn_table1_full_runs.csv, which holds
 those of the table below; the table marks an (n, condition) with fewer than all 15 (epochs, meta-epochs) pairs run
 as [pairs run/15], and a rerun of ``--full`` completes the rest.
@@ -32,8 +32,12 @@ matrices and bookkeeping; all in one run costs 80 µs per step at n = 20, 200 µ
 (float32 0.65 ms; load average 3–9). A run of 16 meta-epochs is 64·|d|·epochs steps: the full grid is 1.7 M steps
 per (condition, dtype) at n = 40 and 5.5 M at n = 100 — at those speeds about half an hour at n = 40 and 11 hours
 at n = 100 on one core, half that on two.
-Measured for the table (seed 0, one process at nice 10 on 2 cores shared with five other jobs, load average
-9–18): the runs in figures/emn_table1_full_runs.csv.
+Measured for the table in figures/emn_table1_full_runs.csv (seed 0; one process at nice 10, each group's runs
+together, on 2 cores shared with five other jobs, load average 8–22): n = 20, the 21 runs in 3.5 minutes; n = 40,
+the whole sweep (21 runs, 15 pairs each) in 29 minutes; n = 100, 18 runs of one or two meta-epochs in 40 minutes —
+float32 at (epochs, meta-epochs) (1, 1–2), (2, 1), (3, 1), float64 at (1, 1), (2, 1), zero diagonal at (1–3, 1) —
+marked [4/15], [2/15], [3/15] in the table; the 21 whole runs at n = 100 are the 11 hours above (``--full``
+trains them beside the stored ones). n = 5 and 10 are the quick runs (a minute and 4 minutes).
 """
 from __future__ import annotations
 
