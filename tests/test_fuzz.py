@@ -2078,7 +2078,7 @@ FLAGS = [
     ("sharpness_sweep.progress", "progress", lambda v: sharp_study.sharpness_sweep([0.5], progress=v, **SS_RUN),
      False, SLOW_FLAG_VALUES),
 ]
-for _flag in ("nested", "diagonal", "progress", "return_runs"):
+for _flag in ("nested", "diagonal", "progress", "return_runs", "batched"):
     FLAGS.append((f"sweep_emn.{_flag}", _flag,
                   (lambda f: lambda v: emn_study.sweep_emn(("control",), (3,), (1,), (1,), n_test=10, store=None,
                                                            **{"progress": False, f: v}))(_flag), False,

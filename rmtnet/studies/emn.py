@@ -45,11 +45,14 @@ Learned weights (Fig. 4)
     :func:`learned_operator` contracts the network to its effective matrix Ŵ, y = (A ⊙ Ŵ) x for every A: learning
     A ↦ A x means Ŵ = the all-ones matrix (Fig. 4 (0)); architecture (1) gets there as
     diag(1/c_i) · (rows of W_1 constant at c_i).
-Findings (simulations/emn_table1.py, one seed)
-    float64: all three conditions reach ~1e-31 (n = 5, 10, 20) by 2–4 meta-epochs. float32: 3.5e-14, 8.4e-14,
-    1.5e-13 at n = 5, 10, 20 — the paper's 6.4e-14, 1.6e-13, 4.8e-13 within a factor 3. Random subsampling as
-    Algorithm 1 states it is not worse than control (the paper: 0.045–0.055); training on zero-diagonal matrices
-    gives 0.058–0.066, the paper's size, which suggests (no more) that its subsampler drew no diagonal.
+Findings (simulations/emn_table1.py, one seed; n = 40 the whole sweep, n = 100 its first meta-epochs)
+    float64: all three conditions reach round-off, ~1e-31 at n = 5–20, 1.3e-30 at n = 40 and 1.1e-29 at n = 100,
+    by 2–4 meta-epochs at n ≤ 20 and within the first at n ≥ 40. float32: 3.4e-14, 8.4e-14, 1.5e-13, 3.3e-13
+    and 2.6e-12 at n = 5, 10, 20, 40, 100 — below the paper's 6.4e-14, 1.6e-13, 4.8e-13, 2.1e-12, 1.5e-11 by a
+    factor 2 at n ≤ 10 and 3–6 at n ≥ 20 (the published floor grows faster with n). Random subsampling as
+    Algorithm 1 states it is not worse than control at any n (the paper: 0.045–0.055, 0.16 at n = 100); training
+    on zero-diagonal matrices gives 0.057–0.075 (n = 5–100), the paper's size, which suggests (no more) that its
+    subsampler drew no diagonal.
 """
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ import math
 import numbers
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -587,6 +591,65 @@ def train_emn(model: EMN, condition: str = "control", *, epochs: int = 1, meta_e
     return pd.DataFrame(rows)
 
 
+class _BatchedSGD:
+    """Algorithm 1 for R runs of architecture (1) at once, in lockstep: the same n, dtype, epochs, k, batch size and
+    learning rate, each run with its own condition, generator, training matrices and weights. Every array carries
+    a leading run axis, each minibatch step is one stacked matrix product per layer (``numpy.matmul`` calls the same
+    BLAS product on each run's slice as :class:`_NumpyEMN` does on its own arrays), and each run draws from its
+    generator in exactly :func:`train_emn`'s order — so every run is bit for bit the run :func:`train_emn` makes
+    alone (the tests check it), at a fraction of the interpreter overhead per step for small n."""
+
+    def __init__(self, models, conditions, rngs, diagonals, *, lr, epochs):
+        nets = [_NumpyEMN(m) for m in models]
+        self.models, self.conditions, self.rngs, self.diagonals = models, conditions, rngs, diagonals
+        self.n, self.lr, self.epochs = models[0].n, lr, epochs
+        self.k = 8 * self.n
+        self.batch_size = -(-self.k // 4)
+        self.W1 = np.stack([net.W1[:, 0, :] for net in nets])           # (R, n, n)
+        self.w = np.stack([net.V[0][:, 0, 0] for net in nets])          # (R, n)
+        self.d = [None] * len(models)
+        self.steps = 0
+
+    def meta_epoch(self, size, meta):
+        """One pass of every run over its d (drawn anew for ``"subsampled"``, permuted for ``"shuffled"``)."""
+        orders = []
+        for r, (condition, rng) in enumerate(zip(self.conditions, self.rngs)):
+            if self.d[r] is None or condition == "subsampled":
+                self.d[r] = training_matrices(self.n, size, rng, self.diagonals[r])
+            orders.append(rng.permutation(size) if condition == "shuffled" else np.arange(size))
+        runs = np.arange(len(self.rngs))[:, None]
+        for j in range(size):
+            A = np.stack([d[order[j]] for d, order in zip(self.d, orders)]).astype(np.float64)
+            x = np.stack([rng.random((self.k, self.n)) for rng in self.rngs])
+            y = np.matmul(x, A.transpose(0, 2, 1)).astype(self.W1.dtype, copy=False)
+            A, x = A.astype(self.W1.dtype, copy=False), x.astype(self.W1.dtype, copy=False)
+            for _ in range(self.epochs):
+                perms = np.stack([rng.permutation(self.k) for rng in self.rngs])
+                for lo in range(0, self.k, self.batch_size):
+                    idx = perms[:, lo:lo + self.batch_size]
+                    self._step(x[runs, idx], y[runs, idx], A)
+            if not np.isfinite(self.w).all():
+                raise FloatingPointError(f"non-finite weights at meta-epoch {meta}, matrix {j + 1} (lr {self.lr:g})")
+        self._write_back()
+
+    def _step(self, x, y, A):
+        """One SGD step of every run: :meth:`_NumpyEMN._step_1` with a leading run axis."""
+        h = np.matmul(x, (A * self.W1).transpose(0, 2, 1))
+        residual = h * self.w[:, None, :] - y
+        g = residual * (2.0 / (residual.shape[1] * residual.shape[2]))
+        gw = np.einsum("rbi,rbi->ri", g, h)
+        gW1 = np.matmul((g * self.w[:, None, :]).transpose(0, 2, 1), x) * A
+        self.W1 -= self.lr * gW1
+        self.w -= self.lr * gw
+        self.steps += 1
+
+    def _write_back(self):
+        with torch.no_grad():
+            for model, W1, w in zip(self.models, self.W1, self.w):
+                model.first.weight.copy_(torch.from_numpy(W1.reshape(model.first.weight.shape)))
+                model.hidden[0].weight.copy_(torch.from_numpy(w.reshape(model.hidden[0].weight.shape)))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # test sets and error (Table 1, Fig. 3)
 
@@ -805,47 +868,105 @@ def emn_run(condition: str, n: int, epochs: int, meta_epochs: int, seed: int, *,
     >>> sorted(k for k in out if k.startswith("binary_error_"))[:2]
     ['binary_error_0.1', 'binary_error_0.2']
     """
-    try:
-        from threadpoolctl import threadpool_limits             # BLAS to one thread
-    except ImportError:                                         # pragma: no cover
-        threadpool_limits = contextlib.nullcontext
     diagonal = boolean("diagonal", diagonal)
     one_of("dtype", dtype, tuple(DTYPES))
     n_test = integer_at_least("n_test", n_test)
     continuous = sample_test_pairs(n, n_test, 0.5, "uniform", seed=np.random.SeedSequence([test_seed, 0]))
+    with _one_thread():
+        model = EMN(n, copies=(1,), seed=seed, dtype=DTYPES[dtype])
+        history = train_emn(model, condition, epochs=epochs, meta_epochs=meta_epochs, seed=seed, lr=lr,
+                            diagonal=bool(diagonal),
+                            callback=lambda m, net: {"test_error": emn_error(net, *continuous)})
+        return _run_results(model, list(history.test_error), int(history.steps.iloc[-1]),
+                            float(history.wall_s.iloc[-1]), n_test, test_seed)
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """One intra-op thread for torch and BLAS inside the block (restored after)."""
+    try:
+        from threadpoolctl import threadpool_limits             # BLAS to one thread
+    except ImportError:                                         # pragma: no cover
+        threadpool_limits = contextlib.nullcontext
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with threadpool_limits(1):
-            model = EMN(n, copies=(1,), seed=seed, dtype=DTYPES[dtype])
-            history = train_emn(model, condition, epochs=epochs, meta_epochs=meta_epochs, seed=seed, lr=lr,
-                                diagonal=bool(diagonal),
-                                callback=lambda m, net: {"test_error": emn_error(net, *continuous)})
-            out = {"test_error": float(history.test_error.iloc[-1]),
-                   **{f"test_error_m{m}": float(e) for m, e in zip(history.meta_epoch, history.test_error)}}
-            for i, p in enumerate(DENSITIES):
-                pairs = sample_test_pairs(n, n_test, p, "binary", seed=np.random.SeedSequence([test_seed, 1, i]))
-                out[_binary_column(p)] = emn_error(model, *pairs)
+            yield
     finally:
         torch.set_num_threads(before)
+
+
+def _run_results(model, test_errors, steps, wall_s, n_test, test_seed):
+    """:func:`emn_run`'s dict for a trained model and its test errors after each meta-epoch."""
+    n = model.n
+    out = {"test_error": float(test_errors[-1]),
+           **{f"test_error_m{m}": float(e) for m, e in enumerate(test_errors, start=1)}}
+    for i, p in enumerate(DENSITIES):
+        pairs = sample_test_pairs(n, n_test, p, "binary", seed=np.random.SeedSequence([test_seed, 1, i]))
+        out[_binary_column(p)] = emn_error(model, *pairs)
     op = learned_operator(model)
     out.update({_binary_column(p, "expected"): op.expected_error(p, "binary") for p in DENSITIES})
     out.update(deviation=op.deviation, rms_deviation=op.rms_deviation, row_spread=op.row_spread,
                expected_error=op.expected_error(0.5, "uniform"), training_size=training_size(n),
-               steps=int(history.steps.iloc[-1]),
-               wall_s=float(history.wall_s.iloc[-1]))
+               steps=int(steps), wall_s=float(wall_s))
     return out
+
+
+def _batched_runs(runs, *, n, epochs, meta_epochs, dtype, lr, n_test, test_seed=TEST_SEED):
+    """:func:`emn_run` for several runs ``[(condition, seed, diagonal), ...]`` sharing everything else, trained
+    together by :class:`_BatchedSGD`: the same dicts, bit for bit, except ``wall_s`` (the batch's wall time
+    divided by the number of runs)."""
+    continuous = sample_test_pairs(n, n_test, 0.5, "uniform", seed=np.random.SeedSequence([test_seed, 0]))
+    start = time.perf_counter()
+    with _one_thread():
+        models = [EMN(n, copies=(1,), seed=seed, dtype=DTYPES[dtype]) for _, seed, _ in runs]
+        sgd = _BatchedSGD(models, [c for c, _, _ in runs], [_rng(seed) for _, seed, _ in runs],
+                          [bool(diag) for _, _, diag in runs], lr=lr, epochs=epochs)
+        errors = [[] for _ in runs]
+        for meta in range(1, meta_epochs + 1):
+            sgd.meta_epoch(training_size(n), meta)
+            for model, err in zip(models, errors):
+                err.append(emn_error(model, *continuous))
+        wall = (time.perf_counter() - start) / len(runs)
+        return [_run_results(model, err, sgd.steps, wall, n_test, test_seed) for model, err in zip(models, errors)]
+
+
+def _batched_emn_run(grid, seeds, store):
+    """A sweep function for ``grid`` × ``seeds``: the first call for a run trains, by :func:`_batched_runs`, every
+    run not yet in ``store`` that shares its n, epochs, meta-epochs, dtype, lr and n_test, and caches the others'
+    results for the calls that follow (so an interrupted sweep loses at most the group in training)."""
+    done = set(experiments.read_store(store).run_key) if store is not None and Path(store).exists() else set()
+    pending = [(c, s) for c in grid for s in seeds if experiments.run_key(c, s) not in done]
+    cache = {}
+
+    def fn(seed, **config):
+        key = experiments.run_key(config, seed)
+        if key not in cache:
+            shared = {k: config[k] for k in ("n", "epochs", "meta_epochs", "dtype", "lr", "n_test")}
+            group = [(c, s) for c, s in pending if all(c[k] == v for k, v in shared.items())]
+            outs = _batched_runs([(c["condition"], s, c["diagonal"]) for c, s in group], **shared)
+            cache.update({experiments.run_key(c, s): out for (c, s), out in zip(group, outs)})
+        return cache.pop(key)
+    return fn
 
 
 def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META_EPOCHS, seeds=(0,), *,
               store=None, nested: bool = True, dtype: str = "float64", lr: float = 0.1, n_test: int = 1000,
-              diagonal: bool = True, n_jobs: int = 1, progress: bool = True, return_runs: bool = False):
+              diagonal: bool = True, n_jobs: int = 1, progress: bool = True, return_runs: bool = False,
+              batched: bool = False):
     """The parameter sweep of §4 over (condition, n, epochs, meta-epochs, seed) through
     :func:`rmtnet.experiments.sweep` (resumable: each run is appended to ``store`` as it finishes).
 
     ``nested=True`` (default) trains one run of max(``meta_epochs``) meta-epochs per (condition, n, epochs, seed)
     and reads the shorter ones off it (exactly the same numbers as separate runs: see the module notes), ~2× less
     work for the sweep of §4; ``nested=False`` trains every meta-epoch count separately.
+
+    ``batched=True`` (with ``n_jobs=1``) trains the runs that share n, epochs, meta-epochs, dtype, lr and n_test
+    — the conditions and seeds of one call — together, one stacked matrix product per step for all of them: the
+    same results bit for bit (only ``wall_s`` becomes the group's wall time divided by its size), less interpreter
+    overhead per step (n ≤ 40). The store is written group by group: an interrupted sweep resumes at the group it
+    was training.
 
     Returns the tidy table, one row per (condition, n, epochs, meta_epochs, seed): those columns, ``dtype``,
     ``diagonal``, ``test_error`` (Table 1's error) and ``run_key`` (the stored run it was read from); with
@@ -860,7 +981,7 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
     >>> tidy.meta_epochs.tolist(), len(runs), tidy.run_key.nunique()
     ([1, 2], 1, 1)
     """
-    nested, diagonal = boolean("nested", nested), boolean("diagonal", diagonal)
+    nested, diagonal, batched = boolean("nested", nested), boolean("diagonal", diagonal), boolean("batched", batched)
     progress, return_runs = boolean("progress", progress), boolean("return_runs", return_runs)
     conditions, ns, epochs, meta_epochs = (list(v) for v in (conditions, ns, epochs, meta_epochs))
     for c in conditions:
@@ -875,7 +996,14 @@ def sweep_emn(conditions=CONDITIONS, ns=(5, 10), epochs=EPOCHS, meta_epochs=META
     lengths = [max(meta_epochs)] if nested else meta_epochs
     grid = [dict(condition=c, n=int(n), epochs=int(e), meta_epochs=int(m), **base)
             for c in conditions for n in ns for e in epochs for m in lengths]
-    runs = experiments.sweep(emn_run, grid, seeds=seeds, store=store, n_jobs=n_jobs, progress=progress)
+    if batched:
+        if n_jobs != 1:
+            raise ValueError(f"n_jobs must be 1 with batched=True (one process trains each group), got {n_jobs}")
+        seed_list = [int(s) for s in ([seeds] if isinstance(seeds, numbers.Integral) else seeds)]
+        fn = _batched_emn_run(grid, seed_list, store)
+    else:
+        fn = emn_run
+    runs = experiments.sweep(fn, grid, seeds=seeds, store=store, n_jobs=n_jobs, progress=progress)
     rows = []
     for run in runs.to_dict("records"):
         for m in (meta_epochs if nested else [run["meta_epochs"]]):
