@@ -281,6 +281,7 @@ class NTKLaw(Measure):
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
     _STALL_HEIGHT = 1e-6
     _NEWTON_ITERS = 12
+    _POLE_NOISE = 1e-7
     _JUMP = 0.5
     _POLISH_ITERS = 80
     regularised_points = 0
@@ -353,12 +354,7 @@ class NTKLaw(Measure):
                 break
             za, da = z[act], delta[act]
             F, _ = self._residual(za, da)
-            h = 1e-7 * (1.0 + np.abs(da))
-            J = np.empty(da.shape + (self.depth,), complex)
-            for j in range(self.depth):
-                d = da.copy()
-                d[:, j] += h[:, j]
-                J[:, :, j] = (self._residual(za, d)[0] - F) / h[:, j, None]
+            J = self._jacobian(za, da, F)
             # a singular Jacobian (a point exactly at an edge) fails that point alone, not the batch
             singular = ~np.isfinite(J).all(axis=(1, 2)) | (np.abs(np.linalg.det(J)) < 1e-300)
             J[singular] = np.eye(self.depth)
@@ -369,6 +365,24 @@ class NTKLaw(Measure):
         F, alpha = self._residual(z, delta)
         good = np.all(np.abs(F) <= 1e3 * self.tol * (1.0 + np.abs(delta)), axis=1)
         return delta, alpha, (ok | good) & good & np.isfinite(alpha)
+
+    def _jacobian(self, z, delta, F):
+        """∂F/∂δ by finite differences: forward with steps 10⁻⁷(1 + |δ|) on the first search (the tables of earlier
+        releases); central with steps 10⁻⁵(1 + |δ|) over many scales, where next to an atom at r₊ |δ| ~ 1/(x − r₊)
+        reaches 10⁶ and the forward difference's error stalled Newton at a relative residual ~10⁻⁹ (ReLU at
+        n/d = 431.5, 4.05: the continuation stalled; central differences reach ~10⁻¹²)."""
+        J = np.empty(delta.shape + (self.depth,), complex)
+        h = (1e-5 if self._MULTISCALE else 1e-7) * (1.0 + np.abs(delta))
+        for j in range(self.depth):
+            up = delta.copy()
+            up[:, j] += h[:, j]
+            if self._MULTISCALE:
+                down = delta.copy()
+                down[:, j] -= h[:, j]
+                J[:, :, j] = (self._residual(z, up)[0] - self._residual(z, down)[0]) / (2.0 * h[:, j, None])
+            else:
+                J[:, :, j] = (self._residual(z, up)[0] - F) / h[:, j, None]
+        return J
 
     @property
     def _scale(self):
@@ -424,6 +438,7 @@ class NTKLaw(Measure):
         delta, alpha = self._start(x, y)
         target = np.broadcast_to(np.asarray(y_target, float), x.shape).copy()
         walk = Descent(y, target, grow=2.0, largest=np.log(1e2), smallest=1e-6)
+        height = np.full(x.shape, np.nan)
         steps = 0
         while not walk.finished:
             steps += 1
@@ -452,7 +467,9 @@ class NTKLaw(Measure):
                 raise ConvergenceError(f"NTKLaw: the continuation {why}", z=complex(x[i] + 1j * y[i]),
                                        iteration=steps, residual=None)
             self.regularised_points += int(kept.sum())
+            height[kept] = y[kept]                      # where α was solved: the atoms' poles are taken off there
             y[kept] = walk.target[kept]
+        y = np.where(np.isnan(height), y, height)
         if np.all(y_target == self._Y_FLOOR * local):   # polish on the axis: exact 0 outside the bands
             alpha, y = self._polish(x, delta, alpha, y)
         return (alpha, y) if return_height else alpha
@@ -484,9 +501,16 @@ class NTKLaw(Measure):
         if key not in self._cache:
             alpha, y = self._solve(x, self._Y_FLOOR * self._local_scale(x), return_height=True)
             locs, masses = self.atoms()
+            pole = np.zeros(x.shape)
             for a, m in zip(locs, masses):              # the atom's pole is not density (its Cauchy tail at y > 0)
                 alpha = alpha - m / (a - (x + 1j * y))
-            self._cache[key] = np.maximum(alpha.imag / np.pi, 0.0)
+                pole = pole + m / np.abs(a - (x + 1j * y))
+            rho = np.maximum(alpha.imag / np.pi, 0.0)
+            if self._MULTISCALE:
+                # next to the atom α is its pole, accepted to a relative residual ~10⁻⁹: what is left below
+                # 10⁻⁷ of the pole is that rounding (it made spurious bands 10⁻⁸ wide next to r₊), not density
+                rho[rho <= self._POLE_NOISE * pole] = 0.0
+            self._cache[key] = rho
         return self._cache[key]
 
     # ----- the measure -----------------------------------------------------------------------------------------
@@ -844,7 +868,7 @@ def ntk_factor_variance(net):
     return float(v / total ** 2)
 
 
-_NTK_MASS_TOL = 1e-6        # the books of NTKLaw's table: bands (tanh-sinh on each) and atoms hold 1 to this
+_NTK_MASS_TOL = 1e-8        # the books of NTKLaw's table: bands (tanh-sinh on each) and atoms hold 1 to this
 
 
 def _combination_law(r_plus, coef, b, gammas, mu0):
