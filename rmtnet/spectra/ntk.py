@@ -279,6 +279,7 @@ class NTKLaw(Measure):
     """
 
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
+    _Y_FLOOR_MULTISCALE = 1e-20   # … 1e-7 at 1e-14, over the mass check of 1e-8: 1e-10 over many scales
     _STALL_HEIGHT = 1e-6
     _NEWTON_ITERS = 12
     _POLE_NOISE = 1e-7
@@ -385,6 +386,11 @@ class NTKLaw(Measure):
         return J
 
     @property
+    def _floor(self):
+        """The height the density is solved at, relative to :meth:`_local_scale`."""
+        return self._Y_FLOOR_MULTISCALE if self._MULTISCALE else self._Y_FLOOR
+
+    @property
     def _scale(self):
         return max(self._upper - self.r_plus, 1e-300)
 
@@ -470,7 +476,7 @@ class NTKLaw(Measure):
             height[kept] = y[kept]                      # where α was solved: the atoms' poles are taken off there
             y[kept] = walk.target[kept]
         y = np.where(np.isnan(height), y, height)
-        if np.all(y_target == self._Y_FLOOR * local):   # polish on the axis: exact 0 outside the bands
+        if np.all(y_target == self._floor * local):   # polish on the axis: exact 0 outside the bands
             alpha, y = self._polish(x, delta, alpha, y)
         return (alpha, y) if return_height else alpha
 
@@ -499,7 +505,7 @@ class NTKLaw(Measure):
         x = np.asarray(x, float)
         key = x.tobytes()
         if key not in self._cache:
-            alpha, y = self._solve(x, self._Y_FLOOR * self._local_scale(x), return_height=True)
+            alpha, y = self._solve(x, self._floor * self._local_scale(x), return_height=True)
             locs, masses = self.atoms()
             pole = np.zeros(x.shape)
             for a, m in zip(locs, masses):              # the atom's pole is not density (its Cauchy tail at y > 0)
@@ -529,13 +535,13 @@ class NTKLaw(Measure):
         alpha = np.empty(flat.shape, complex)
         for y in np.unique(flat.imag):
             sel = flat.imag == y
-            alpha[sel] = self._solve(flat[sel].real, np.maximum(y, self._Y_FLOOR * self._local_scale(flat[sel].real)))
+            alpha[sel] = self._solve(flat[sel].real, np.maximum(y, self._floor * self._local_scale(flat[sel].real)))
         g = -alpha.reshape(z.shape)
         h = 1e-6 * self._scale                            # G′ by central differences along the real direction
         gp = np.empty(flat.shape, complex)
         for y in np.unique(flat.imag):
             sel = flat.imag == y
-            yy = np.maximum(y, self._Y_FLOOR * self._local_scale(flat[sel].real))
+            yy = np.maximum(y, self._floor * self._local_scale(flat[sel].real))
             gp[sel] = -(self._solve(flat[sel].real + h, yy) - self._solve(flat[sel].real - h, yy)) / (2 * h)
         return g, gp.reshape(z.shape)
 
@@ -544,6 +550,14 @@ class NTKLaw(Measure):
         (T_ℓ = (1 − b²)I + b²K_{ℓ−1} is invertible, so K_ℓ has rank min(n, d_ℓ) in general position). For b² = 1 (a
         linear activation) T_ℓ = K_{ℓ−1}: range(K_ℓ) ⊆ range(K_{ℓ−1}), so the sum has the rank of its first term,
         min(rank K₀, d₁, …, d_j) for the first j with c_j ≠ 0."""
+        mass = 1.0 - self._rank()
+        if mass > 1e-12:
+            return np.array([self.r_plus]), np.array([mass])
+        return np.empty(0), np.empty(0)
+
+    def _rank(self):
+        """rank(Σ_ℓ c_ℓK_ℓ)/n in the limit, at most 1 (:meth:`atoms`); for b² < 1 the sum of the layers' rank
+        fractions before it is capped at 1 is :meth:`_rank_sum`."""
         rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
         if self.b2 >= 1.0 - 1e-12:
             rank = rank0
@@ -552,12 +566,17 @@ class NTKLaw(Measure):
                 if c:
                     break
         else:
-            rank = rank0 if self.coef[0] else 0.0
-            rank += sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
-        mass = 1.0 - rank
-        if mass > 1e-12:
-            return np.array([self.r_plus]), np.array([mass])
-        return np.empty(0), np.empty(0)
+            rank = self._rank_sum()
+        return min(rank, 1.0)
+
+    def _rank_sum(self):
+        """Σ_ℓ rank(K_ℓ)/n over the layers with c_ℓ ≠ 0 (b² < 1: T_ℓ invertible, K_ℓ of rank min(n, d_ℓ)). Where it
+        is 1 to within :data:`_EDGE_REACH` the law's lower edge sits at r₊ or within ~(sum − 1)² of the scale above it
+        (a hard edge ρ ∝ (x − r₊)^{−1/2}, or a square-root edge that close to it), or an atom that small sits beside a
+        band reaching down to r₊."""
+        rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
+        rank = rank0 if self.coef[0] else 0.0
+        return rank + sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
 
     _GRID = 801
     _MULTISCALE = False     # the band search over many scales: Gordon's bound, a geometric grid, log-mass thresholds
@@ -878,6 +897,7 @@ def _combination_law(r_plus, coef, b, gammas, mu0):
     (``NTKLaw._MULTISCALE``), then both 8× finer; straight over many scales where the loose bound of the hull is
     more than 10× Gordon's (:meth:`NTKLaw._layer_tops`: a layer much narrower than the data)."""
     law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=series.CachedMoments(_ntk_series, r_plus, coef, b, gammas, mu0))
+    _check_reach(law)
     loose, tight = (float(np.dot(law.coef, t)) for t in law._layer_tops())
     searches = [(NTKLaw._GRID, False), (NTKLaw._GRID, True), (8 * NTKLaw._GRID, False), (8 * NTKLaw._GRID, True)]
     if loose > 10.0 * tight:
@@ -901,6 +921,27 @@ def _combination_law(r_plus, coef, b, gammas, mu0):
         check_books(books, _NTK_MASS_TOL, f"ntk_law at n/d_ℓ = {_ratios(law)}", law)
     pieces = [p for band in per_band for p in band]
     return _Table(law, pieces)
+
+
+_EDGE_REACH = 3e-3          # |Σ_ℓ rank(K_ℓ)/n − 1| below this (b² < 1) is refused: see _check_reach
+
+
+def _check_reach(law):
+    """Refuse at once (:class:`ConvergenceError`) the aspect ratios whose lower edge the continuation cannot resolve
+    to the mass check: for b² < 1 with the layers' rank fractions Σ_ℓ min(1, d_ℓ/n) within :data:`_EDGE_REACH` of 1
+    the band next to r₊ starts within ~(Σ − 1)² of its width above r₊ with ρ ∝ (x − r₊)^{−1/2} over it (or at r₊
+    itself, Σ = 1), and the continuation, stalled next to that edge, smears 10⁻⁷–10⁻⁵ of the mass over it (tanh
+    n/d = 1000, 1: Σ − 1 = 10⁻³, 4.7e-7 missing after 280 s; erf n/d = 2, 2: Σ = 1, 5.7e-7 after 440 s; at
+    Σ − 1 = 0.01 and 0.033, tanh n/d = 100, 1 and 30, 1, the books hold to 5e-13 in 19 s and 3 s)."""
+    if law.b2 >= 1.0 - 1e-12 or abs(law._rank_sum() - 1.0) >= _EDGE_REACH:
+        return
+    total = law._rank_sum()
+    raise ConvergenceError(
+        f"ntk_law at n/d_ℓ = {_ratios(law)}: out of reach — the layers' rank fractions Σ_ℓ min(1, d_ℓ/n) add to "
+        f"{total:.6g}, within {_EDGE_REACH:g} of 1, so the spectrum's lower edge lies at r₊ = {law.r_plus:.6g} or "
+        f"within ~(Σ − 1)² = {(total - 1.0) ** 2:.2g} of the band's width above it, with a density ∝ (x − r₊)^(-1/2) "
+        "there that the continuation cannot resolve to the mass check of 1e-8; move one n/d_ℓ so that the sum is at "
+        f"least {_EDGE_REACH:g} away from 1", z=None, iteration=0, residual=total - 1.0)
 
 
 def _books(law):
