@@ -440,9 +440,9 @@ def test_relu_between_the_scales_keeps_every_band():
 
 
 def _check_or_refused(act, gammas):
-    """The law against its series, or — where the layers' rank fractions Σ_ℓ min(1, d_ℓ/n) are within 3e-3 of 1
-    (the lower edge at or next to r₊, out of the continuation's reach) — ConvergenceError naming the ratios."""
-    if abs(sum(min(1.0, 1.0 / g) for g in gammas) - 1.0) < 3e-3:
+    """The law against its series, or — where the layers' width ratios Σ_ℓ d_ℓ/n are within 3e-3 of 1 (the lower
+    edge at or next to r₊, out of the continuation's reach) — ConvergenceError naming the ratios."""
+    if abs(sum(1.0 / g for g in gammas) - 1.0) < 3e-3:
         net, n = _ratio_net(act, gammas)
         with pytest.raises(ConvergenceError, match="out of reach"):
             ntk_law(net, n)
@@ -454,19 +454,20 @@ ASPECT_RATIOS = dict(act=st.sampled_from(["relu", "tanh", "erf"]),
                      log_gammas=st.lists(st.floats(-3.0, 4.0), min_size=2, max_size=4))
 
 
-@given(**ASPECT_RATIOS)
-@settings(max_examples=3, deadline=None, derandomize=True)
+@given(act=st.sampled_from(["relu", "tanh", "erf"]), log_gammas=st.lists(st.floats(-3.0, 3.0), min_size=2, max_size=3))
+@settings(max_examples=2, deadline=None, derandomize=True)
 def test_ntk_law_at_random_aspect_ratios_against_the_moment_series(act, log_gammas):
-    """1–3 hidden layers, n/d₀ … n/d_H log-uniform in [10⁻³, 10⁴] each (so d₀ ≠ d_ℓ): the table's own moments
-    m₀ … m₄ (its tanh-sinh nodes and atoms) against the exact series of ntk_moments, m₀ = 1 to 1e-8."""
+    """1–2 hidden layers, n/d₀ … n/d_H log-uniform in [10⁻³, 10³] each (so d₀ ≠ d_ℓ): the table's own moments
+    m₀ … m₄ (its tanh-sinh nodes and atoms) against the exact series of ntk_moments, m₀ = 1 to 1e-8 (the slow
+    sweep below: 1–3 hidden layers up to n/d = 10⁴)."""
     _check_or_refused(act, [10.0 ** v for v in log_gammas])
 
 
 @pytest.mark.slow
 @given(**ASPECT_RATIOS)
-@settings(max_examples=30, deadline=None, derandomize=True)
+@settings(max_examples=12, deadline=None, derandomize=True)
 def test_ntk_law_over_many_random_aspect_ratios(act, log_gammas):
-    """The same over 30 draws (slow: SLOW_SWEEP_TIME on one core at load ~15)."""
+    """The same over 12 draws (slow: SLOW_SWEEP_TIME on one core at load ~15)."""
     _check_or_refused(act, [10.0 ** v for v in log_gammas])
 
 

@@ -570,13 +570,23 @@ class NTKLaw(Measure):
         return min(rank, 1.0)
 
     def _rank_sum(self):
-        """Σ_ℓ rank(K_ℓ)/n over the layers with c_ℓ ≠ 0 (b² < 1: T_ℓ invertible, K_ℓ of rank min(n, d_ℓ)). Where it
-        is 1 to within :data:`_EDGE_REACH` the law's lower edge sits at r₊ or within ~(sum − 1)² of the scale above it
-        (a hard edge ρ ∝ (x − r₊)^{−1/2}, or a square-root edge that close to it), or an atom that small sits beside a
-        band reaching down to r₊."""
+        """Σ_ℓ rank(K_ℓ)/n over the layers with c_ℓ ≠ 0 (b² < 1: T_ℓ invertible, K_ℓ of rank min(n, d_ℓ))."""
         rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
         rank = rank0 if self.coef[0] else 0.0
         return rank + sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
+
+    def _width_sum(self):
+        """Σ_ℓ d_ℓ/n over the layers with c_ℓ ≠ 0 (d₀/n where the input law is MP(γ₀), else the input's rank).
+        Where it is 1 to within :data:`_EDGE_REACH` (b² < 1) the law's lower edge sits at r₊ (a hard edge,
+        ρ ∝ (x − r₊)^{−1/2}) or within ~(sum − 1)² of the scale of r₊, or an atom that small sits beside a band
+        reaching down to it; a single layer wider than n (d_ℓ/n > 1) keeps its gap."""
+        if not self.coef[0]:
+            first = 0.0
+        elif isinstance(self.mu0, MarchenkoPastur):
+            first = 1.0 / self.mu0.ratio
+        else:
+            first = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
+        return first + sum(1.0 / g for g, c in zip(self.gammas, self.coef[1:]) if c)
 
     _GRID = 801
     _MULTISCALE = False     # the band search over many scales: Gordon's bound, a geometric grid, log-mass thresholds
@@ -928,16 +938,17 @@ _EDGE_REACH = 3e-3          # |Σ_ℓ rank(K_ℓ)/n − 1| below this (b² < 1) 
 
 def _check_reach(law):
     """Refuse at once (:class:`ConvergenceError`) the aspect ratios whose lower edge the continuation cannot resolve
-    to the mass check: for b² < 1 with the layers' rank fractions Σ_ℓ min(1, d_ℓ/n) within :data:`_EDGE_REACH` of 1
+    to the mass check: for b² < 1 with the layers' width ratios Σ_ℓ d_ℓ/n (:meth:`NTKLaw._width_sum`) within
+    :data:`_EDGE_REACH` of 1
     the band next to r₊ starts within ~(Σ − 1)² of its width above r₊ with ρ ∝ (x − r₊)^{−1/2} over it (or at r₊
     itself, Σ = 1), and the continuation, stalled next to that edge, smears 10⁻⁷–10⁻⁵ of the mass over it (tanh
     n/d = 1000, 1: Σ − 1 = 10⁻³, 4.7e-7 missing after 280 s; erf n/d = 2, 2: Σ = 1, 5.7e-7 after 440 s; at
     Σ − 1 = 0.01 and 0.033, tanh n/d = 100, 1 and 30, 1, the books hold to 5e-13 in 19 s and 3 s)."""
-    if law.b2 >= 1.0 - 1e-12 or abs(law._rank_sum() - 1.0) >= _EDGE_REACH:
+    if law.b2 >= 1.0 - 1e-12 or abs(law._width_sum() - 1.0) >= _EDGE_REACH:
         return
-    total = law._rank_sum()
+    total = law._width_sum()
     raise ConvergenceError(
-        f"ntk_law at n/d_ℓ = {_ratios(law)}: out of reach — the layers' rank fractions Σ_ℓ min(1, d_ℓ/n) add to "
+        f"ntk_law at n/d_ℓ = {_ratios(law)}: out of reach — the layers' width ratios Σ_ℓ d_ℓ/n add to "
         f"{total:.6g}, within {_EDGE_REACH:g} of 1, so the spectrum's lower edge lies at r₊ = {law.r_plus:.6g} or "
         f"within ~(Σ − 1)² = {(total - 1.0) ** 2:.2g} of the band's width above it, with a density ∝ (x − r₊)^(-1/2) "
         "there that the continuation cannot resolve to the mass check of 1e-8; move one n/d_ℓ so that the sum is at "
