@@ -244,8 +244,8 @@ class NTKLaw(Measure):
     value at its height. All points of a grid move together. The bands are found on an 801-point grid of the hull
     [r₊, upper bound] (8× finer if the mass does not balance) and their edges k-sected; the law's mass (bands,
     plus an atom at r₊ of mass max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to
-    1e-6. Many inputs through a narrow layer (γ_ℓ ≫ 1) put bands of widths ~0.1 and ~γ_ℓ in one hull, beside an
-    atom of mass ~1 − Σ 1/γ_ℓ: the band search then runs over many scales (``_MULTISCALE``: Gordon's bound of the
+    1e-8 (:func:`ntk_law`). Many inputs through a narrow layer (γ_ℓ ≫ 1) put bands of widths ~0.1 and ~γ_ℓ in
+    one hull, beside an atom of mass ~1 − Σ 1/γ_ℓ: the band search then runs over many scales (``_MULTISCALE``: Gordon's bound of the
     hull, a geometric grid in x − r₊, thresholds on ρ·(x − r₊), heights relative to each band's width, and steps
     in Im z that move δ by more than half of |δ| + 1 retried shorter: a long step can land Newton on another root
     with Im m ≥ 0, which lost whole bands of ReLU at n/d ~ 10–60).
@@ -765,7 +765,9 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
     (:func:`ntk_coefficients`). Below, "depth" counts hidden layers, H. Its law solves the
     equations of :class:`NTKLaw`; returned as a :class:`Tabulated` density (cdf, quantiles, Cauchy transform exact
     for the table) whose moments are the exact series of :func:`ntk_moments`. Raises :class:`ConvergenceError`
-    where the continuation fails or the bands found do not hold the mass to 1e-6.
+    where the continuation fails or the bands found do not hold the mass to 1e-8, and at once (naming the ratios)
+    for b² < 1 where the width ratios Σ_ℓ d_ℓ/n are within 3·10⁻³ of 1: the lower edge then sits at r₊ or just
+    above it with ρ ∝ (x − r₊)^{−1/2}, out of the continuation's reach to 1e-8 (e.g. n/d = 1000, 1 or 2, 2).
 
     **Finite n.** This is the n → ∞ law. At finite n each sample's backpropagated norms ‖s_{ℓ,i}‖² (and its
     feature norms) fluctuate by O(n^{−1/2}) about their limits a^{L−ℓ+1}, so the actual NTK is close to
