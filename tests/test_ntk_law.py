@@ -339,9 +339,9 @@ def test_linear_activation_with_more_inputs_than_width_has_its_atom_at_zero():
     ("linear", 20),
     pytest.param("erf", 40, marks=[pytest.mark.slow, pytest.mark.xfail(
         strict=True, raises=ConvergenceError,
-        reason="known: erf at n = 2d (ranks ½ + ½) leaves 1e-5 of the mass unresolved next to its hard edge at r₊ "
-               "(the point at r₊ itself stalls at height 5e-11); linear at n = d is solved since the floor is 1e-14 "
-               "(slow: 45 s to build the law twice before the mass check fails)")])])
+        reason="known: erf at n = 2d (ranks ½ + ½) leaves 5.7e-7 of the mass unresolved next to its hard edge at "
+               "r₊ after 440 s; now refused at once as out of reach (width ratios adding to 1); linear at n = d "
+               "is solved (the floor over many scales is 1e-20)")])])
 def test_hard_lower_edge_at_r_plus(act, n):
     """Ranks summing to exactly n put a hard edge at r₊ (ρ ∝ (x − r₊)^{-1/2}, no atom): the continuation's floor
     (10⁻¹² of the scale, 1.6e-6 of the mass lost to smoothing there) failed the mass check. Now the law builds and
