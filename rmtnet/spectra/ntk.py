@@ -244,8 +244,8 @@ class NTKLaw(Measure):
     value at its height. All points of a grid move together. The bands are found on an 801-point grid of the hull
     [r₊, upper bound] (8× finer if the mass does not balance) and their edges k-sected; the law's mass (bands,
     plus an atom at r₊ of mass max(0, 1 − Σ_ℓ rank fraction of K_ℓ) where the sum is rank-deficient) must be 1 to
-    1e-6. Many inputs through a narrow layer (γ_ℓ ≫ 1) put bands of widths ~0.1 and ~γ_ℓ in one hull, beside an
-    atom of mass ~1 − Σ 1/γ_ℓ: the band search then runs over many scales (``_MULTISCALE``: Gordon's bound of the
+    1e-8 (:func:`ntk_law`). Many inputs through a narrow layer (γ_ℓ ≫ 1) put bands of widths ~0.1 and ~γ_ℓ in
+    one hull, beside an atom of mass ~1 − Σ 1/γ_ℓ: the band search then runs over many scales (``_MULTISCALE``: Gordon's bound of the
     hull, a geometric grid in x − r₊, thresholds on ρ·(x − r₊), heights relative to each band's width, and steps
     in Im z that move δ by more than half of |δ| + 1 retried shorter: a long step can land Newton on another root
     with Im m ≥ 0, which lost whole bands of ReLU at n/d ~ 10–60).
@@ -279,8 +279,10 @@ class NTKLaw(Measure):
     """
 
     _Y_FLOOR = 1e-14      # a hard edge's ρ ∝ (x − r₊)^{-1/2}, Cauchy-smoothed at height y, loses mass ~√(y/scale)
+    _Y_FLOOR_MULTISCALE = 1e-20   # … 1e-7 at 1e-14, over the mass check of 1e-8: 1e-10 over many scales
     _STALL_HEIGHT = 1e-6
     _NEWTON_ITERS = 12
+    _POLE_NOISE = 1e-7
     _JUMP = 0.5
     _POLISH_ITERS = 80
     regularised_points = 0
@@ -353,12 +355,7 @@ class NTKLaw(Measure):
                 break
             za, da = z[act], delta[act]
             F, _ = self._residual(za, da)
-            h = 1e-7 * (1.0 + np.abs(da))
-            J = np.empty(da.shape + (self.depth,), complex)
-            for j in range(self.depth):
-                d = da.copy()
-                d[:, j] += h[:, j]
-                J[:, :, j] = (self._residual(za, d)[0] - F) / h[:, j, None]
+            J = self._jacobian(za, da, F)
             # a singular Jacobian (a point exactly at an edge) fails that point alone, not the batch
             singular = ~np.isfinite(J).all(axis=(1, 2)) | (np.abs(np.linalg.det(J)) < 1e-300)
             J[singular] = np.eye(self.depth)
@@ -369,6 +366,29 @@ class NTKLaw(Measure):
         F, alpha = self._residual(z, delta)
         good = np.all(np.abs(F) <= 1e3 * self.tol * (1.0 + np.abs(delta)), axis=1)
         return delta, alpha, (ok | good) & good & np.isfinite(alpha)
+
+    def _jacobian(self, z, delta, F):
+        """∂F/∂δ by finite differences: forward with steps 10⁻⁷(1 + |δ|) on the first search (the tables of earlier
+        releases); central with steps 10⁻⁵(1 + |δ|) over many scales, where next to an atom at r₊ |δ| ~ 1/(x − r₊)
+        reaches 10⁶ and the forward difference's error stalled Newton at a relative residual ~10⁻⁹ (ReLU at
+        n/d = 431.5, 4.05: the continuation stalled; central differences reach ~10⁻¹²)."""
+        J = np.empty(delta.shape + (self.depth,), complex)
+        h = (1e-5 if self._MULTISCALE else 1e-7) * (1.0 + np.abs(delta))
+        for j in range(self.depth):
+            up = delta.copy()
+            up[:, j] += h[:, j]
+            if self._MULTISCALE:
+                down = delta.copy()
+                down[:, j] -= h[:, j]
+                J[:, :, j] = (self._residual(z, up)[0] - self._residual(z, down)[0]) / (2.0 * h[:, j, None])
+            else:
+                J[:, :, j] = (self._residual(z, up)[0] - F) / h[:, j, None]
+        return J
+
+    @property
+    def _floor(self):
+        """The height the density is solved at, relative to :meth:`_local_scale`."""
+        return self._Y_FLOOR_MULTISCALE if self._MULTISCALE else self._Y_FLOOR
 
     @property
     def _scale(self):
@@ -424,6 +444,7 @@ class NTKLaw(Measure):
         delta, alpha = self._start(x, y)
         target = np.broadcast_to(np.asarray(y_target, float), x.shape).copy()
         walk = Descent(y, target, grow=2.0, largest=np.log(1e2), smallest=1e-6)
+        height = np.full(x.shape, np.nan)
         steps = 0
         while not walk.finished:
             steps += 1
@@ -452,8 +473,10 @@ class NTKLaw(Measure):
                 raise ConvergenceError(f"NTKLaw: the continuation {why}", z=complex(x[i] + 1j * y[i]),
                                        iteration=steps, residual=None)
             self.regularised_points += int(kept.sum())
+            height[kept] = y[kept]                      # where α was solved: the atoms' poles are taken off there
             y[kept] = walk.target[kept]
-        if np.all(y_target == self._Y_FLOOR * local):   # polish on the axis: exact 0 outside the bands
+        y = np.where(np.isnan(height), y, height)
+        if np.all(y_target == self._floor * local):   # polish on the axis: exact 0 outside the bands
             alpha, y = self._polish(x, delta, alpha, y)
         return (alpha, y) if return_height else alpha
 
@@ -482,11 +505,18 @@ class NTKLaw(Measure):
         x = np.asarray(x, float)
         key = x.tobytes()
         if key not in self._cache:
-            alpha, y = self._solve(x, self._Y_FLOOR * self._local_scale(x), return_height=True)
+            alpha, y = self._solve(x, self._floor * self._local_scale(x), return_height=True)
             locs, masses = self.atoms()
+            pole = np.zeros(x.shape)
             for a, m in zip(locs, masses):              # the atom's pole is not density (its Cauchy tail at y > 0)
                 alpha = alpha - m / (a - (x + 1j * y))
-            self._cache[key] = np.maximum(alpha.imag / np.pi, 0.0)
+                pole = pole + m / np.abs(a - (x + 1j * y))
+            rho = np.maximum(alpha.imag / np.pi, 0.0)
+            if self._MULTISCALE:
+                # next to the atom α is its pole, accepted to a relative residual ~10⁻⁹: what is left below
+                # 10⁻⁷ of the pole is that rounding (it made spurious bands 10⁻⁸ wide next to r₊), not density
+                rho[rho <= self._POLE_NOISE * pole] = 0.0
+            self._cache[key] = rho
         return self._cache[key]
 
     # ----- the measure -----------------------------------------------------------------------------------------
@@ -505,13 +535,13 @@ class NTKLaw(Measure):
         alpha = np.empty(flat.shape, complex)
         for y in np.unique(flat.imag):
             sel = flat.imag == y
-            alpha[sel] = self._solve(flat[sel].real, np.maximum(y, self._Y_FLOOR * self._local_scale(flat[sel].real)))
+            alpha[sel] = self._solve(flat[sel].real, np.maximum(y, self._floor * self._local_scale(flat[sel].real)))
         g = -alpha.reshape(z.shape)
         h = 1e-6 * self._scale                            # G′ by central differences along the real direction
         gp = np.empty(flat.shape, complex)
         for y in np.unique(flat.imag):
             sel = flat.imag == y
-            yy = np.maximum(y, self._Y_FLOOR * self._local_scale(flat[sel].real))
+            yy = np.maximum(y, self._floor * self._local_scale(flat[sel].real))
             gp[sel] = -(self._solve(flat[sel].real + h, yy) - self._solve(flat[sel].real - h, yy)) / (2 * h)
         return g, gp.reshape(z.shape)
 
@@ -520,6 +550,14 @@ class NTKLaw(Measure):
         (T_ℓ = (1 − b²)I + b²K_{ℓ−1} is invertible, so K_ℓ has rank min(n, d_ℓ) in general position). For b² = 1 (a
         linear activation) T_ℓ = K_{ℓ−1}: range(K_ℓ) ⊆ range(K_{ℓ−1}), so the sum has the rank of its first term,
         min(rank K₀, d₁, …, d_j) for the first j with c_j ≠ 0."""
+        mass = 1.0 - self._rank()
+        if mass > 1e-12:
+            return np.array([self.r_plus]), np.array([mass])
+        return np.empty(0), np.empty(0)
+
+    def _rank(self):
+        """rank(Σ_ℓ c_ℓK_ℓ)/n in the limit, at most 1 (:meth:`atoms`); for b² < 1 the sum of the layers' rank
+        fractions before it is capped at 1 is :meth:`_rank_sum`."""
         rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
         if self.b2 >= 1.0 - 1e-12:
             rank = rank0
@@ -528,12 +566,27 @@ class NTKLaw(Measure):
                 if c:
                     break
         else:
-            rank = rank0 if self.coef[0] else 0.0
-            rank += sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
-        mass = 1.0 - rank
-        if mass > 1e-12:
-            return np.array([self.r_plus]), np.array([mass])
-        return np.empty(0), np.empty(0)
+            rank = self._rank_sum()
+        return min(rank, 1.0)
+
+    def _rank_sum(self):
+        """Σ_ℓ rank(K_ℓ)/n over the layers with c_ℓ ≠ 0 (b² < 1: T_ℓ invertible, K_ℓ of rank min(n, d_ℓ))."""
+        rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
+        rank = rank0 if self.coef[0] else 0.0
+        return rank + sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
+
+    def _width_sum(self):
+        """Σ_ℓ d_ℓ/n over the layers with c_ℓ ≠ 0 (d₀/n where the input law is MP(γ₀), else the input's rank).
+        Where it is 1 to within :data:`_EDGE_REACH` (b² < 1) the law's lower edge sits at r₊ (a hard edge,
+        ρ ∝ (x − r₊)^{−1/2}) or within ~(sum − 1)² of the scale of r₊, or an atom that small sits beside a band
+        reaching down to it; a single layer wider than n (d_ℓ/n > 1) keeps its gap."""
+        if not self.coef[0]:
+            first = 0.0
+        elif isinstance(self.mu0, MarchenkoPastur):
+            first = 1.0 / self.mu0.ratio
+        else:
+            first = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
+        return first + sum(1.0 / g for g, c in zip(self.gammas, self.coef[1:]) if c)
 
     _GRID = 801
     _MULTISCALE = False     # the band search over many scales: Gordon's bound, a geometric grid, log-mass thresholds
@@ -712,7 +765,9 @@ def ntk_law(net, n_data, input_law=None, finite_width=False) -> Measure:
     (:func:`ntk_coefficients`). Below, "depth" counts hidden layers, H. Its law solves the
     equations of :class:`NTKLaw`; returned as a :class:`Tabulated` density (cdf, quantiles, Cauchy transform exact
     for the table) whose moments are the exact series of :func:`ntk_moments`. Raises :class:`ConvergenceError`
-    where the continuation fails or the bands found do not hold the mass to 1e-6.
+    where the continuation fails or the bands found do not hold the mass to 1e-8, and at once (naming the ratios)
+    for b² < 1 where the width ratios Σ_ℓ d_ℓ/n are within 3·10⁻³ of 1: the lower edge then sits at r₊ or just
+    above it with ρ ∝ (x − r₊)^{−1/2}, out of the continuation's reach to 1e-8 (e.g. n/d = 1000, 1 or 2, 2).
 
     **Finite n.** This is the n → ∞ law. At finite n each sample's backpropagated norms ‖s_{ℓ,i}‖² (and its
     feature norms) fluctuate by O(n^{−1/2}) about their limits a^{L−ℓ+1}, so the actual NTK is close to
@@ -844,7 +899,7 @@ def ntk_factor_variance(net):
     return float(v / total ** 2)
 
 
-_NTK_MASS_TOL = 1e-6        # the books of NTKLaw's table: bands (tanh-sinh on each) and atoms hold 1 to this
+_NTK_MASS_TOL = 1e-8        # the books of NTKLaw's table: bands (tanh-sinh on each) and atoms hold 1 to this
 
 
 def _combination_law(r_plus, coef, b, gammas, mu0):
@@ -854,6 +909,7 @@ def _combination_law(r_plus, coef, b, gammas, mu0):
     (``NTKLaw._MULTISCALE``), then both 8× finer; straight over many scales where the loose bound of the hull is
     more than 10× Gordon's (:meth:`NTKLaw._layer_tops`: a layer much narrower than the data)."""
     law = NTKLaw(r_plus, coef, b, gammas, mu0, moments=series.CachedMoments(_ntk_series, r_plus, coef, b, gammas, mu0))
+    _check_reach(law)
     loose, tight = (float(np.dot(law.coef, t)) for t in law._layer_tops())
     searches = [(NTKLaw._GRID, False), (NTKLaw._GRID, True), (8 * NTKLaw._GRID, False), (8 * NTKLaw._GRID, True)]
     if loose > 10.0 * tight:
@@ -877,6 +933,28 @@ def _combination_law(r_plus, coef, b, gammas, mu0):
         check_books(books, _NTK_MASS_TOL, f"ntk_law at n/d_ℓ = {_ratios(law)}", law)
     pieces = [p for band in per_band for p in band]
     return _Table(law, pieces)
+
+
+_EDGE_REACH = 3e-3          # |Σ_ℓ rank(K_ℓ)/n − 1| below this (b² < 1) is refused: see _check_reach
+
+
+def _check_reach(law):
+    """Refuse at once (:class:`ConvergenceError`) the aspect ratios whose lower edge the continuation cannot resolve
+    to the mass check: for b² < 1 with the layers' width ratios Σ_ℓ d_ℓ/n (:meth:`NTKLaw._width_sum`) within
+    :data:`_EDGE_REACH` of 1
+    the band next to r₊ starts within ~(Σ − 1)² of its width above r₊ with ρ ∝ (x − r₊)^{−1/2} over it (or at r₊
+    itself, Σ = 1), and the continuation, stalled next to that edge, smears 10⁻⁷–10⁻⁵ of the mass over it (tanh
+    n/d = 1000, 1: Σ − 1 = 10⁻³, 4.7e-7 missing after 280 s; erf n/d = 2, 2: Σ = 1, 5.7e-7 after 440 s; at
+    Σ − 1 = 0.01 and 0.033, tanh n/d = 100, 1 and 30, 1, the books hold to 5e-13 in 19 s and 3 s)."""
+    if law.b2 >= 1.0 - 1e-12 or abs(law._width_sum() - 1.0) >= _EDGE_REACH:
+        return
+    total = law._width_sum()
+    raise ConvergenceError(
+        f"ntk_law at n/d_ℓ = {_ratios(law)}: out of reach — the layers' width ratios Σ_ℓ d_ℓ/n add to "
+        f"{total:.6g}, within {_EDGE_REACH:g} of 1, so the spectrum's lower edge lies at r₊ = {law.r_plus:.6g} or "
+        f"within ~(Σ − 1)² = {(total - 1.0) ** 2:.2g} of the band's width above it, with a density ∝ (x − r₊)^(-1/2) "
+        "there that the continuation cannot resolve to the mass check of 1e-8; move one n/d_ℓ so that the sum is at "
+        f"least {_EDGE_REACH:g} away from 1", z=None, iteration=0, residual=total - 1.0)
 
 
 def _books(law):
