@@ -454,12 +454,14 @@ ASPECT_RATIOS = dict(act=st.sampled_from(["relu", "tanh", "erf"]),
                      log_gammas=st.lists(st.floats(-3.0, 4.0), min_size=2, max_size=4))
 
 
+@pytest.mark.slow
 @given(act=st.sampled_from(["relu", "tanh", "erf"]), log_gammas=st.lists(st.floats(-3.0, 3.0), min_size=2, max_size=3))
 @settings(max_examples=2, deadline=None, derandomize=True)
 def test_ntk_law_at_random_aspect_ratios_against_the_moment_series(act, log_gammas):
     """1–2 hidden layers, n/d₀ … n/d_H log-uniform in [10⁻³, 10³] each (so d₀ ≠ d_ℓ): the table's own moments
     m₀ … m₄ (its tanh-sinh nodes and atoms) against the exact series of ntk_moments, m₀ = 1 to 1e-8 (the slow
-    sweep below: 1–3 hidden layers up to n/d = 10⁴)."""
+    sweep below: 1–3 hidden layers up to n/d = 10⁴). Slow: 19 s at load 3 on 2 cores (the default suite has no
+    room); the fixed narrow-net and ReLU-between-scales cases stay in the default run."""
     _check_or_refused(act, [10.0 ** v for v in log_gammas])
 
 
