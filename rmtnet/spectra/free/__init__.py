@@ -86,7 +86,10 @@ def _collect(cls, pairs, tol, max_iter):
 
     Exact because the transforms linearise: (μ ⊠ ν)^{⊠t} has S-transform S_μ^t S_ν^t, so it is μ^{⊠t} ⊠ ν^{⊠t}
     (and (μ ⊞ ν)^{⊞t} = μ^{⊞t} ⊞ ν^{⊞t}, R-transforms adding). A nested product is thus one Newton system of the
-    distinct factors, never a solve inside a solve."""
+    distinct factors, never a solve inside a solve. A law that is itself a free power of a simpler one and says so by
+    a ``free_factors()`` method (FussCatalan(s) = MP^{⊠s}) is taken apart in a product the same way: its own transform
+    is a nested solve, which near its hard edge at 0 has to reach heights of 1e-49 and below when the other factors
+    span many decades."""
     merged = {}
     order = []
     for mu, t in pairs:
@@ -95,6 +98,8 @@ def _collect(cls, pairs, tol, max_iter):
         inner = [(mu, t)]
         if type(mu) is cls:
             inner = [(m, s * t) for m, s in mu.factors]
+        elif cls is FreeProduct and callable(getattr(mu, "free_factors", None)):
+            inner = [(m, s * t) for m, s in mu.free_factors()]
         for m, s in inner:
             if id(m) not in merged:
                 order.append(m)
@@ -104,6 +109,12 @@ def _collect(cls, pairs, tol, max_iter):
 
 
 def _check_nonnegative(mu, name):
+    if type(mu) is FreeProduct:
+        # ⊠ of laws on [0, ∞) with positive means is one (its factors are flattened into the new product, so its own
+        # support, a continuation over a grid, is never needed)
+        for k, (factor, _) in enumerate(mu.factors):
+            _check_nonnegative(factor, f"{name}'s factor {k}")
+        return
     a, _ = mu.hull()
     if a < -1e-12:
         raise ValueError(f"{name} must be supported on [0, ∞) for ⊠; its support starts at {a!r}")

@@ -101,8 +101,10 @@ class Subordination(Measure):
         return 1.0
 
     # --- Newton on the arrowhead system ---------------------------------------------------------------------
-    def _newton(self, z, u, om, iters, tol=None):
-        """Up to ``iters`` Newton steps at fixed z. Returns (u, ω, converged mask, residual, iterations used)."""
+    def _newton(self, z, u, om, iters, tol=None, res_tol=1e-9):
+        """Up to ``iters`` Newton steps at fixed z, converged where the step is below ``tol`` (relative) from a point
+        whose residual was below ``res_tol`` (or where Newton stalls at the rounding floor, below). Returns (u, ω,
+        converged mask, residual, iterations used)."""
         tol = self.tol if tol is None else tol
         xp = B.module_of(z)
         zeta, _ = self._zeta(z)
@@ -115,6 +117,8 @@ class Subordination(Measure):
             act = ~conv
             if not act.any():
                 break
+            if act.all():
+                act = slice(None)       # every point still active: views instead of copies (the same arithmetic)
             ua, oa = u[act], om[:, act]
             F = np.empty_like(oa)
             dF = np.empty_like(oa)
@@ -133,10 +137,10 @@ class Subordination(Measure):
             ok = np.isfinite(du) & np.all(np.isfinite(dom), axis=0)
             du = np.where(ok, du, 0.0)
             dom = np.where(ok, dom, 0.0)
+            step = np.abs(du) / scale_u + (np.abs(dom) / np.maximum(np.abs(oa), 1e-300)).sum(0)
             u[act] = ua + du
             om[:, act] = oa + dom
             used[act] += 1
-            step = np.abs(du) / scale_u + (np.abs(dom) / np.maximum(np.abs(oa), 1e-300)).sum(0)
             res[act] = np.where(ok, r, np.inf)
             # converged: the step is below tol, or it has stalled at the rounding floor of the transforms, or the
             # residual is at that floor (at a spectral edge the root is double and Newton only halves the error),
@@ -145,7 +149,8 @@ class Subordination(Measure):
             # the residual still quarters per step)
             stalled = ((step <= 1e-9) & (step >= 0.5 * prev[act])) | (r <= 1e-13) | \
                       ((r <= 1e-7) & (r >= 0.9 * prev_r[act]))
-            conv[act] = ok & (((step <= tol) & (r <= 1e-9)) | stalled)
+            rt = res_tol[act] if np.ndim(res_tol) else res_tol
+            conv[act] = ok & (((step <= tol) & (r <= rt)) | stalled)
             prev[act] = step
             prev_r[act] = np.where(ok, r, np.inf)
         return u, om, conv, res, used
@@ -231,7 +236,9 @@ class Subordination(Measure):
             iters[act] += used
             ga = act[good]
             u[ga], om[:, ga] = ua[good], oa[:, good]
-            walk.advance(act, ynew, good, easy=good & (used <= 3))
+            # easy: at most three Newton steps, or four in the far field (Im z above the law's scale), where the
+            # predictor is good to ~1 % and the step may grow
+            walk.advance(act, ynew, good, easy=good & ((used <= 3) | ((used <= 4) & (ynew >= scale))))
             stuck = walk.stalled() | (~walk.done & (iters >= self.max_iter))
             kept, failed = walk.settle(stuck, reach)
             if kept.any():
@@ -252,9 +259,16 @@ class Subordination(Measure):
         final = ynew == ytar
         # intermediate steps only need to stay on the branch; the target itself gets the full tolerance
         # small steps are taken where Newton is slow (near a spectral edge the root is nearly double and
-        # Newton converges only linearly): give those more iterations
+        # Newton converges only linearly): give those more iterations.
         budget = 6 if np.all(log_step > 0.05) else 40
-        ua, oa, conv, res, used = self._newton(zn, ua, oa, budget, tol=1e-4)
+        # In the far field (Im z above the law's scale) an intermediate point is accepted once a step of at most 1e-4
+        # (relative) was taken from a residual of at most 1e-4: by Newton's quadratic convergence it is then good to
+        # ~1e-8, enough to stay on the branch (asking the residual itself for 1e-9 there took one more iteration per
+        # step). Nearer the axis, and at the target, the residual must be 1e-9 before the step, as everywhere before:
+        # next to an atom's pole or a band's edge Newton ends at the rounding floor, and where it ends depends on
+        # where it starts.
+        far = (ynew >= self._scale()) & ~final
+        ua, oa, conv, res, used = self._newton(zn, ua, oa, budget, tol=1e-4, res_tol=np.where(far, 1e-4, 1e-9))
         if final.any():
             fa = np.nonzero(final & conv)[0]
             u2, o2, c2, r2, n2 = self._newton(zn[fa], ua[fa], oa[:, fa], 30)
