@@ -10,6 +10,7 @@ O(number of factors) by a Schur complement. Every z = x + iy is reached by conti
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 
 import numpy as np
@@ -19,10 +20,11 @@ from rmtnet._validation import ConvergenceError, real_scalar, whole_number
 from ..continuation import Descent
 from ..measures import Measure, atom_cauchy
 
-__all__ = ["Subordination", "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
+__all__ = ["Subordination", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "TIME_BUDGET"]
 
 DEFAULT_TOL = 1e-13           # the relative Newton tolerance of the ⊠/⊞ engine
 DEFAULT_MAX_ITER = 2000       # Newton iterations per point before ConvergenceError
+TIME_BUDGET = 40.0            # CPU seconds one continuation (one batch of points) may take before ConvergenceError
 
 
 class Subordination(Measure):
@@ -176,6 +178,30 @@ class Subordination(Measure):
 
         Returns (u, ω, ẑ): ẑ = z except at points that were stopped just above the real axis (see below), where
         ẑ = x + iy is the height actually reached; every transform must then be evaluated at ẑ."""
+        if "_deadline" in self.__dict__:       # a retry from afar, or a nested call: the same budget
+            return self._solve_within(z, return_state)
+        self._deadline = time.process_time() + self._time_budget
+        try:
+            return self._solve_within(z, return_state)
+        finally:
+            del self._deadline
+
+    _time_budget = TIME_BUDGET
+
+    def _over_budget(self, x, y, active):
+        """ConvergenceError where this continuation has used up its CPU-time budget (``TIME_BUDGET`` s): where
+        (the lowest height still to be left, and its x) and why (the heights there are those of a nearly singular
+        system, next to an atom or a hard edge at 0, that float64 resolves only in ever smaller steps)."""
+        if time.process_time() <= self._deadline:
+            return
+        k = active[np.argmin(y[active])]
+        raise ConvergenceError(f"{self.kind}: the continuation ran past its time budget of {self._time_budget:g} s "
+                               f"of CPU time with {active.size} point(s) still descending, the lowest at "
+                               f"Im z = {float(y[k]):.3g} above x = {float(x[k]):.6g}: next to a hard edge or an "
+                               f"atom the system is nearly singular and the steps down shrink{self._reach_note()}",
+                               z=complex(x[k], y[k]), iteration=None, residual=None)
+
+    def _solve_within(self, z, return_state):
         z = B.as_array(z, complex).ravel()
         xp = B.module_of(z)
         x, ytar = z.real, z.imag
@@ -196,7 +222,7 @@ class Subordination(Measure):
         iters += used
         if not conv.all():
             if self._retry_from_afar(scale):
-                return self._solve(z, return_state)
+                return self._solve_within(z, return_state)
             k = np.argmax(~conv)
             raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation for "
                                    f"{self!r}{self._reach_note()}", z=complex(zc[k]), iteration=int(iters[k]),
@@ -207,7 +233,7 @@ class Subordination(Measure):
         u, om, y, iters, k, r = self._descend(x, np.where(stop, y, ytar), y, u, om, iters, ymin, scale)
         if k is not None:
             if self._retry_from_afar(scale):
-                return self._solve(z, return_state)
+                return self._solve_within(z, return_state)
             raise ConvergenceError(f"{self.kind}: continuation from Im z = {float(y0[k]):.3g} stalled at Im z = "
                                    f"{float(y[k]):.3g}{self._reach_note()}",
                                    z=complex(z[k]), iteration=int(iters[k]), residual=r)
@@ -230,6 +256,7 @@ class Subordination(Measure):
         reach = np.where(ytar == 0, np.maximum(1e-10 * np.abs(x), 1e-8 * size), 0.0)
         while not walk.finished:
             act = walk.active()
+            self._over_budget(x, y, act)
             ynew = walk.heights(act)
             ua, oa, good, res, used = self._step(x[act], y[act], ynew, u[act], om[:, act], walk.log_step[act],
                                                  ytar[act])
@@ -261,14 +288,12 @@ class Subordination(Measure):
         # small steps are taken where Newton is slow (near a spectral edge the root is nearly double and
         # Newton converges only linearly): give those more iterations.
         budget = 6 if np.all(log_step > 0.05) else 40
-        # In the far field (Im z above the law's scale) an intermediate point is accepted once a step of at most 1e-4
-        # (relative) was taken from a residual of at most 1e-4: by Newton's quadratic convergence it is then good to
-        # ~1e-8, enough to stay on the branch (asking the residual itself for 1e-9 there took one more iteration per
-        # step). Nearer the axis, and at the target, the residual must be 1e-9 before the step, as everywhere before:
-        # next to an atom's pole or a band's edge Newton ends at the rounding floor, and where it ends depends on
-        # where it starts.
-        far = (ynew >= self._scale()) & ~final
-        ua, oa, conv, res, used = self._newton(zn, ua, oa, budget, tol=1e-4, res_tol=np.where(far, 1e-4, 1e-9))
+        # The residual must be 1e-9 before a step of at most 1e-4 is accepted, in the far field too: accepting a
+        # residual of 1e-4 there (Newton's quadratic convergence would make such a point good to ~1e-8) saved an
+        # iteration per step, but where a point ends near a singular edge depends on where it starts, and it moved
+        # the edge of the Fisher recursion's bands at x = q̂(1 + σ²) (an x^{-1/2} singularity) by 4e-7, the tables
+        # built on those edges by 0.4 % a level, and tripled their tabulation's time.
+        ua, oa, conv, res, used = self._newton(zn, ua, oa, budget, tol=1e-4)
         if final.any():
             fa = np.nonzero(final & conv)[0]
             u2, o2, c2, r2, n2 = self._newton(zn[fa], ua[fa], oa[:, fa], 30)
