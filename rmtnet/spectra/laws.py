@@ -443,6 +443,21 @@ class FussCatalan(Measure):
         from .free import free_mult_power
         return free_mult_power(MarchenkoPastur(1.0, self.scale ** (1.0 / self.s)), self.s)
 
+    def free_factors(self):
+        """The law as the free power MP(1, scale^{1/s})^{⊠s}: [(MarchenkoPastur, s)], the pairs (μ, t) a free product
+        takes apart (``free_mult`` solves FussCatalan(s) ⊠ ν with the MP factor's closed form, not a nested solve).
+
+        Returns
+        -------
+        list of (MarchenkoPastur, float)
+
+        Examples
+        --------
+        >>> FussCatalan(2, scale=4.0).free_factors()
+        [(MarchenkoPastur(ratio=1, scale=2), 2.0)]
+        """
+        return [(self._engine.factors[0][0], float(self.s))]
+
     def _g(self, z):
         return self._engine._g(z)
 

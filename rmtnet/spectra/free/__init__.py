@@ -86,15 +86,17 @@ def _collect(cls, pairs, tol, max_iter):
 
     Exact because the transforms linearise: (μ ⊠ ν)^{⊠t} has S-transform S_μ^t S_ν^t, so it is μ^{⊠t} ⊠ ν^{⊠t}
     (and (μ ⊞ ν)^{⊞t} = μ^{⊞t} ⊞ ν^{⊞t}, R-transforms adding). A nested product is thus one Newton system of the
-    distinct factors, never a solve inside a solve."""
+    distinct factors, never a solve inside a solve. A law that is itself a free power of a simpler one and says so by
+    a ``free_factors()`` method (FussCatalan(s) = MP^{⊠s}), or a dilation of one, is taken apart in a product the
+    same way (:func:`_parts`): its own transform is a nested solve, which near its hard edge at 0 has to reach
+    heights of 1e-49 and below when the other factors span many decades."""
     merged = {}
     order = []
     for mu, t in pairs:
         if not isinstance(mu, Measure):
             raise ValueError(f"factors must be Measure objects, got {type(mu).__name__}")
-        inner = [(mu, t)]
-        if type(mu) is cls:
-            inner = [(m, s * t) for m, s in mu.factors]
+        parts = _parts(cls, mu)
+        inner = [(mu, t)] if parts is None else [(m, s * t) for m, s in parts]
         for m, s in inner:
             if id(m) not in merged:
                 order.append(m)
@@ -103,7 +105,30 @@ def _collect(cls, pairs, tol, max_iter):
     return [(m, merged[id(m)]) for m in order]
 
 
+def _parts(cls, mu):
+    """The pairs (μ_i, t_i) that ``cls`` takes μ apart into, or None: a convolution of its own kind; for ⊠, a law
+    that says it is a free power (``free_factors()``), and a dilation D_a of one (a > 0): D_a(⊠ μ_i^{t_i}) is
+    ⊠ (D_c μ_i)^{t_i} with c = a^{1/Σt_i}, since S_{D_c μ} = S_μ/c."""
+    if type(mu) is cls:
+        return list(mu.factors)
+    if cls is not FreeProduct:
+        return None
+    if callable(getattr(mu, "free_factors", None)):
+        return list(mu.free_factors())
+    if type(mu) is Affine and mu.b == 0 and mu.a > 0 and callable(getattr(mu.base, "free_factors", None)):
+        parts = list(mu.base.free_factors())
+        c = mu.a ** (1.0 / sum(t for _, t in parts))
+        return [(m.dilate(c), t) for m, t in parts]
+    return None
+
+
 def _check_nonnegative(mu, name):
+    if type(mu) is FreeProduct:
+        # ⊠ of laws on [0, ∞) with positive means is one (its factors are flattened into the new product, so its own
+        # support, a continuation over a grid, is never needed)
+        for k, (factor, _) in enumerate(mu.factors):
+            _check_nonnegative(factor, f"{name}'s factor {k}")
+        return
     a, _ = mu.hull()
     if a < -1e-12:
         raise ValueError(f"{name} must be supported on [0, ∞) for ⊠; its support starts at {a!r}")

@@ -10,6 +10,7 @@ O(number of factors) by a Schur complement. Every z = x + iy is reached by conti
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 
 import numpy as np
@@ -19,10 +20,11 @@ from rmtnet._validation import ConvergenceError, real_scalar, whole_number
 from ..continuation import Descent
 from ..measures import Measure, atom_cauchy
 
-__all__ = ["Subordination", "DEFAULT_TOL", "DEFAULT_MAX_ITER"]
+__all__ = ["Subordination", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "TIME_BUDGET"]
 
 DEFAULT_TOL = 1e-13           # the relative Newton tolerance of the ⊠/⊞ engine
 DEFAULT_MAX_ITER = 2000       # Newton iterations per point before ConvergenceError
+TIME_BUDGET = 40.0            # CPU seconds one continuation (one batch of points) may take before ConvergenceError
 
 
 class Subordination(Measure):
@@ -101,8 +103,10 @@ class Subordination(Measure):
         return 1.0
 
     # --- Newton on the arrowhead system ---------------------------------------------------------------------
-    def _newton(self, z, u, om, iters, tol=None):
-        """Up to ``iters`` Newton steps at fixed z. Returns (u, ω, converged mask, residual, iterations used)."""
+    def _newton(self, z, u, om, iters, tol=None, res_tol=1e-9):
+        """Up to ``iters`` Newton steps at fixed z, converged where the step is below ``tol`` (relative) from a point
+        whose residual was below ``res_tol`` (or where Newton stalls at the rounding floor, below). Returns (u, ω,
+        converged mask, residual, iterations used)."""
         tol = self.tol if tol is None else tol
         xp = B.module_of(z)
         zeta, _ = self._zeta(z)
@@ -115,6 +119,8 @@ class Subordination(Measure):
             act = ~conv
             if not act.any():
                 break
+            if act.all():
+                act = slice(None)       # every point still active: views instead of copies (the same arithmetic)
             ua, oa = u[act], om[:, act]
             F = np.empty_like(oa)
             dF = np.empty_like(oa)
@@ -133,10 +139,10 @@ class Subordination(Measure):
             ok = np.isfinite(du) & np.all(np.isfinite(dom), axis=0)
             du = np.where(ok, du, 0.0)
             dom = np.where(ok, dom, 0.0)
+            step = np.abs(du) / scale_u + (np.abs(dom) / np.maximum(np.abs(oa), 1e-300)).sum(0)
             u[act] = ua + du
             om[:, act] = oa + dom
             used[act] += 1
-            step = np.abs(du) / scale_u + (np.abs(dom) / np.maximum(np.abs(oa), 1e-300)).sum(0)
             res[act] = np.where(ok, r, np.inf)
             # converged: the step is below tol, or it has stalled at the rounding floor of the transforms, or the
             # residual is at that floor (at a spectral edge the root is double and Newton only halves the error),
@@ -145,7 +151,8 @@ class Subordination(Measure):
             # the residual still quarters per step)
             stalled = ((step <= 1e-9) & (step >= 0.5 * prev[act])) | (r <= 1e-13) | \
                       ((r <= 1e-7) & (r >= 0.9 * prev_r[act]))
-            conv[act] = ok & (((step <= tol) & (r <= 1e-9)) | stalled)
+            rt = res_tol[act] if np.ndim(res_tol) else res_tol
+            conv[act] = ok & (((step <= tol) & (r <= rt)) | stalled)
             prev[act] = step
             prev_r[act] = np.where(ok, r, np.inf)
         return u, om, conv, res, used
@@ -171,6 +178,30 @@ class Subordination(Measure):
 
         Returns (u, ω, ẑ): ẑ = z except at points that were stopped just above the real axis (see below), where
         ẑ = x + iy is the height actually reached; every transform must then be evaluated at ẑ."""
+        if "_deadline" in self.__dict__:       # a retry from afar, or a nested call: the same budget
+            return self._solve_within(z, return_state)
+        self._deadline = time.process_time() + self._time_budget
+        try:
+            return self._solve_within(z, return_state)
+        finally:
+            del self._deadline
+
+    _time_budget = TIME_BUDGET
+
+    def _over_budget(self, x, y, active):
+        """ConvergenceError where this continuation has used up its CPU-time budget (``TIME_BUDGET`` s): where
+        (the lowest height still to be left, and its x) and why (the heights there are those of a nearly singular
+        system, next to an atom or a hard edge at 0, that float64 resolves only in ever smaller steps)."""
+        if time.process_time() <= self._deadline:
+            return
+        k = active[np.argmin(y[active])]
+        raise ConvergenceError(f"{self.kind}: the continuation ran past its time budget of {self._time_budget:g} s "
+                               f"of CPU time with {active.size} point(s) still descending, the lowest at "
+                               f"Im z = {float(y[k]):.3g} above x = {float(x[k]):.6g}: next to a hard edge or an "
+                               f"atom the system is nearly singular and the steps down shrink{self._reach_note()}",
+                               z=complex(x[k], y[k]), iteration=None, residual=None)
+
+    def _solve_within(self, z, return_state):
         z = B.as_array(z, complex).ravel()
         xp = B.module_of(z)
         x, ytar = z.real, z.imag
@@ -191,7 +222,7 @@ class Subordination(Measure):
         iters += used
         if not conv.all():
             if self._retry_from_afar(scale):
-                return self._solve(z, return_state)
+                return self._solve_within(z, return_state)
             k = np.argmax(~conv)
             raise ConvergenceError(f"{self.kind}: Newton failed at the start of the continuation for "
                                    f"{self!r}{self._reach_note()}", z=complex(zc[k]), iteration=int(iters[k]),
@@ -202,7 +233,7 @@ class Subordination(Measure):
         u, om, y, iters, k, r = self._descend(x, np.where(stop, y, ytar), y, u, om, iters, ymin, scale)
         if k is not None:
             if self._retry_from_afar(scale):
-                return self._solve(z, return_state)
+                return self._solve_within(z, return_state)
             raise ConvergenceError(f"{self.kind}: continuation from Im z = {float(y0[k]):.3g} stalled at Im z = "
                                    f"{float(y[k]):.3g}{self._reach_note()}",
                                    z=complex(z[k]), iteration=int(iters[k]), residual=r)
@@ -225,13 +256,16 @@ class Subordination(Measure):
         reach = np.where(ytar == 0, np.maximum(1e-10 * np.abs(x), 1e-8 * size), 0.0)
         while not walk.finished:
             act = walk.active()
+            self._over_budget(x, y, act)
             ynew = walk.heights(act)
             ua, oa, good, res, used = self._step(x[act], y[act], ynew, u[act], om[:, act], walk.log_step[act],
                                                  ytar[act])
             iters[act] += used
             ga = act[good]
             u[ga], om[:, ga] = ua[good], oa[:, good]
-            walk.advance(act, ynew, good, easy=good & (used <= 3))
+            # easy: at most three Newton steps, or four in the far field (Im z above the law's scale), where the
+            # predictor is good to ~1 % and the step may grow
+            walk.advance(act, ynew, good, easy=good & ((used <= 3) | ((used <= 4) & (ynew >= scale))))
             stuck = walk.stalled() | (~walk.done & (iters >= self.max_iter))
             kept, failed = walk.settle(stuck, reach)
             if kept.any():
@@ -252,8 +286,13 @@ class Subordination(Measure):
         final = ynew == ytar
         # intermediate steps only need to stay on the branch; the target itself gets the full tolerance
         # small steps are taken where Newton is slow (near a spectral edge the root is nearly double and
-        # Newton converges only linearly): give those more iterations
+        # Newton converges only linearly): give those more iterations.
         budget = 6 if np.all(log_step > 0.05) else 40
+        # The residual must be 1e-9 before a step of at most 1e-4 is accepted, in the far field too: accepting a
+        # residual of 1e-4 there (Newton's quadratic convergence would make such a point good to ~1e-8) saved an
+        # iteration per step, but where a point ends near a singular edge depends on where it starts, and it moved
+        # the edge of the Fisher recursion's bands at x = q̂(1 + σ²) (an x^{-1/2} singularity) by 4e-7, the tables
+        # built on those edges by 0.4 % a level, and tripled their tabulation's time.
         ua, oa, conv, res, used = self._newton(zn, ua, oa, budget, tol=1e-4)
         if final.any():
             fa = np.nonzero(final & conv)[0]
