@@ -430,6 +430,23 @@ def test_a_continuation_past_its_time_budget_is_an_error_naming_where(monkeypatc
         law.pdf(np.array([0.5]))
 
 
+def test_the_time_budget_grows_with_the_batch_so_a_large_grid_is_not_a_stall(monkeypatch):
+    """The budget is TIME_BUDGET per BUDGET_POINTS points (at least TIME_BUDGET): at 0.1 ms per 4 points the descent
+    to Im z = 1e-12 (tens of Newton steps) is refused for 1 point and for 8, the message stating the budget it had
+    (0.1 ms and 0.2 ms); the same 8 points at the default 40 s finish."""
+    from rmtnet.spectra.free import FreeProduct, _subordination
+    monkeypatch.setattr(_subordination, "BUDGET_POINTS", 4)
+    monkeypatch.setattr(FreeProduct, "_time_budget", 1e-4)
+    law = free_mult(FussCatalan(2), PointMasses([1e-3, 1.0], [0.5, 0.5]))
+    z = np.linspace(0.2, 0.9, 8) + 1e-12j
+    with pytest.raises(ConvergenceError, match=r"time budget of 0.0001 s "):
+        law._solve(z[:1])
+    with pytest.raises(ConvergenceError, match=r"time budget of 0.0002 s "):
+        law._solve(z)
+    monkeypatch.setattr(FreeProduct, "_time_budget", 40.0)
+    assert np.all(np.isfinite(law._solve(z)[0]))
+
+
 @pytest.mark.slow          # resolves or refuses within the budget: ≤ 60 s
 def test_shifted_hard_edge_times_atoms_resolves_or_refuses_within_its_budget():
     """FussCatalan(1) shifted by ½ (no free-power form: its transform is a nested solve) ⊠ atoms at 10⁻³, 1, 10³:

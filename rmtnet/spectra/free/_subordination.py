@@ -24,7 +24,8 @@ __all__ = ["Subordination", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "TIME_BUDGET"]
 
 DEFAULT_TOL = 1e-13           # the relative Newton tolerance of the ⊠/⊞ engine
 DEFAULT_MAX_ITER = 2000       # Newton iterations per point before ConvergenceError
-TIME_BUDGET = 40.0            # CPU seconds one continuation (one batch of points) may take before ConvergenceError
+TIME_BUDGET = 40.0            # CPU seconds a continuation of up to BUDGET_POINTS points may take before ConvergenceError
+BUDGET_POINTS = 4096          # a larger batch gets TIME_BUDGET per BUDGET_POINTS points (10⁶ grid points: 2.7 h)
 
 
 class Subordination(Measure):
@@ -180,7 +181,8 @@ class Subordination(Measure):
         ẑ = x + iy is the height actually reached; every transform must then be evaluated at ẑ."""
         if "_deadline" in self.__dict__:       # a retry from afar, or a nested call: the same budget
             return self._solve_within(z, return_state)
-        self._deadline = time.process_time() + self._time_budget
+        self._budget = self._time_budget * max(1.0, np.size(z) / BUDGET_POINTS)   # large grids are not stalls
+        self._deadline = time.process_time() + self._budget
         try:
             return self._solve_within(z, return_state)
         finally:
@@ -189,13 +191,14 @@ class Subordination(Measure):
     _time_budget = TIME_BUDGET
 
     def _over_budget(self, x, y, active):
-        """ConvergenceError where this continuation has used up its CPU-time budget (``TIME_BUDGET`` s): where
+        """ConvergenceError where this continuation has used up its CPU-time budget (``TIME_BUDGET`` s per
+        ``BUDGET_POINTS`` points, at least ``TIME_BUDGET``): where
         (the lowest height still to be left, and its x) and why (the heights there are those of a nearly singular
         system, next to an atom or a hard edge at 0, that float64 resolves only in ever smaller steps)."""
         if time.process_time() <= self._deadline:
             return
         k = active[np.argmin(y[active])]
-        raise ConvergenceError(f"{self.kind}: the continuation ran past its time budget of {self._time_budget:g} s "
+        raise ConvergenceError(f"{self.kind}: the continuation ran past its time budget of {self._budget:.3g} s "
                                f"of CPU time with {active.size} point(s) still descending, the lowest at "
                                f"Im z = {float(y[k]):.3g} above x = {float(x[k]):.6g}: next to a hard edge or an "
                                f"atom the system is nearly singular and the steps down shrink{self._reach_note()}",
