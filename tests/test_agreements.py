@@ -77,6 +77,19 @@ def test_subnetwork_ensembles_show_no_advantage_on_mnist5k(tmp_path):
     assert p.accuracy_diff - 2 * p.accuracy_se < 0, p
 
 
+def test_temperature_annealing_beats_one_shot_at_98_percent(tmp_path):
+    """annealing.py (quick, its 98 % rows: width 128, random masks, 3 seeds): temperature annealing − one-shot, best
+    accuracy at the target, measured +15.6 ± 2.4 points with the constant learning rate (3 of 3 seeds) and +7.2 ± 3.7
+    one-cycle (2 of 3); here +16.3 ± 1.8 and +5.0 ± 4.0. Asserted: the constant-lr gain within 2 of the published
+    standard errors of +15.6 and won by every seed; the one-cycle gain within 2 of its standard errors of +7.2."""
+    g = _compute("annealing", tmp_path, sparsities=(0.98,), n_jobs=1)["gains"]
+    g = g[(g.method == "temperature_anneal") & (g.sparsity == 0.98)].set_index("schedule")
+    const, cycle = g.loc["constant"], g.loc["onecycle"]
+    assert const.n_seeds == 3 and const.best_wins == 3, const
+    assert abs(100 * const.best_gain - 15.6) <= 2 * 2.4, const
+    assert abs(100 * cycle.best_gain - 7.2) <= 2 * 3.7, cycle
+
+
 # ------------------------------------------------------------------------------------------------ sharpness
 def test_sharpness_prediction_and_edge_of_stability(tmp_path):
     """sharpness.py (quick: N = 256, W = 128, depth 4, erf, seed 0), its stated numbers to their rounding: the
