@@ -363,6 +363,7 @@ def test_bad_arguments_raise_value_errors():
 
 # ------------------------------------------------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.agreement
 def test_width_one_million_mixer_density(one_blas_thread):
     """The benchmark's acceptance run: depth-4 tanh-orthogonal Mixer JJᵀ at S = C = 1000 (m = 10⁶), 50 Lanczos steps
     of one probe: KS ≤ 0.02 to the ⊠ law of the dense structured, m₁, m₂ within 1 % of the law's exact moments. The
@@ -379,6 +380,7 @@ def test_width_one_million_mixer_density(one_blas_thread):
 
 
 @pytest.mark.slow          # ~2 minutes: the quick figure, m up to 99 856
+@pytest.mark.agreement
 def test_large_width_figure(tmp_path):
     """The quick figure (m up to ≈ 10⁵; measured there: Mixer m₂ = 4.10 ± 0.03, top 16.05, KS 0.029 to the
     classical and 0.044 to the free law; RP 3.04, 6.81, 0.044 / 0.030; SW-MLP 3.03, 6.82, 0.043 / 0.030): at the

@@ -47,6 +47,7 @@ def _figure(name, tmp_path):
 
 
 @pytest.mark.slow          # ~60 s on 2 cores: the theory cdf of ~20 laws for the KS distances
+@pytest.mark.agreement
 def test_jacobian_spectra_figure(tmp_path):
     tables = _figure("jacobian_spectra", tmp_path)
     overlays = {k: t for k, t in tables.items() if "ks" in t.attrs}
@@ -98,6 +99,7 @@ def test_dynamical_isometry_figure(tmp_path):
 
 
 @pytest.mark.slow          # ~60 s on 2 cores: the Fisher recursion to depth 8, each level tabulated
+@pytest.mark.agreement
 def test_ntk_spectrum_figure(tmp_path):
     from rmtnet.spectra import fisher
     ns = cli.load_simulation("ntk_spectrum")
@@ -186,6 +188,7 @@ def test_effective_width_trains_on_cuda_in_worker_processes(tmp_path):
 
 
 @pytest.mark.slow          # ~70 s: 60 dense eigensolves up to m = 2304
+@pytest.mark.agreement
 def test_mixer_singular_values_figure(tmp_path):
     """SW-MLP's largest singular value decreases towards c_γ from above as p·m/log m grows, and its squared
     singular values at m = 2304 match Marchenko–Pastur (KS < 0.02); the Kronecker/RP spectra are W's repeated."""
@@ -197,6 +200,7 @@ def test_mixer_singular_values_figure(tmp_path):
 
 
 @pytest.mark.slow          # ~70 s: eight short trainings
+@pytest.mark.agreement
 def test_cka_figure(tmp_path):
     """Mean diagonal CKA with the Mixer falls as the SW-MLP gets denser (p = 1/16 > 1/4 > 1), seed 002's trend."""
     tables = _figure("cka_mixer_vs_swmlp", tmp_path)
@@ -225,6 +229,7 @@ def test_ntk_dynamics_figure_and_resume(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.agreement
 def test_ntk_over_data_figure(tmp_path):
     """ntk_over_data.py at its quick size (n = 400, 2 networks; ~70 s): every panel has a KS distance; on Gaussian
     data every CK law and the tanh NTK to depth 2 agree with their networks (KS ≤ 0.03; measured ≤ 0.017), and the
