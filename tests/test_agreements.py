@@ -154,3 +154,36 @@ def test_wide_networks_train_like_their_ntk_ensemble(tmp_path):
     assert (g.rms_gap <= 3 * g.rms_se_of_mean).all() and (g.rms_gap_cv <= 3 * g.rms_se_cv).all(), g
     shrink = g.rms_network_vs_linear[512] / g.rms_network_vs_linear[128]
     assert (128 / 512) ** 0.5 < shrink < 1, g
+
+
+# ------------------------------------------------------------------------------------------------ Monarch
+def test_monarch_and_dense_mixing_beat_the_kronecker_mixer_on_mnist5k(tmp_path):
+    """monarch.py (quick: 2 seeds × 6 epochs at equal connections per block): the measured effect, Monarch's and
+    dense mixing's test errors below the Kronecker Mixer's by more than 2 Welch standard errors each (quick measured:
+    Mixer 8.75 %, Monarch 5.60 %, dense 6.25 %; full, 10 seeds: −1.61 ± 0.21 and −1.36 ± 0.19 points). Hayase &
+    Karakida's "Monarch and Kronecker perform similarly" (CIFAR-10) is what this does *not* reproduce; a change that
+    makes the two alike here fails this test and must be looked at."""
+    tables = cli.load_simulation("monarch")["compute"]("quick", seed=0, store=tmp_path / "monarch_runs.csv")
+    summary = tables["summary"].set_index("model")
+    for model in ("monarch", "dense"):
+        diff, se = summary.loc[model, "diff_to_mixer"], summary.loc[model, "diff_se"]
+        assert diff < -2 * se, (model, diff, se)
+
+
+# ------------------------------------------------------------------------------------------------ Fig. 4.3
+def test_noisy_children_degrade_linearly_in_kl_up_to_the_thesis_threshold():
+    """noisy_ensembles.py (quick, seed 0; Whitaker 2023, Fig. 4.3): child accuracy falls linearly with the output
+    KL to the parent (least-squares slope below 0 by more than 3 of its standard errors, computed here from the
+    children on the fit's region), and the KL where the line has lost two standard errors of the parent's accuracy
+    is inside the thesis's band 0.02–0.05 (quick measured 0.026, 0.026, 0.036 for seeds 0–2; R² 0.90–0.94)."""
+    tables = cli.load_simulation("noisy_ensembles")["compute"]("quick", seed=0)
+    fit = tables["fit"].iloc[0]
+    assert fit.thesis_low <= fit.threshold <= fit.thesis_high, fit.threshold
+    assert bool(fit.in_thesis_band)
+    children = tables["children"]
+    region = children[children.in_linear_region]
+    x, y = region.kl.to_numpy(), region.accuracy.to_numpy()
+    b, a = np.polyfit(x, y, 1)
+    resid = y - (a + b * x)
+    se = np.sqrt(resid @ resid / (x.size - 2) / np.sum((x - x.mean()) ** 2))
+    assert b < -3 * se, (b, se)

@@ -318,6 +318,7 @@ def test_batched_sweep_is_the_sweep_and_resumes(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.agreement
 def test_table1_at_n40_one_meta_epoch():
     """Table 1 at n = 40 (|d| = 4345 matrices), one epoch and one meta-epoch, the runs trained together. Measured
     (seed 0): float64 control and subsampled 1.8e-30 — round-off, as at n ≤ 20, not the paper's 0.055 for

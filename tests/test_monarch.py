@@ -126,6 +126,7 @@ def test_law_against_monte_carlo_m1024():
 
 
 @pytest.mark.slow
+@pytest.mark.agreement
 @pytest.mark.parametrize("depth", [1, 2])
 def test_law_against_monte_carlo_m4096(depth):
     """At m = 64² (seed 0): KS ≤ 0.02 to σ_w^{2L}FussCatalan(2L) at σ_w = 1.2, m₂ within 5 % of it (free: 2L + 1
@@ -140,6 +141,7 @@ def test_law_against_monte_carlo_m4096(depth):
 
 
 @pytest.mark.slow
+@pytest.mark.agreement
 def test_law_against_slq_at_m_1e5():
     """SLQ on the matrix-free JJᵀ at m = 317² = 100,489 (60 steps, 4 Rademacher probes, seed 1): m₂ within 4 standard
     errors of the free 3 and more than 20 from the classical 4; m₃ within 5 % of 12 (classical 25); the top Ritz value

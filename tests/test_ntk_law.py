@@ -178,6 +178,7 @@ SLOW_CASES = [("relu", 1, [1.0]), ("tanh", 1, [2.0]), ("tanh", 2, [1.0, 0.5]), (
 
 
 @pytest.mark.slow
+@pytest.mark.agreement
 @pytest.mark.parametrize("act,depth,ratios", SLOW_CASES)
 def test_law_matches_the_actual_ntk_at_n_2000(act, depth, ratios):
     """n = 2000, d₀ = 4000, 4 networks with the sphere read-out: KS ≤ 0.02 and m₁ … m₃ within 3 standard errors of
@@ -298,6 +299,7 @@ def test_finite_width_law_is_the_limit_times_the_factor_law():
 
 
 @pytest.mark.slow
+@pytest.mark.agreement
 @pytest.mark.parametrize("depth", [2, 3])
 def test_relu_finite_width_law_matches_the_actual_ntk_at_n_2000(depth):
     """ReLU at n = 2000 (d₀ = 2n, d_ℓ = n, sphere read-out, 4 networks pooled, each draw's eigenvalues divided by
@@ -460,8 +462,9 @@ ASPECT_RATIOS = dict(act=st.sampled_from(["relu", "tanh", "erf"]),
 def test_ntk_law_at_random_aspect_ratios_against_the_moment_series(act, log_gammas):
     """1–2 hidden layers, n/d₀ … n/d_H log-uniform in [10⁻³, 10³] each (so d₀ ≠ d_ℓ): the table's own moments
     m₀ … m₄ (its tanh-sinh nodes and atoms) against the exact series of ntk_moments, m₀ = 1 to 1e-8 (the slow
-    sweep below: 1–3 hidden layers up to n/d = 10⁴). Slow: 19 s at load 3 on 2 cores (the default suite has no
-    room); the fixed narrow-net and ReLU-between-scales cases stay in the default run."""
+    sweep below: 1–3 hidden layers up to n/d = 10⁴). Slow: 0.9 s after the sweep on a quiet machine, 19 s alone at
+    load 3 (the default suite has no room); the fixed narrow-net and ReLU-between-scales cases stay in the default
+    run."""
     _check_or_refused(act, [10.0 ** v for v in log_gammas])
 
 
@@ -469,8 +472,8 @@ def test_ntk_law_at_random_aspect_ratios_against_the_moment_series(act, log_gamm
 @given(**ASPECT_RATIOS)
 @settings(max_examples=12, deadline=None, derandomize=True)
 def test_ntk_law_over_many_random_aspect_ratios(act, log_gammas):
-    """The same over 12 draws, 1–3 hidden layers up to n/d = 10⁴ (slow: 945 s at load 10–17 on 2 shared cores, the
-    slowest draw 402 s there; the default test's 2 draws took 88 s at that load)."""
+    """The same over 12 draws, 1–3 hidden layers up to n/d = 10⁴ (slow: 22 s on a quiet 2-core machine, the slowest
+    draw 7.1 s; 945 s at load 10–17, the slowest draw 402 s there)."""
     _check_or_refused(act, [10.0 ** v for v in log_gammas])
 
 
