@@ -162,7 +162,7 @@ def compute(size="quick", seed=0, backend=None, store=None, **overrides):
     s = figures.settings(SIZES, size, **overrides)
     grid = [dict(model=model, channels=s["channels"], epochs=s["epochs"]) for model in MODELS]
     seeds = [seed + i for i in range(s["seeds"])]
-    runs = experiments.sweep(run, grid, seeds=seeds, store=store, progress=False, on_error="raise")
+    runs = experiments.sweep(run, grid, seeds=seeds, store=store, on_error="raise")
     runs = runs.drop(columns=[c for c in ("run_key",) if c in runs])
     return figures.Tables({"runs": runs, "summary": summarise(runs)}, extras=s)
 
