@@ -104,9 +104,9 @@ class Subordination(Measure):
         return 1.0
 
     # --- Newton on the arrowhead system ---------------------------------------------------------------------
-    def _newton(self, z, u, om, iters, tol=None, res_tol=1e-9):
+    def _newton(self, z, u, om, iters, tol=None):
         """Up to ``iters`` Newton steps at fixed z, converged where the step is below ``tol`` (relative) from a point
-        whose residual was below ``res_tol`` (or where Newton stalls at the rounding floor, below). Returns (u, ω,
+        whose residual was below 1e-9 (or where Newton stalls at the rounding floor, below). Returns (u, ω,
         converged mask, residual, iterations used)."""
         tol = self.tol if tol is None else tol
         xp = B.module_of(z)
@@ -152,8 +152,7 @@ class Subordination(Measure):
             # the residual still quarters per step)
             stalled = ((step <= 1e-9) & (step >= 0.5 * prev[act])) | (r <= 1e-13) | \
                       ((r <= 1e-7) & (r >= 0.9 * prev_r[act]))
-            rt = res_tol[act] if np.ndim(res_tol) else res_tol
-            conv[act] = ok & (((step <= tol) & (r <= rt)) | stalled)
+            conv[act] = ok & (((step <= tol) & (r <= 1e-9)) | stalled)
             prev[act] = step
             prev_r[act] = np.where(ok, r, np.inf)
         return u, om, conv, res, used
