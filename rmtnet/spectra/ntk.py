@@ -571,8 +571,7 @@ class NTKLaw(Measure):
 
     def _rank_sum(self):
         """Σ_ℓ rank(K_ℓ)/n over the layers with c_ℓ ≠ 0 (b² < 1: T_ℓ invertible, K_ℓ of rank min(n, d_ℓ))."""
-        rank0 = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
-        rank = rank0 if self.coef[0] else 0.0
+        rank = self._input_rank() if self.coef[0] else 0.0
         return rank + sum(min(1.0, 1.0 / g) for g, c in zip(self.gammas, self.coef[1:]) if c)
 
     def _width_sum(self):
@@ -585,8 +584,13 @@ class NTKLaw(Measure):
         elif isinstance(self.mu0, MarchenkoPastur):
             first = 1.0 / self.mu0.ratio
         else:
-            first = 1.0 - float(np.sum(self.mu0.atoms()[1][self.mu0.atoms()[0] == 0]))
+            first = self._input_rank()
         return first + sum(1.0 / g for g, c in zip(self.gammas, self.coef[1:]) if c)
+
+    def _input_rank(self):
+        """rank(K₀)/n: one minus the input law's atom at 0."""
+        x, w = self.mu0.atoms()
+        return 1.0 - float(np.sum(w[x == 0]))
 
     _GRID = 801
     _MULTISCALE = False     # the band search over many scales: Gordon's bound, a geometric grid, log-mass thresholds
