@@ -1,5 +1,7 @@
 """Paper studies built on rmtnet's library: the runs behind the figure scripts, one module per paper.
 
+- :mod:`.effects` — effect sizes and p-values (Welch and paired t-tests, Spearman's ρ, least squares) behind the
+  studies' verdicts.
 - :mod:`.emn` — the Ensemble Mask Network experiments of Luntzel (2023, arXiv 2309.06382): training matrices,
   Algorithm 1, the test error of Table 1 and Fig. 3, the learned operator of Fig. 4, resumable sweeps.
 - :mod:`.subnetwork_ensembles` — the runs of Whitaker ("Neural Subnetwork Ensembles", PhD thesis, Colorado State
@@ -23,7 +25,7 @@ from .._optional import require
 
 require("torch", "rmtnet.studies")      # before any study imports it: the error names the extra to install
 
-from . import emn, freeness, mixer_width, red_line, sharpness, subnetwork_ensembles, trained_spectra, wider_nets
+from . import effects, emn, freeness, mixer_width, red_line, sharpness, subnetwork_ensembles, trained_spectra, wider_nets
 
-__all__ = ["emn", "freeness", "mixer_width", "red_line", "sharpness", "subnetwork_ensembles", "trained_spectra",
+__all__ = ["effects", "emn", "freeness", "mixer_width", "red_line", "sharpness", "subnetwork_ensembles", "trained_spectra",
            "wider_nets"]
