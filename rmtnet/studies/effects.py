@@ -85,7 +85,7 @@ def linear_model(y, predictors: dict) -> pd.DataFrame:
 
     >>> x = np.arange(6.0)
     >>> fit = linear_model(1.0 + 2.0 * x + np.array([0.1, -0.1, 0.1, -0.1, 0.1, -0.1]), {"x": x})
-    >>> round(fit.loc["x", "coef"], 4), round(fit.attrs["r2"], 4)
+    >>> round(float(fit.loc["x", "coef"]), 4), round(fit.attrs["r2"], 4)
     (1.9829, 0.9992)
     """
     y = _sample("y", y, 3)
