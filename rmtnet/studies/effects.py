@@ -35,9 +35,23 @@ def difference(a, b, paired: bool = False) -> dict:
 
     ``paired=False``: Welch's test, se = √(s_a²/n_a + s_b²/n_b), degrees of freedom by the Welch–Satterthwaite
     formula. ``paired=True``: a and b are matched (e.g. by seed), the test is on d = a − b, se = s_d/√n, n − 1
-    degrees of freedom. Returns ``diff``, ``se``, ``t``, ``dof``, ``p``, ``n_a``, ``n_b``. When both samples are
-    constant and equal, t = 0 and p = 1; constant and different, p = 0 (an exact difference).
+    degrees of freedom. When both samples are constant and equal, t = 0 and p = 1; constant and different, p = 0
+    (an exact difference).
 
+    Parameters
+    ----------
+    a, b : array_like
+        The two samples, finite, at least 2 values each (of equal length when ``paired``).
+    paired : bool, default False
+        Whether a[i] and b[i] belong together (the same seed).
+
+    Returns
+    -------
+    dict
+        ``diff``, ``se``, ``t``, ``dof``, ``p`` (two-sided), ``n_a``, ``n_b``.
+
+    Examples
+    --------
     >>> r = difference([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
     >>> round(r["diff"], 6), round(r["t"], 4), round(r["dof"], 6), round(r["p"], 4)
     (-3.0, -3.6742, 4.0, 0.0213)
@@ -62,8 +76,20 @@ def difference(a, b, paired: bool = False) -> dict:
 
 
 def rank_correlation(x, y) -> dict:
-    """Spearman's ρ between ``x`` and ``y`` (ties get average ranks) and its two-sided p; ``n`` the pairs.
+    """Spearman's ρ between ``x`` and ``y`` (ties get average ranks) and its two-sided p.
 
+    Parameters
+    ----------
+    x, y : array_like
+        Paired finite values, at least 3, each with at least two distinct values.
+
+    Returns
+    -------
+    dict
+        ``rho``, ``p`` (two-sided) and ``n`` (the number of pairs).
+
+    Examples
+    --------
     >>> r = rank_correlation([1, 2, 3, 4, 5], [5, 6, 7, 8, 7])
     >>> round(r["rho"], 4), r["n"]
     (0.8208, 5)
@@ -83,6 +109,20 @@ def linear_model(y, predictors: dict) -> pd.DataFrame:
     ``n`` and ``dof`` (n − k − 1). The standard errors are the usual σ̂²(XᵀX)⁻¹ with σ̂² = RSS/(n − k − 1).
     Refuses collinear predictors (rank-deficient design), naming them.
 
+    Parameters
+    ----------
+    y : array_like
+        The response, finite, more values than coefficients.
+    predictors : dict
+        Name → values (one per y), not collinear.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by coefficient name, columns ``coef``, ``se``, ``t``, ``p``; ``attrs`` ``r2``, ``n``, ``dof``.
+
+    Examples
+    --------
     >>> x = np.arange(6.0)
     >>> fit = linear_model(1.0 + 2.0 * x + np.array([0.1, -0.1, 0.1, -0.1, 0.1, -0.1]), {"x": x})
     >>> round(float(fit.loc["x", "coef"]), 4), round(fit.attrs["r2"], 4)
