@@ -1481,12 +1481,17 @@ WIDER = [
      scalars),
     ("width_effects.alpha", "alpha", lambda v: _wn_effects(alpha=v), real_in(0, 1, lo_open=True, hi_open=True),
      scalars),
+    ("WideSparseMLP.parameterization", "parameterization",
+     lambda v: wn.WideSparseMLP(32, parameterization=v, seed=0), one_of("standard", "ntk"),
+     lambda: st.one_of(st.sampled_from(["standard", "ntk", "NTK", "mup", ""]), scalars())),
 ]
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", WIDER, ids=[c[0] for c in WIDER])
 def test_wider_nets_study(name, arg, call, valid, values):
-    """The wider-at-fixed-weights study's analysis functions (8 × 12 cases): a finite result or a named refusal."""
+    """The wider-at-fixed-weights study's analysis functions and the net's parameterisation (9 × 12 cases): a
+    finite result or a named refusal. (``width_at_fixed_weights_run(protocol=…)`` is left out: each valid case
+    trains a net; tests/test_wider_nets.py checks its refusals.)"""
     check_generated("wider_nets", 12, name, arg, call, valid, values())
 
 

@@ -22,11 +22,13 @@ the text, and are not transcribed here. What the paper states in numbers is kept
 
 - Widths: theirs are 8, 32, 128, 216, 328, 512, 635 (``all_widths`` of the released MLP/generate_args.py), the same
   seven as here; the full sweep here adds 16, 64 and 256 to locate where the curve stops improving.
-- Parameterisation and learning rate: theirs is NTK-style (a 1/√fan-in prefactor in the forward pass) with a
-  learning rate tuned separately for each width (Appendix A; the released values are :data:`PAPER_LEARNING_RATES`,
-  5 at w = 8 up to 875 at w = 635). In the standard parameterisation used here that is a per-layer rate η/784 on the
-  hidden layer (0.0064 at w = 8, 0.17 at w = 32, 1.1 at w = 635) and η/w on the classifier (0.63 at w = 8, 4.3 at
-  w = 32, 1.4 at w = 635). Here: one rate, 0.1, for both layers and every width, untuned.
+- Parameterisation and learning rate (the largest difference; the full figure also runs their setting:
+  ``protocol="theirs"`` of :func:`width_at_fixed_weights_run`): theirs is NTK-style (a 1/√fan-in prefactor in the
+  forward pass) with a learning rate tuned separately for each width (Appendix A; the released values are
+  :data:`PAPER_LEARNING_RATES`, 5 at w = 8 up to 875 at w = 635). In the standard parameterisation used here that
+  is a per-layer rate η/784 on the hidden layer (0.0064 at w = 8, 0.17 at w = 32, 1.1 at w = 635) and η/w on the
+  classifier (0.63 at w = 8, 4.3 at w = 32, 1.4 at w = 635). Here: one rate, 0.1, for both layers and every width,
+  untuned.
 - Initialisation: the released code draws U(−a, a), a = 1/√(p·fan-in) for the kept weights (its default
   ``init_distrib="uniform"``, not overridden by the NTK switch), i.e. a variance 1/(3·p·fan-in); here N(0, 1/(p·fan-in))
   (three times the variance at every width; the same scaling with the kept fraction p).
@@ -61,7 +63,7 @@ from rmtnet.nets.layers import MaskedLinear, gaussian_, generator
 from rmtnet.nets.training import train
 from rmtnet.studies import effects
 from rmtnet._optional import require
-from rmtnet._validation import boolean, finite_array, positive_integers, real_scalar
+from rmtnet._validation import boolean, finite_array, one_of, positive_integers, real_scalar
 
 N_IN, N_CLASSES, BASE_WIDTH = 784, 10, 8
 
@@ -78,8 +80,9 @@ PAPER_LEARNING_RATES = {
 }
 
 #: The test errors the paper writes in numbers for its MNIST MLPs. Only the other sweep has them: Fig. 5(a), ReLU,
-#: 3970 weights (base width 5), the full 60,000-digit training set, mini-batches of 100, learning rate 0.1, biases,
-#: PyTorch's default initialisation, 300 epochs, each width's classifier connectivity varied from 0.1 to 1
+#: 3970 weights (base width 5), MNIST with no subset stated (so presumably the 60,000 training digits), mini-batches
+#: of 100, learning rate 0.1, biases, PyTorch's default initialisation, 300 epochs, each width's classifier
+#: connectivity varied from 0.1 to 1
 #: (Appendix A: "approximately 90 %" for the baseline, "highest test accuracy … 96.3 %, … achieved by models with
 #: connectivity 0.06 (width 80) or 0.03 (width 160)"). Fig. 8 (the 6352-weight sweep this module repeats) gives its
 #: accuracies only as plotted points.
@@ -108,12 +111,19 @@ def max_width(base_width=BASE_WIDTH, n_in=N_IN, n_classes=N_CLASSES):
 class WideSparseMLP(nn.Module):
     """One-hidden-layer ReLU MLP of width ``width`` with exactly ``budget(base_width)`` weights when
     ``sparse`` (a static random mask on the hidden layer, dense classifier), or dense (``sparse=False``: 794·w
-    weights, the "more parameters" reference). No biases. See the module docstring for the initialisation."""
+    weights, the "more parameters" reference). No biases. See the module docstring for the initialisation.
 
-    def __init__(self, width, base_width=BASE_WIDTH, sparse=True, n_in=N_IN, n_classes=N_CLASSES, seed=None):
+    ``parameterization="ntk"`` is the NTK-style net of Golubeva et al.'s released code instead: the forward pass
+    multiplies each layer's output by 1/√fan-in, the kept hidden weights are U(−1/√p, 1/√p) and the classifier's
+    U(−1, 1) (the same mask; the effective weights have variance 1/(3·p·fan-in)). The default ``"standard"`` draws
+    exactly what it drew before the option existed."""
+
+    def __init__(self, width, base_width=BASE_WIDTH, sparse=True, n_in=N_IN, n_classes=N_CLASSES, seed=None,
+                 parameterization="standard"):
         super().__init__()
         positive_integers(width=width, base_width=base_width, n_in=n_in, n_classes=n_classes)
         sparse = boolean("sparse", sparse)
+        self.parameterization = one_of("parameterization", parameterization, ("standard", "ntk"))
         self.width, self.base_width, self.sparse = int(width), int(base_width), bool(sparse)
         if self.sparse and not self.base_width <= self.width <= max_width(base_width, n_in, n_classes):
             raise ValueError(f"width must lie in [base_width, {max_width(base_width, n_in, n_classes)}] for a sparse "
@@ -124,13 +134,22 @@ class WideSparseMLP(nn.Module):
                                    seed=int(torch.randint(2 ** 62, (1,), generator=g)))
         self.classifier = nn.Linear(self.width, n_classes, bias=False)
         gaussian_(self.classifier.weight, 1.0 / np.sqrt(self.width), g)
+        self.scales = (1.0, 1.0)
+        if self.parameterization == "ntk":
+            self.scales = (1.0 / np.sqrt(n_in), 1.0 / np.sqrt(self.width))
+            with torch.no_grad():
+                bound = 1.0 / np.sqrt(self.hidden.density)
+                self.hidden.weight.copy_((2 * torch.rand(self.hidden.weight.shape, generator=g) - 1) * bound)
+                self.hidden.weight.mul_(self.hidden.mask)
+                self.classifier.weight.copy_(2 * torch.rand(self.classifier.weight.shape, generator=g) - 1)
 
     def weights(self):
         """The number of weights that can be nonzero (the mask's kept entries plus the classifier)."""
         return int(self.hidden.mask.sum()) + self.classifier.weight.numel()
 
     def forward(self, x):
-        return self.classifier(torch.relu(self.hidden(x.flatten(1))))
+        h = torch.relu(self.scales[0] * self.hidden(x.flatten(1)))
+        return self.scales[1] * self.classifier(h)
 
 
 @functools.lru_cache(maxsize=4)
@@ -156,17 +175,28 @@ def mnist_subset(n_train=2048, seed=0):
                             info={"n_train": int(n_train), "seed": int(seed)})
 
 
-def width_at_fixed_weights_run(width, kind="sparse", base_width=BASE_WIDTH, epochs=300, lr=0.1, batch_size=256,
-                               n_train=2048, seed=0):
+def width_at_fixed_weights_run(width, kind="sparse", base_width=BASE_WIDTH, epochs=300, lr=None, batch_size=256,
+                               n_train=2048, seed=0, protocol="ours"):
     """One point of the sweep: train :class:`WideSparseMLP` (``kind`` ``"sparse"``: at the baseline's weights;
     ``"dense"``: all 794·w) by plain SGD and return its final train/test error and loss, the number of weights and
-    the hidden layer's kept fraction."""
+    the hidden layer's kept fraction.
+
+    ``protocol="ours"``: the standard parameterisation at ``lr`` (None: 0.1). ``protocol="theirs"``: Golubeva et
+    al.'s released setting, the NTK-style net (``parameterization="ntk"``) at their per-width learning rate
+    :data:`PAPER_LEARNING_RATES` (``lr`` None; their widths only). The data protocol is this module's in both."""
     if not isinstance(kind, str) or kind not in ("sparse", "dense"):
         raise ValueError(f"kind must be 'sparse' or 'dense', got {kind!r}")
+    protocol = one_of("protocol", protocol, ("ours", "theirs"))
+    if lr is None and protocol == "theirs":
+        if width not in PAPER_LEARNING_RATES[kind]:
+            raise ValueError(f"width must be one of their widths {PAPER_WIDTHS} for protocol 'theirs', got {width!r}")
+        lr = PAPER_LEARNING_RATES[kind][width]
+    lr = 0.1 if lr is None else real_scalar("lr", lr, lo=0.0, lo_open=True)
     t0 = time.perf_counter()
     data = mnist_subset(int(n_train))
-    net = WideSparseMLP(int(width), int(base_width), sparse=kind == "sparse", seed=int(seed))
-    table = train(net, data, epochs=int(epochs), batch_size=int(batch_size), optimizer="sgd", lr=float(lr),
+    net = WideSparseMLP(int(width), int(base_width), sparse=kind == "sparse", seed=int(seed),
+                        parameterization="ntk" if protocol == "theirs" else "standard")
+    table = train(net, data, epochs=int(epochs), batch_size=int(batch_size), optimizer="sgd", lr=lr,
                   momentum=0.0, schedule="constant", seed=int(seed), progress=False, eval_every=int(epochs))
     last = table.iloc[-1]
     return dict(weights=net.weights(), hidden_density=net.hidden.density, train_error=float(last["train_error"]),
@@ -241,7 +271,8 @@ def _verdict(a, alpha):
         return "not reproduced", (f"no width wider than w = {a['base_width']} trains (mean train error below "
                                   f"{100 * a['trainable']:.0f} %)")
     if not (a["best_width"] != a["base_width"] and a["best_diff"] < 0 and a["best_p"] < alpha):
-        return "not reproduced", f"no trainable width beats w = {a['base_width']} with p < {alpha} ({best})"
+        return "not reproduced", (f"no trainable width beats w = {a['base_width']} with p < {alpha} ({best}; "
+                                  f"{a['seeds']} seeds per width)")
     if a["plateau_width"] == a["widest_trainable"] and not a["worse_than_best"]:
         return "reproduced", (f"test error falls up to the widest trainable width ({best}; Spearman ρ = "
                               f"{a['rho']:.2f}, p = {a['rho_p']:.2g})")
@@ -253,7 +284,8 @@ def _verdict(a, alpha):
         f"widening helps up to w = {a['plateau_width']} "
         f"({gain(a['plateau_width'], a['plateau_diff'], a['plateau_se'], a['plateau_p'])}; lowest mean {best}) "
         f"and no further: no width beyond w = {a['plateau_width']} beats it with p < {alpha}, although train error "
-        f"stays below {100 * a['trainable']:.0f} % up to w = {a['widest_trainable']}{after}"
+        f"stays below {100 * a['trainable']:.0f} % up to w = {a['widest_trainable']} "
+        f"({100 * a['widest_train_error']:.1f} % there){after}"
         + (f"; {worse}" if worse else ""))
 
 
@@ -289,10 +321,12 @@ def width_effects(runs, base_width=BASE_WIDTH, trainable=0.05, alpha=0.05):
         the same width gets: (sparse − base)/(dense − base)); NaN where there are no dense runs of that width, at
         the base itself, where the dense net is no better than the base, and (``width_share`` only) where the
         sparse net does not train. ``attrs``: ``best_width``, ``best_diff``, ``best_se``, ``best_p``,
-        ``plateau_width``, ``plateau_diff``, ``plateau_se``, ``plateau_p`` (against the base), ``widest_trainable``, ``rho``, ``rho_p``, ``rho_n`` (Spearman's ρ of test error against
-        log width over the runs of the trainable widths), ``rho_after``, ``rho_after_p`` (the same from the plateau
-        on), ``worse_than_best`` (trainable widths wider than the best and worse with p < alpha: (width, diff, p)),
-        ``claim``, ``verdict`` and ``reason``.
+        ``plateau_width``, ``plateau_diff``, ``plateau_se``, ``plateau_p`` (against the base),
+        ``widest_trainable`` (and its mean train error, ``widest_train_error``), ``rho``, ``rho_p``, ``rho_n``
+        (Spearman's ρ of test error against log width over the runs of the trainable widths), ``rho_after``,
+        ``rho_after_p`` (the same from the plateau on),
+        ``worse_than_best`` (trainable widths wider than the best and worse with p < alpha: (width, diff, p)),
+        ``seeds`` (the fewest at any sparse width), ``claim``, ``verdict`` and ``reason``.
 
     Examples
     --------
@@ -319,12 +353,14 @@ def width_effects(runs, base_width=BASE_WIDTH, trainable=0.05, alpha=0.05):
     table = pd.DataFrame([_width_row(w, errors, dense, base_width, best, train[w] < trainable, alpha, train[w])
                           for w in widths])
     a = dict(base_width=base_width, trainable=trainable, alpha=alpha, best_width=best,
+             seeds=min(len(e) for e in errors.values()), widest_train_error=float(train[max(ok)]),
              widest_trainable=max(ok), plateau_width=_plateau(errors, ok, alpha), claim=CLAIM)
     for key, w in (("best", best), ("plateau", a["plateau_width"])):
         d = effects.difference(errors[w], errors[base_width])
         a.update({f"{key}_diff": d["diff"], f"{key}_se": d["se"], f"{key}_p": d["p"]})
     a.update(_spearman(errors, ok, ""), **_spearman(errors, [w for w in ok if w >= a["plateau_width"]], "_after"))
-    a["worse_than_best"] = [(w, float(r.diff_vs_best), float(r.p_vs_best)) for w, r in table.set_index("width").iterrows()
+    a["worse_than_best"] = [(w, float(r.diff_vs_best), float(r.p_vs_best))
+                            for w, r in table.set_index("width").iterrows()
                             if w in ok and w > best and r.diff_vs_best > 0 and r.p_vs_best < alpha]
     a["verdict"], a["reason"] = _verdict(a, alpha)
     table.attrs.update(a)
