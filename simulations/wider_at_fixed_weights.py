@@ -26,11 +26,13 @@ width, Spearman's ρ of test error against log width, the first width no wider o
 printed, kept in the summary's attrs and the "effects" table, and written under the figure.
 
 Quick mode (default): widths 8, 32, 128, 328, 635, 100 epochs, 2 seeds (~40 s on one core). ``--full``: their widths
-8, 32, 128, 216, 328, 512, 635 and 16, 64, 256 between them, their 300 epochs, 5 seeds (100 runs; about 6 minutes on
-one quiet core, measured: the 30 runs at 16, 64 and 256 took 2.5 minutes). The runs are stored as they finish in
+8, 32, 128, 216, 328, 512, 635 and 16, 64, 256 between them, their 300 epochs, 5 seeds, sparse and dense (100 runs),
+and their protocol (NTK-style net, their per-width learning rates) at their 7 widths, sparse and dense (70 runs): about
+20 minutes on one quiet core (measured: their 70 runs took 1000 s with the 2 cores shared at load 3.5–4, the 30 runs
+at 16, 64 and 256 about 3.5 minutes). The runs are stored as they finish in
 OUTDIR/wider_at_fixed_weights[_full]_runs.csv (rmtnet.experiments.sweep): an interrupted run resumes, and the runs of
 widths already stored are read back. Writes figures/wider_at_fixed_weights[_full].png and .csv (per-configuration
-mean ± std, the effects per width, and the runs).
+mean ± std, the effects per width, the same two for their protocol at the full size, and the runs).
 """
 from __future__ import annotations
 
@@ -179,16 +181,18 @@ def draw(tables):
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "widths 8 … 635 (theirs and 16, 64, 256), 300 epochs, 5 seeds (about 6 minutes on "
-                                 "one quiet core)")
+    a = cli.script_args(__doc__, "widths 8 … 635 (theirs and 16, 64, 256), 300 epochs, 5 seeds, and their protocol "
+                                 "at their widths (about 20 minutes on one quiet core)")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     s = t["summary"]
     print(s.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"sparse nets at {budget()} weights: test error {s.attrs['base_test_error']:.4f} at w = 8, lowest "
           f"{s.attrs['best_test_error']:.4f} at w = {s.attrs['best_width']} (among widths with train error < 5 %)")
-    if "effects" in t:
-        cols = ["width", "test_error_mean", "train_error_mean", "diff_vs_base", "p_vs_base", "diff_vs_best",
-                "p_vs_best", "diff_vs_dense", "p_vs_dense", "width_share"]
-        print(t["effects"][cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    cols = ["width", "test_error_mean", "train_error_mean", "diff_vs_base", "p_vs_base", "diff_vs_best",
+            "p_vs_best", "diff_vs_dense", "p_vs_dense", "width_share"]
+    for key, title in (("effects", "our protocol"), ("theirs_effects", "their NTK-style nets and learning rates")):
+        if key in t:
+            print(f"effects, {title}:")
+            print(t[key][cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     print(f"their widths {PAPER_WIDTHS}; ", caption(s))
     print("wrote", p)
