@@ -1447,6 +1447,54 @@ def test_trained_spectra_study(name, arg, call, valid, values):
     check_generated("trained_spectra", 6, name, arg, call, valid, values())
 
 
+# --- the wider-at-fixed-weights study (Golubeva et al.'s control) -----------------------------------------------------
+from rmtnet.studies import wider_nets as wn  # noqa: E402
+
+WN_RUNS = pd.DataFrame({"kind": ["sparse"] * 6 + ["dense"] * 6, "width": [8, 8, 8, 32, 32, 32] * 2,
+                        "test_error": [.15, .16, .14, .12, .11, .125, .15, .16, .14, .10, .105, .11],
+                        "train_error": 0.0})
+
+
+def _wn_effects(**kw):
+    """width_effects on three seeds at widths 8 and 32 (the base's width_share is NaN by design: left out)."""
+    return wn.width_effects(**{"runs": WN_RUNS, **kw}).drop(columns="width_share")
+
+
+WIDER = [
+    ("kernel_distance.width", "width", wn.kernel_distance,
+     lambda v: int_at_least(8)(v) if int_at_least(8)(v) is not True else v <= 635,
+     lambda: st.one_of(st.integers(-2, 700), scalars())),
+    ("kernel_distance.base_width", "base_width", lambda v: wn.kernel_distance(32, base_width=v),
+     lambda v: int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 32, lambda: small_ints(-2, 40)),
+    ("kernel_distance.n_in", "n_in", lambda v: wn.kernel_distance(32, n_in=v),      # max_width ≥ 32 needs n_in ≥ 31
+     lambda v: int_at_least(31)(v) if int_at_least(1)(v) is not True else v >= 31,
+     lambda: st.one_of(st.integers(-2, 2000), scalars())),
+    ("kernel_distance.n_classes", "n_classes", lambda v: wn.kernel_distance(32, n_classes=v),   # a hidden weight
+     lambda v: int_at_least(1)(v) if int_at_least(1)(v) is not True else v <= 261,              # left: ≤ 261
+     lambda: st.one_of(st.integers(-2, 300), scalars())),
+    ("width_effects.runs", "runs", lambda v: _wn_effects(runs=v), lambda v: v is WN_RUNS,
+     lambda: st.one_of(st.sampled_from([WN_RUNS, WN_RUNS.iloc[:0], WN_RUNS.drop(columns="kind"), WN_RUNS.to_dict(),
+                                        "runs"]), scalars())),
+    ("width_effects.base_width", "base_width", lambda v: _wn_effects(base_width=v),
+     lambda v: int_at_least(1)(v) if int_at_least(1)(v) is not True else v in (8, 32), lambda: small_ints(-2, 40)),
+    ("width_effects.trainable", "trainable", lambda v: _wn_effects(trainable=v), real_in(0, 1, lo_open=True),
+     scalars),
+    ("width_effects.alpha", "alpha", lambda v: _wn_effects(alpha=v), real_in(0, 1, lo_open=True, hi_open=True),
+     scalars),
+    ("WideSparseMLP.parameterization", "parameterization",
+     lambda v: wn.WideSparseMLP(32, parameterization=v, seed=0), one_of("standard", "ntk"),
+     lambda: st.one_of(st.sampled_from(["standard", "ntk", "NTK", "mup", ""]), scalars())),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", WIDER, ids=[c[0] for c in WIDER])
+def test_wider_nets_study(name, arg, call, valid, values):
+    """The wider-at-fixed-weights study's analysis functions and the net's parameterisation (9 × 12 cases): a
+    finite result or a named refusal. (``width_at_fixed_weights_run(protocol=…)`` is left out: each valid case
+    trains a net; tests/test_wider_nets.py checks its refusals.)"""
+    check_generated("wider_nets", 12, name, arg, call, valid, values())
+
+
 @pytest.mark.parametrize("name, arg, call, valid, values", PROBES, ids=[c[0] for c in PROBES])
 def test_probes(name, arg, call, valid, values):
     """Jacobian spectra, the empirical NTK and weight spectra of small torch models (14 × 15 cases). A model that
@@ -1838,7 +1886,7 @@ def _table_rows():
                          ("ntk", NTK), ("ntk_law", NTK_LAW), ("freeness", FREENESS), ("operators", OPERATORS),
                          ("nets", NETS), ("training", TRAINING), ("probes", PROBES), ("sharpness", SHARPNESS),
                          ("stability", STABILITY), ("sharpness_study", SHARPNESS_STUDY), ("similarity", SIMILARITY),
-                         ("spectral_audit", AUDIT), ("trained_spectra", TRAINED)]:
+                         ("spectral_audit", AUDIT), ("trained_spectra", TRAINED), ("wider_nets", WIDER)]:
         rows += [(table, *row[:4]) for row in items]
     return rows
 
