@@ -1,0 +1,173 @@
+"""Why Sparse Subnetwork Ensembles lose here: the ensemble against the independent model and against its own parent
+as the children get more optimisation steps at an equal total budget (Whitaker 2023, Table 5.1, §5.3.3).
+
+Every run spends ``E`` epochs in all (Adam, fixed lr 1e-3; rmtnet.studies.subnetwork_ensembles.budget_run with
+``child_epochs``): a parent trained E − k·c epochs, then k children pruned at 50 % (random masks, R, or Neural
+Partitioning, NP) and tuned c epochs each; the independent model trains E epochs. The axis is the optimisation steps
+per child, c·⌈n_train/batch⌉ (the training loop keeps the last, smaller batch: MNIST-5k's 4,000 training images are
+125 steps an epoch at batch 32 and 32 at batch 128; digits' 1,437 are 45 at batch 32), so batches of 32 and 128 land
+on one axis. The schedules (E, k, c): at E = 32 with 8 children, c = 1, 2, 3 moves 8 → 24 epochs from the parent to
+the children (parent 24 → 8); at E = 16 with 4 children, c = 1, 2, 3 (parent 12 → 4); E = 16, 8 children, c = 1 is
+the thesis's split (parent 8, children 1 epoch each) that rmtnet's subnetwork_ensembles figure runs. The thesis finds
+SSE(R) 2–8 points above the independent model at 16 epochs (LeNet/ResNet/DenseNet, CIFAR).
+
+Panels, per data set: the ensemble − independent model (same E, batch and seed) and the ensemble − its own parent,
+in accuracy points, against steps per child (mean ± SE over seeds of the per-seed paired difference; zero line).
+Tables "effects" (per point: paired t-test of rmtnet.studies.effects.difference, p two-sided), "trend" (least
+squares of the per-seed difference on log₂ steps per child within each (E, k) series, both batches pooled) and
+"runs". The caption's verdict is computed from "effects".
+
+Sizes: tiny (tests: digits, width 16, 2 seeds); quick (digits, width 64, batch 32, E = 16, 4 children, c = 1, 2,
+3, SSE(R), 4 seeds; ≈ 15 s on one quiet core); full (``--full``: MNIST-5k, width 256, batches 32 and 128, all seven
+schedules, R and NP, 5 seeds: 180 runs, ≈ 17 min on one quiet core, 24 min measured at load ≈ 2 on two shared
+cores). Runs are appended to ``<outdir>/subnetwork_child_steps[_full]_runs.csv`` through rmtnet.experiments.sweep
+(an interrupted run resumes).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rmtnet import cli, experiments, figures
+from rmtnet.studies.effects import difference, linear_model
+from rmtnet.studies.subnetwork_ensembles import budget_run
+
+NAMES = {"mnist5k": "MNIST-5k", "digits": "digits"}
+LABELS = {"sse_r": "SSE (R)", "sse_np": "SSE (NP)"}
+COMPARISONS = {"ensemble − independent": "independent_accuracy", "ensemble − its parent": "parent_accuracy"}
+THESIS = (16, 8, 1)
+SIZES = {"tiny": dict(datasets=("digits",), batch_sizes=(32,), width=16, seeds=2, methods=("sse_r",),
+                      schedules=((16, 4, 1), (16, 4, 3))),
+         "quick": dict(datasets=("digits",), batch_sizes=(32,), width=64, seeds=4, methods=("sse_r",),
+                       schedules=((16, 4, 1), (16, 4, 2), (16, 4, 3))),
+         "full": dict(datasets=("mnist5k",), batch_sizes=(32, 128), width=256, seeds=5, methods=("sse_r", "sse_np"),
+                      schedules=((16, 8, 1), (32, 8, 1), (32, 8, 2), (32, 8, 3), (16, 4, 1), (16, 4, 2),
+                                 (16, 4, 3), (32, 4, 2), (32, 4, 4), (32, 4, 6)))}
+
+
+def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overrides):
+    name = "subnetwork_child_steps_full" if full else "subnetwork_child_steps"
+    return figures.make(name, compute, draw, full, outdir, seed, backend, store=outdir, n_jobs=n_jobs, **overrides)
+
+
+def settings(full, **overrides):
+    """Data sets, batch sizes, width, seeds, SSE methods and (E, k, c) schedules of a size (``overrides`` replace
+    any of them)."""
+    return figures.settings(SIZES, full, **overrides)
+
+
+def grid(s):
+    """One independent run per (data set, batch, E); one SSE run per schedule and method, draw 0."""
+    configs = []
+    for dataset in s["datasets"]:
+        for bs in s["batch_sizes"]:
+            common = dict(dataset=dataset, batch_size=int(bs), width=int(s["width"]))
+            for total in sorted({e for e, _, _ in s["schedules"]}):
+                configs.append(dict(method="independent", epochs=int(total), **common))
+            configs += [dict(method=m, epochs=int(e), members=int(k), child_epochs=int(c), **common)
+                        for e, k, c in s["schedules"] for m in s["methods"]]
+    return configs
+
+
+def paired(runs):
+    """The SSE runs with the accuracy of the independent model of the same data set, batch, E and seed."""
+    keys = ["dataset", "batch_size", "epochs", "seed"]
+    ind = runs[runs.method == "independent"][keys + ["accuracy"]].rename(columns={"accuracy": "independent_accuracy"})
+    return runs[runs.method != "independent"].merge(ind, on=keys, how="inner")
+
+
+def effects(runs):
+    """Per point (data set, batch, E, k, c, method) and comparison: the paired per-seed difference in accuracy
+    points (mean, SE, t, p) with the steps per child and the parent's epochs."""
+    rows = []
+    keys = ["dataset", "batch_size", "epochs", "members", "child_epochs", "method"]
+    for point, t in paired(runs).groupby(keys, sort=False):
+        for name, ref in COMPARISONS.items():
+            d = difference(100 * t.accuracy, 100 * t[ref], paired=True)
+            rows.append(dict(zip(keys, point), comparison=name, child_steps=int(t.child_steps.iloc[0]),
+                             parent_epochs=int(t.parent_epochs.iloc[0]), diff=d["diff"], se=d["se"], t=d["t"],
+                             p=d["p"], n_seeds=d["n_a"]))
+    return pd.DataFrame(rows)
+
+
+def trend(runs):
+    """Per (data set, method, E, k) series and comparison: least squares of the per-seed difference (points) on
+    log₂(steps per child), both batch sizes pooled: the change per doubling of the child's steps, its SE and p."""
+    rows = []
+    t = paired(runs)
+    for (dataset, method, total, k), s in t.groupby(["dataset", "method", "epochs", "members"], sort=False):
+        if s.child_steps.nunique() < 2 or len(s) < 4:
+            continue
+        for name, ref in COMPARISONS.items():
+            fit = linear_model(100 * (s.accuracy - s[ref]), {"log2_steps": np.log2(s.child_steps)})
+            slope = fit.loc["log2_steps"]
+            rows.append(dict(dataset=dataset, method=method, epochs=total, members=k, comparison=name,
+                             per_doubling=slope["coef"], se=slope["se"], p=slope["p"], n=len(s),
+                             steps=f"{int(s.child_steps.min())}–{int(s.child_steps.max())}"))
+    return pd.DataFrame(rows)
+
+
+def verdict(eff, trends=None):
+    """The caption's sentence, from the effects: per data set and comparison (SSE R), how many points lie above and
+    below zero at p < 0.05, the best point, and where the sign flips."""
+    out = []
+    for (dataset, name), t in eff[eff.method == "sse_r"].groupby(["dataset", "comparison"], sort=False):
+        up, down = t[(t["diff"] > 0) & (t.p < 0.05)], t[(t["diff"] < 0) & (t.p < 0.05)]
+        best = t.loc[t["diff"].idxmax()]
+        flip = (f"positive from {int(up.child_steps.min())} steps per child" if len(up) else "no sign flip")
+        out.append(f"{NAMES.get(dataset, dataset)}, SSE(R) {name}: {len(down)} of {len(t)} points below 0, "
+                   f"{len(up)} above (p < 0.05); {flip}; best {best['diff']:+.2f} ± {best.se:.2f} at "
+                   f"{int(best.child_steps)} steps (E = {int(best.epochs)}, {int(best.members)} children, "
+                   f"batch {int(best.batch_size)}, p = {best.p:.2g})")
+    return "; ".join(out) + "."
+
+
+def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
+    """Tables "effects", "trend" and "runs" (kept in STORE/subnetwork_child_steps[_full]_runs.csv)."""
+    size = figures.size_name(size)
+    s = settings(size, **overrides)
+    name = "subnetwork_child_steps_full" if size == "full" else "subnetwork_child_steps"
+    runs = experiments.sweep(budget_run, grid(s), seeds=figures.seeds(seed, s["seeds"]),
+                             store=figures.output_dir(store) / f"{name}_runs.csv", n_jobs=n_jobs)
+    eff = effects(runs)
+    return figures.Tables({"effects": eff, "trend": trend(runs), "runs": runs.copy()},
+                          extras=dict(s, verdict=verdict(eff)))
+
+
+def _series(ax, eff, name):
+    t = eff[eff.comparison == name]
+    for i, ((total, k, method, bs), s) in enumerate(t.groupby(["epochs", "members", "method", "batch_size"])):
+        s = s.sort_values("child_steps")
+        colour = f"C{sorted(t.groupby(['epochs', 'members']).groups).index((total, k))}"
+        ax.errorbar(s.child_steps, s["diff"], yerr=s.se, color=colour, capsize=3, lw=1.2,
+                    ls="-" if method == "sse_r" else ":", marker="o" if bs == 32 else "s", ms=4,
+                    label=f"{LABELS[method]}, E = {total}, {k} children, batch {bs}")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xscale("log", base=2)
+
+
+def draw(tables):
+    eff = tables["effects"]
+    data = list(dict.fromkeys(eff.dataset))
+    fig, axes = figures.subplots(len(data), 2, 6.2, 4.2)
+    for row, dataset in zip(axes, data):
+        t = eff[eff.dataset == dataset]
+        for ax, name in zip(row, COMPARISONS):
+            _series(ax, t, name)
+            figures.style(ax, legend=6 if name == "ensemble − independent" else None, title_size=9,
+                          xlabel="optimisation steps per child", ylabel=f"{name} (accuracy points, mean ± SE)",
+                          title=f"{NAMES.get(dataset, dataset)}: {name}, {int(t.n_seeds.max())} seeds")
+    fig.suptitle("Sparse Subnetwork Ensembles at an equal total budget: longer children, shorter parent "
+                 "(Whitaker 2023, Table 5.1 analogue, MLPs)", fontsize=10)
+    fig.text(0.5, -0.01, verdict(eff), ha="center", va="top", fontsize=7, wrap=True)
+    return fig
+
+
+if __name__ == "__main__":
+    a = cli.script_args(__doc__, "MNIST-5k, batches 32 and 128, seven schedules, R and NP, 5 seeds")
+    p, t = main(a.full, a.outdir, a.seed, a.backend)
+    fmt = dict(index=False, float_format=lambda v: f"{v:.4g}")
+    print(t["effects"].to_string(**fmt))
+    print(t["trend"].to_string(**fmt))
+    print(t.extras["verdict"])
+    print("wrote", p)
