@@ -17,7 +17,7 @@ Tables "effects" (per point: paired t-test of rmtnet.studies.effects.difference,
 squares of the per-seed difference on log₂ steps per child within each (E, k) series, both batches pooled) and
 "runs". The caption's verdict is computed from "effects".
 
-Sizes: tiny (tests: digits, width 16, 2 seeds); quick (digits, width 64, batch 32, E = 16, 4 children, c = 1, 2,
+Sizes: tiny (tests: digits, width 16, batch 128, E = 16, 4 children, c = 1, 3, 2 seeds); quick (digits, width 64, batch 32, E = 16, 4 children, c = 1, 2,
 3, SSE(R), 4 seeds; ≈ 15 s on one quiet core); full (``--full``: MNIST-5k, width 256, batches 32 and 128, all seven
 schedules, R and NP, 5 seeds: 180 runs, ≈ 17 min on one quiet core, 24 min measured at load ≈ 2 on two shared
 cores). Runs are appended to ``<outdir>/subnetwork_child_steps[_full]_runs.csv`` through rmtnet.experiments.sweep
@@ -36,7 +36,7 @@ NAMES = {"mnist5k": "MNIST-5k", "digits": "digits"}
 LABELS = {"sse_r": "SSE (R)", "sse_np": "SSE (NP)"}
 COMPARISONS = {"ensemble − independent": "independent_accuracy", "ensemble − its parent": "parent_accuracy"}
 THESIS = (16, 8, 1)
-SIZES = {"tiny": dict(datasets=("digits",), batch_sizes=(32,), width=16, seeds=2, methods=("sse_r",),
+SIZES = {"tiny": dict(datasets=("digits",), batch_sizes=(128,), width=16, seeds=2, methods=("sse_r",),
                       schedules=((16, 4, 1), (16, 4, 3))),
          "quick": dict(datasets=("digits",), batch_sizes=(32,), width=64, seeds=4, methods=("sse_r",),
                        schedules=((16, 4, 1), (16, 4, 2), (16, 4, 3))),

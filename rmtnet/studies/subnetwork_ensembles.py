@@ -5,7 +5,7 @@
 - :func:`noisy_ensemble_run`, :func:`degradation_fit` — Fig. 4.3 on the spirals: the candidates' KL and accuracy, the
   top-k ensemble by vote and by average; the linear fit of accuracy in KL and the KL where degradation starts.
 - :func:`budget_run` — one method of Table 5.1 (§5.3.3, "small budget"): independent, dropout, bagging, SSE with
-  random children (R) or Neural Partitioning (NP), all for the same total number of epochs.
+  random children (R) or Neural Partitioning (NP), all for the same total number of epochs; :func:`steps_per_epoch`.
 - :func:`anneal_run` — one cell of Table 6.1 (§6.3.1): one child pruned one-shot or iteratively, or annealed
   (random or temperature), then tuned with a constant or one-cycle learning rate.
 
@@ -13,9 +13,11 @@ Models are small ReLU MLPs (:func:`classifier`); data are rmtnet's offline sets 
 ``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split), or CIFAR-10 with its
 official split from a folder the user supplies (``dataset="cifar10"``, ``data_dir=`` or ``$RMTNET_CIFAR10``;
 :func:`load`). Minibatches of 32 by
-default (the thesis states none): the budgets are counted in epochs, and an epoch of MNIST-5k's 4,000 training images
-is 125 steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391), too few for a one-epoch child to
-recover from pruning. Every run sets torch to one intra-op thread and restores the previous setting.
+default (the thesis states none): the budgets are counted in epochs, and an epoch is ⌈n_train/batch⌉ steps
+(:func:`steps_per_epoch`; the training loop keeps the last, smaller batch): MNIST-5k's 4,000 training images are 125
+steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391). ``budget_run(child_epochs=...)`` moves
+epochs between the parent and its children at the same total, the steps-per-child axis of the
+subnetwork_child_steps figure. Every run sets torch to one intra-op thread and restores the previous setting.
 """
 from __future__ import annotations
 
