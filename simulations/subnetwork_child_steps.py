@@ -12,8 +12,10 @@ the thesis's split (parent 8, children 1 epoch each) that rmtnet's subnetwork_en
 SSE(R) 2–8 points above the independent model at 16 epochs (LeNet/ResNet/DenseNet, CIFAR).
 
 Panels, per data set: the ensemble − independent model (same E, batch and seed) and the ensemble − its own parent,
-in accuracy points, against steps per child (mean ± SE over seeds of the per-seed paired difference; zero line).
-Tables "effects" (per point: paired t-test of rmtnet.studies.effects.difference, p two-sided), "trend" (least
+in accuracy points, and the ensemble − independent model in test NLL, against steps per child (mean ± SE over seeds
+of the per-seed paired difference; zero line).
+Tables "effects" (per point and comparison — the two panels', the mean child − its parent, the parent − the
+independent model, all in accuracy points, and the ensemble − the independent model in test NLL — the paired t-test of rmtnet.studies.effects.difference, p two-sided), "trend" (least
 squares of the per-seed difference on log₂ steps per child within each (E, k) series, both batches pooled) and
 "runs". The caption's verdict is computed from "effects".
 
@@ -34,13 +36,18 @@ from rmtnet.studies.subnetwork_ensembles import budget_run
 
 NAMES = {"mnist5k": "MNIST-5k", "digits": "digits"}
 LABELS = {"sse_r": "SSE (R)", "sse_np": "SSE (NP)"}
-COMPARISONS = {"ensemble − independent": "independent_accuracy", "ensemble − its parent": "parent_accuracy"}
+COMPARISONS = {"ensemble − independent": ("accuracy", "independent_accuracy", 100),  # the two panels (points)
+               "ensemble − its parent": ("accuracy", "parent_accuracy", 100),
+               "mean child − its parent": ("member_accuracy", "parent_accuracy", 100),  # does a child recover?
+               "parent − independent": ("parent_accuracy", "independent_accuracy", 100),
+               "ensemble − independent, NLL": ("nll", "independent_nll", 1)}          # test NLL (nats)
+PANELS = ("ensemble − independent", "ensemble − its parent", "ensemble − independent, NLL")
 THESIS = (16, 8, 1)
 SIZES = {"tiny": dict(datasets=("digits",), batch_sizes=(128,), width=16, seeds=2, methods=("sse_r",),
                       schedules=((16, 4, 1), (16, 4, 3))),
          "quick": dict(datasets=("digits",), batch_sizes=(32,), width=64, seeds=4, methods=("sse_r",),
                        schedules=((16, 4, 1), (16, 4, 2), (16, 4, 3))),
-         "full": dict(datasets=("mnist5k",), batch_sizes=(32, 128), width=256, seeds=5, methods=("sse_r", "sse_np"),
+         "full": dict(datasets=("mnist5k",), batch_sizes=(32, 128), width=256, seeds=5, methods=("sse_r",),
                       schedules=((16, 8, 1), (32, 8, 1), (32, 8, 2), (32, 8, 3), (16, 4, 1), (16, 4, 2),
                                  (16, 4, 3), (32, 4, 2), (32, 4, 4), (32, 4, 6)))}
 
@@ -70,9 +77,10 @@ def grid(s):
 
 
 def paired(runs):
-    """The SSE runs with the accuracy of the independent model of the same data set, batch, E and seed."""
+    """The SSE runs with the accuracy and NLL of the independent model of the same data set, batch, E and seed."""
     keys = ["dataset", "batch_size", "epochs", "seed"]
-    ind = runs[runs.method == "independent"][keys + ["accuracy"]].rename(columns={"accuracy": "independent_accuracy"})
+    ind = runs[runs.method == "independent"][keys + ["accuracy", "nll"]].rename(
+        columns={"accuracy": "independent_accuracy", "nll": "independent_nll"})
     return runs[runs.method != "independent"].merge(ind, on=keys, how="inner")
 
 
@@ -82,9 +90,11 @@ def effects(runs):
     rows = []
     keys = ["dataset", "batch_size", "epochs", "members", "child_epochs", "method"]
     for point, t in paired(runs).groupby(keys, sort=False):
-        for name, ref in COMPARISONS.items():
-            d = difference(100 * t.accuracy, 100 * t[ref], paired=True)
-            rows.append(dict(zip(keys, point), comparison=name, child_steps=int(t.child_steps.iloc[0]),
+        point = dict(zip(keys, point), batch_size=int(point[1]), epochs=int(point[2]), members=int(point[3]),
+                     child_epochs=int(point[4]))
+        for name, (col, ref, scale) in COMPARISONS.items():
+            d = difference(scale * t[col], scale * t[ref], paired=True)
+            rows.append(dict(point, comparison=name, child_steps=int(t.child_steps.iloc[0]),
                              parent_epochs=int(t.parent_epochs.iloc[0]), diff=d["diff"], se=d["se"], t=d["t"],
                              p=d["p"], n_seeds=d["n_a"]))
     return pd.DataFrame(rows)
@@ -98,27 +108,32 @@ def trend(runs):
     for (dataset, method, total, k), s in t.groupby(["dataset", "method", "epochs", "members"], sort=False):
         if s.child_steps.nunique() < 2 or len(s) < 4:
             continue
-        for name, ref in COMPARISONS.items():
-            fit = linear_model(100 * (s.accuracy - s[ref]), {"log2_steps": np.log2(s.child_steps)})
+        for name, (col, ref, scale) in COMPARISONS.items():
+            fit = linear_model(scale * (s[col] - s[ref]), {"log2_steps": np.log2(s.child_steps)})
             slope = fit.loc["log2_steps"]
-            rows.append(dict(dataset=dataset, method=method, epochs=total, members=k, comparison=name,
+            rows.append(dict(dataset=dataset, method=method, epochs=int(total), members=int(k), comparison=name,
                              per_doubling=slope["coef"], se=slope["se"], p=slope["p"], n=len(s),
                              steps=f"{int(s.child_steps.min())}–{int(s.child_steps.max())}"))
     return pd.DataFrame(rows)
 
 
-def verdict(eff, trends=None):
-    """The caption's sentence, from the effects: per data set and comparison (SSE R), how many points lie above and
-    below zero at p < 0.05, the best point, and where the sign flips."""
+def verdict(eff):
+    """The caption's sentence, from the effects: per data set and panel (SSE R), how many points are better and
+    worse than the reference at p < 0.05 (higher accuracy, lower NLL), the best point, and where the sign flips."""
     out = []
-    for (dataset, name), t in eff[eff.method == "sse_r"].groupby(["dataset", "comparison"], sort=False):
-        up, down = t[(t["diff"] > 0) & (t.p < 0.05)], t[(t["diff"] < 0) & (t.p < 0.05)]
-        best = t.loc[t["diff"].idxmax()]
-        flip = (f"positive from {int(up.child_steps.min())} steps per child" if len(up) else "no sign flip")
-        out.append(f"{NAMES.get(dataset, dataset)}, SSE(R) {name}: {len(down)} of {len(t)} points below 0, "
-                   f"{len(up)} above (p < 0.05); {flip}; best {best['diff']:+.2f} ± {best.se:.2f} at "
-                   f"{int(best.child_steps)} steps (E = {int(best.epochs)}, {int(best.members)} children, "
-                   f"batch {int(best.batch_size)}, p = {best.p:.2g})")
+    shown = eff[(eff.method == "sse_r") & eff.comparison.isin(PANELS)]
+    for (dataset, name), t in shown.groupby(["dataset", "comparison"], sort=False):
+        sign = -1.0 if name.endswith("NLL") else 1.0                   # the direction of "better"
+        gain = sign * t["diff"]
+        better, worse = t[(gain > 0) & (t.p < 0.05)], t[(gain < 0) & (t.p < 0.05)]
+        best = t.loc[gain.idxmax()]
+        flip = (f"significantly better from {int(better.child_steps.min())} steps per child on" if len(better) else
+                f"no significant sign flip (better in the mean at {int((gain > 0).sum())} points)" if (gain > 0).any()
+                else "worse in the mean at every point")
+        out.append(f"{NAMES.get(dataset, dataset)}, SSE(R) {name}: worse at {len(worse)} and better at "
+                   f"{len(better)} of {len(t)} points (p < 0.05); {flip}; best {best['diff']:+.3g} ± {best.se:.2g} "
+                   f"at {int(best.child_steps)} steps (E = {int(best.epochs)}, {int(best.members)} children, batch "
+                   f"{int(best.batch_size)}, p = {best.p:.2g})")
     return "; ".join(out) + "."
 
 
@@ -144,18 +159,22 @@ def _series(ax, eff, name):
                     label=f"{LABELS[method]}, E = {total}, {k} children, batch {bs}")
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xscale("log", base=2)
+    ticks = sorted(int(v) for v in t.child_steps.unique())
+    ax.set_xticks(ticks, [str(v) for v in ticks], fontsize=7)
+    ax.minorticks_off()
 
 
 def draw(tables):
     eff = tables["effects"]
     data = list(dict.fromkeys(eff.dataset))
-    fig, axes = figures.subplots(len(data), 2, 6.2, 4.2)
+    fig, axes = figures.subplots(len(data), len(PANELS), 5.4, 4.2)
     for row, dataset in zip(axes, data):
         t = eff[eff.dataset == dataset]
-        for ax, name in zip(row, COMPARISONS):
+        for ax, name in zip(row, PANELS):
             _series(ax, t, name)
-            figures.style(ax, legend=6 if name == "ensemble − independent" else None, title_size=9,
-                          xlabel="optimisation steps per child", ylabel=f"{name} (accuracy points, mean ± SE)",
+            unit = "test NLL, nats" if name.endswith("NLL") else "accuracy points"
+            figures.style(ax, legend=6 if name == PANELS[0] else None, title_size=9,
+                          xlabel="optimisation steps per child", ylabel=f"{name} ({unit}, mean ± SE)",
                           title=f"{NAMES.get(dataset, dataset)}: {name}, {int(t.n_seeds.max())} seeds")
     fig.suptitle("Sparse Subnetwork Ensembles at an equal total budget: longer children, shorter parent "
                  "(Whitaker 2023, Table 5.1 analogue, MLPs)", fontsize=10)
