@@ -174,7 +174,7 @@ def draw(tables):
             _series(ax, t, name)
             unit = "test NLL, nats" if name.endswith("NLL") else "accuracy points"
             figures.style(ax, legend=6 if name == PANELS[0] else None, title_size=9,
-                          xlabel="optimisation steps per child", ylabel=f"{name} ({unit}, mean ± SE)",
+                          xlabel="optimisation steps per child", ylabel=f"paired difference ({unit}, mean ± SE)",
                           title=f"{NAMES.get(dataset, dataset)}: {name}, {int(t.n_seeds.max())} seeds")
     fig.suptitle("Sparse Subnetwork Ensembles at an equal total budget: longer children, shorter parent "
                  "(Whitaker 2023, Table 5.1 analogue, MLPs)", fontsize=10)
