@@ -15,9 +15,9 @@ independent model at 16 epochs (LeNet/ResNet/DenseNet, CIFAR).
 Panels, per data set: the ensemble − independent model (same E, batch and seed) and the ensemble − its own parent,
 in accuracy points, and the ensemble − independent model in test NLL, against steps per child (mean ± SE over seeds
 of the per-seed paired difference; zero line). Tables "effects" (per point and comparison — the panels', the mean
-child − its parent and the parent − the independent model — the paired t-test of rmtnet.studies.effects.difference,
-p two-sided), "trend" (least squares of the per-seed difference on log₂ steps per child within each (E, k) series,
-both batches pooled: the change per doubling) and "runs". The caption's verdict is computed from "effects".
+child − its parent, the parent − the independent model and NP − R — the paired t-test of
+rmtnet.studies.effects.difference, p two-sided), "trend" (least squares of the per-seed difference on log₂ steps
+per child within each (E, k) series, both batches pooled: the change per doubling) and "runs". The caption's verdict is computed from "effects".
 
 Measured (full, MNIST-5k, SSE(R), 5 seeds; accuracy points unless NLL): the deficit shrinks as the children get more
 steps, +0.32 to +0.96 points per doubling (p < 0.001 in each of the four series), from −2.84 ± 0.30 at 32 steps
@@ -32,14 +32,16 @@ is at 70 % on CIFAR-10). The ensemble beats its own parent only where the parent
 at 375 steps, p = 0.017; 1 of 20 points). In test NLL the sign does flip: the ensemble is below the independent
 model (whose NLL rises from 0.21 to 0.23 between 16 and 32 epochs) at 13 of 20 points (p < 0.05): at every
 batch-32 point (−0.018 ± 0.004 nats at the thesis's split, p = 0.016; −0.080 ± 0.003 at 500 steps) and at batch
-128 from 96 steps per child on.
+128 from 96 steps per child on. Neural Partitioning changes none of this: SSE(NP) is above the independent model at
+0 of 20 points (11 below at p < 0.05), and NP − R from the same parent lies between −0.20 and +0.26 points (1 of 20
+at p < 0.05; +0.05 ± 0.04 over all 100 paired runs, p = 0.19).
 
 Sizes: tiny (tests: digits, width 16, batch 128, E = 16, 4 children, c = 1, 3, 2 seeds); quick (digits, width 64,
 batch 32, E = 16, 4 children, c = 1, 2, 3, SSE(R), 4 seeds; 15 s of CPU measured at load ≈ 3.8 on two shared
-cores); full (``--full``: MNIST-5k, width 256, batches 32 and 128, the ten schedules, SSE(R), 5 seeds: 120 runs,
-29 min measured at load ≈ 3.3 on two shared cores, ≈ 13 min of training on one quiet core). Runs are appended to
-``<outdir>/subnetwork_child_steps[_full]_runs.csv`` through rmtnet.experiments.sweep (an interrupted run resumes);
-``methods=("sse_r", "sse_np")`` adds Neural Partitioning (its children only: the parent is shared).
+cores); full (``--full``: MNIST-5k, width 256, batches 32 and 128, the ten schedules, SSE(R) and SSE(NP), 5
+seeds: 220 runs; measured as R first, 29 min at load ≈ 3.3 on two shared cores, then NP, 15 min at load ≈ 2.4 —
+≈ 20 min of training on one quiet core in one process, where NP reuses R's parents). Runs are appended to
+``<outdir>/subnetwork_child_steps[_full]_runs.csv`` through rmtnet.experiments.sweep (an interrupted run resumes).
 """
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ SIZES = {"tiny": dict(datasets=("digits",), batch_sizes=(128,), width=16, seeds=
                       schedules=((16, 4, 1), (16, 4, 3))),
          "quick": dict(datasets=("digits",), batch_sizes=(32,), width=64, seeds=4, methods=("sse_r",),
                        schedules=((16, 4, 1), (16, 4, 2), (16, 4, 3))),
-         "full": dict(datasets=("mnist5k",), batch_sizes=(32, 128), width=256, seeds=5, methods=("sse_r",),
+         "full": dict(datasets=("mnist5k",), batch_sizes=(32, 128), width=256, seeds=5, methods=("sse_r", "sse_np"),
                       schedules=((16, 8, 1), (32, 8, 1), (32, 8, 2), (32, 8, 3), (16, 4, 1), (16, 4, 2),
                                  (16, 4, 3), (32, 4, 2), (32, 4, 4), (32, 4, 6)))}
 
@@ -113,7 +115,25 @@ def effects(runs):
             rows.append(dict(point, comparison=name, child_steps=int(t.child_steps.iloc[0]),
                              parent_epochs=int(t.parent_epochs.iloc[0]), diff=d["diff"], se=d["se"], t=d["t"],
                              p=d["p"], n_seeds=d["n_a"]))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + _np_minus_r(runs, keys[:-1]))
+
+
+def _np_minus_r(runs, keys):
+    """SSE(NP) − SSE(R) from the same parent, paired per seed, in accuracy points (where both were run)."""
+    rows = []
+    both = runs[runs.method.isin(["sse_r", "sse_np"])].pivot_table(index=keys + ["seed"], columns="method",
+                                                                    values=["accuracy", "child_steps",
+                                                                            "parent_epochs"])
+    if "sse_np" not in both["accuracy"] or "sse_r" not in both["accuracy"]:
+        return rows
+    for point, t in both.dropna().groupby(level=keys, sort=False):
+        d = difference(100 * t["accuracy", "sse_np"], 100 * t["accuracy", "sse_r"], paired=True)
+        rows.append(dict(zip(keys, point), batch_size=int(point[1]), epochs=int(point[2]), members=int(point[3]),
+                         child_epochs=int(point[4]), method="sse_np", comparison="SSE(NP) − SSE(R)",
+                         child_steps=int(t["child_steps", "sse_np"].iloc[0]),
+                         parent_epochs=int(t["parent_epochs", "sse_np"].iloc[0]), diff=d["diff"], se=d["se"],
+                         t=d["t"], p=d["p"], n_seeds=d["n_a"]))
+    return rows
 
 
 def trend(runs):
@@ -151,7 +171,20 @@ def verdict(eff):
                    f"{len(better)} of {len(t)} points (p < 0.05); {flip}; best {best['diff']:+.3g} ± {best.se:.2g} "
                    f"at {int(best.child_steps)} steps (E = {int(best.epochs)}, {int(best.members)} children, batch "
                    f"{int(best.batch_size)}, p = {best.p:.2g})")
-    return "; ".join(out) + "."
+    return "; ".join(out + _np_sentences(eff)) + "."
+
+
+def _np_sentences(eff):
+    """Per data set with NP runs: SSE(NP) against the independent model, and NP − R, counted at p < 0.05."""
+    out = []
+    for dataset, t in eff[eff.method == "sse_np"].groupby("dataset", sort=False):
+        ind, np_r = t[t.comparison == "ensemble − independent"], t[t.comparison == "SSE(NP) − SSE(R)"]
+        worse, better = ((ind.p < 0.05) & (sign * ind["diff"] > 0) for sign in (-1, 1))
+        out.append(f"{NAMES.get(dataset, dataset)}, SSE(NP) − independent: worse at {int(worse.sum())} "
+                   f"of {len(ind)} points and better at {int(better.sum())}; SSE(NP) − "
+                   f"SSE(R) from {np_r['diff'].min():+.2f} to {np_r['diff'].max():+.2f} points "
+                   f"({int((np_r.p < 0.05).sum())} of {len(np_r)} at p < 0.05)")
+    return out
 
 
 def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **overrides):
@@ -168,12 +201,15 @@ def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **ov
 
 def _series(ax, eff, name):
     t = eff[eff.comparison == name]
-    for i, ((total, k, method, bs), s) in enumerate(t.groupby(["epochs", "members", "method", "batch_size"])):
+    series = sorted(t.groupby(["epochs", "members"]).groups)
+    named_np = False
+    for (total, k, method, bs), s in t.groupby(["epochs", "members", "method", "batch_size"]):
         s = s.sort_values("child_steps")
-        colour = f"C{sorted(t.groupby(['epochs', 'members']).groups).index((total, k))}"
-        ax.errorbar(s.child_steps, s["diff"], yerr=s.se, color=colour, capsize=3, lw=1.2,
-                    ls="-" if method == "sse_r" else ":", marker="o" if bs == 32 else "s", ms=4,
-                    label=f"{LABELS[method]}, E = {total}, {k} children, batch {bs}")
+        label = f"{LABELS[method]}, E = {total}, {k} children, batch {bs}"
+        if method == "sse_np":                            # one legend entry for all NP lines
+            label, named_np = (None if named_np else "SSE (NP): dotted, same colours"), True
+        ax.errorbar(s.child_steps, s["diff"], yerr=s.se, color=f"C{series.index((total, k))}", capsize=3, lw=1.2,
+                    ls="-" if method == "sse_r" else ":", marker="o" if bs == 32 else "s", ms=4, label=label)
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xscale("log", base=2)
     ticks = sorted(int(v) for v in t.child_steps.unique())
