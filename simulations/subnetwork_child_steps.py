@@ -17,7 +17,8 @@ in accuracy points, and the ensemble − independent model in test NLL, against 
 of the per-seed paired difference; zero line). Tables "effects" (per point and comparison — the panels', the mean
 child − its parent, the parent − the independent model and NP − R — the paired t-test of
 rmtnet.studies.effects.difference, p two-sided), "trend" (least squares of the per-seed difference on log₂ steps
-per child within each (E, k) series, both batches pooled: the change per doubling) and "runs". The caption's verdict is computed from "effects".
+per child within each (E, k) series, both batches pooled: the change per doubling) and "runs". The caption's
+verdict is computed from "effects".
 
 Measured (full, MNIST-5k, SSE(R), 5 seeds; accuracy points unless NLL): the deficit shrinks as the children get more
 steps, +0.32 to +0.96 points per doubling (p < 0.001 in each of the four series), from −2.84 ± 0.30 at 32 steps
