@@ -38,7 +38,7 @@ batch-32 point (−0.018 ± 0.004 nats at the thesis's split, p = 0.016; −0.08
 at p < 0.05; +0.05 ± 0.04 over all 100 paired runs, p = 0.19).
 
 Sizes: tiny (tests: digits, width 16, batch 128, E = 16, 4 children, c = 1, 3, 2 seeds); quick (digits, width 64,
-batch 32, E = 16, 4 children, c = 1, 2, 3, SSE(R), 4 seeds; 15 s of CPU measured at load ≈ 3.8 on two shared
+batch 32, E = 16, 4 children, c = 1, 2, 3, SSE(R), 4 seeds; 12.5 s measured at load ≈ 1.9 on two shared
 cores); full (``--full``: MNIST-5k, width 256, batches 32 and 128, the ten schedules, SSE(R) and SSE(NP), 5
 seeds: 220 runs; measured as R first, 29 min at load ≈ 3.3 on two shared cores, then NP, 15 min at load ≈ 2.4 —
 ≈ 20 min of training on one quiet core in one process, where NP reuses R's parents). Runs are appended to

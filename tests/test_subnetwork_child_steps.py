@@ -94,8 +94,8 @@ MEASURED = {("ensemble − independent", 1): (-2.52, 0.163), ("ensemble − inde
 @pytest.mark.agreement
 def test_longer_children_shrink_the_deficit_but_do_not_flip_its_sign(tmp_path):
     """subnetwork_child_steps.py at a small part of its full grid (MNIST-5k, batch 128, 16 epochs, 4 children at
-    50 %, c = 1 or 3 epochs each: 32 or 96 steps per child, parent 12 or 4 epochs; seeds 0–4; ≈ 45 s on one quiet
-    core). Measured there (accuracy points, mean ± SE of the 5 per-seed paired differences): SSE(R) − the
+    50 %, c = 1 or 3 epochs each: 32 or 96 steps per child, parent 12 or 4 epochs; seeds 0–4; 65 s measured at load
+    ≈ 1.6 on two shared cores). Measured there (accuracy points, mean ± SE of the 5 per-seed paired differences): SSE(R) − the
     independent model −2.52 ± 0.16 at 32 steps and −1.46 ± 0.30 at 96 (p = 1e-4, 0.008); the ensemble − its own
     parent −2.42 ± 0.16 and −0.24 ± 0.33; from 32 to 96 steps the first rises by 1.06 ± 0.27 and the second by
     2.18 ± 0.42 (per-seed changes).
