@@ -1747,6 +1747,34 @@ def test_subnetwork_study(name, arg, call, valid, values):
     check_generated("subnetwork_study", 15, name, arg, call, valid, values())
 
 
+def _child_epochs(v):
+    """Valid for the 4-epoch, 2-child budget run: None (the default split) or 1 (parent 2 epochs); 2 leaves none."""
+    if v is None:
+        return True
+    verdict = int_at_least(1)(v)
+    if verdict is False or float(by_value(v)) > 1:
+        return False
+    return verdict
+
+
+_BUDGET = dict(dataset="digits", method="sse_r", epochs=4, members=2, width=4, depth=1, batch_size=256)
+SSE_BUDGET = [
+    ("budget_run.child_epochs", "child_epochs", lambda v: sse_study.budget_run(**_BUDGET, child_epochs=v),
+     _child_epochs, lambda: st.one_of(st.sampled_from([None, 1, 2, 0, -1, 1.0, 1.5, True]), small_ints())),
+    ("steps_per_epoch.n_train", "n_train", lambda v: sse_study.steps_per_epoch(v, 32), int_at_least(1),
+     lambda: small_ints(-2, 10 ** 6)),
+    ("steps_per_epoch.batch_size", "batch_size", lambda v: sse_study.steps_per_epoch(4000, v), int_at_least(1),
+     lambda: small_ints(-2, 10 ** 6)),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", SSE_BUDGET, ids=[c[0] for c in SSE_BUDGET])
+def test_subnetwork_budget_split(name, arg, call, valid, values):
+    """The SSE budget split (a 4-epoch budget, 2 children of a 4-unit MLP on digits, batch 256) and the steps an
+    epoch is (8 cases each): finite numbers, or a named refusal."""
+    check_generated("subnetwork_budget", 8, name, arg, call, valid, values())
+
+
 _r = np.random.default_rng(0)
 CX, CY = _r.standard_normal((6, 3)), _r.standard_normal((6, 2))
 
@@ -1886,14 +1914,15 @@ def _table_rows():
                          ("ntk", NTK), ("ntk_law", NTK_LAW), ("freeness", FREENESS), ("operators", OPERATORS),
                          ("nets", NETS), ("training", TRAINING), ("probes", PROBES), ("sharpness", SHARPNESS),
                          ("stability", STABILITY), ("sharpness_study", SHARPNESS_STUDY), ("similarity", SIMILARITY),
-                         ("spectral_audit", AUDIT), ("trained_spectra", TRAINED), ("wider_nets", WIDER)]:
+                         ("spectral_audit", AUDIT), ("trained_spectra", TRAINED), ("wider_nets", WIDER),
+                         ("sse_budget", SSE_BUDGET)]:
         rows += [(table, *row[:4]) for row in items]
     return rows
 
 
 TABLE_ROWS = _table_rows()
 FORMS_PER_ROW = {"trained_spectra": 1, "ntk_law": 1, "freeness": 1, "sharpness_study": 1, "stability": 1,
-                 "training": 1, "spectral_audit": 1}   # the slow tables (a valid case trains or solves: up to a second)
+                 "training": 1, "spectral_audit": 1, "sse_budget": 1}   # the slow tables (a valid case trains or solves: up to a second)
 # the order the forms are tried in, from one row to the next: the forms that are not a float subclass first
 FORM_ORDER = ["0-d float array", "0-d float32 tensor", "np.int64", "0-d float64 tensor", "np.float32",
               "0-d int64 tensor", "0-d int array", "np.int32", "1-element array", "np.float64"]

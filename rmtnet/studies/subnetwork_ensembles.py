@@ -5,7 +5,7 @@
 - :func:`noisy_ensemble_run`, :func:`degradation_fit` — Fig. 4.3 on the spirals: the candidates' KL and accuracy, the
   top-k ensemble by vote and by average; the linear fit of accuracy in KL and the KL where degradation starts.
 - :func:`budget_run` — one method of Table 5.1 (§5.3.3, "small budget"): independent, dropout, bagging, SSE with
-  random children (R) or Neural Partitioning (NP), all for the same total number of epochs.
+  random children (R) or Neural Partitioning (NP), all for the same total number of epochs; :func:`steps_per_epoch`.
 - :func:`anneal_run` — one cell of Table 6.1 (§6.3.1): one child pruned one-shot or iteratively, or annealed
   (random or temperature), then tuned with a constant or one-cycle learning rate.
 
@@ -13,9 +13,11 @@ Models are small ReLU MLPs (:func:`classifier`); data are rmtnet's offline sets 
 ``seed`` of a run varies the initial weights, the masks and the minibatch order, not the split), or CIFAR-10 with its
 official split from a folder the user supplies (``dataset="cifar10"``, ``data_dir=`` or ``$RMTNET_CIFAR10``;
 :func:`load`). Minibatches of 32 by
-default (the thesis states none): the budgets are counted in epochs, and an epoch of MNIST-5k's 4,000 training images
-is 125 steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391), too few for a one-epoch child to
-recover from pruning. Every run sets torch to one intra-op thread and restores the previous setting.
+default (the thesis states none): the budgets are counted in epochs, and an epoch is ⌈n_train/batch⌉ steps
+(:func:`steps_per_epoch`; the training loop keeps the last, smaller batch): MNIST-5k's 4,000 training images are 125
+steps at batch 32 but only 32 at batch 128 (CIFAR's 50,000 at 128 are 391). ``budget_run(child_epochs=...)`` moves
+epochs between the parent and its children at the same total, the steps-per-child axis of the
+subnetwork_child_steps figure. Every run sets torch to one intra-op thread and restores the previous setting.
 """
 from __future__ import annotations
 
@@ -274,7 +276,8 @@ def _subset(data, fraction, g):
 
 @_one_thread
 def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth: int = 2, epochs: int = 16,
-               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0, data_dir=None) -> dict:
+               members: int = 8, sparsity: float = 0.5, batch_size: int = 32, seed: int = 0, data_dir=None,
+               child_epochs: int | None = None) -> dict:
     """One entry of the small-budget benchmark (Table 5.1, §5.3.3): ``epochs`` epochs in all, Adam at lr 1e-3.
 
     ``method``:
@@ -288,6 +291,12 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
       each; the parent (the same for both, given ``seed``) is reported as ``parent_*``. ``draw`` picks another set
       of masks and tuning order for the same parent (for the within-parent variance of R vs NP).
 
+    ``child_epochs`` (SSE only; None keeps the split above): each child is tuned ``child_epochs`` epochs and the
+    parent trained the rest, ``epochs − members·child_epochs`` (at least 1), so the total stays ``epochs``; the run
+    then also reports ``parent_epochs``, ``steps_per_epoch`` (:func:`steps_per_epoch`),
+    ``parent_steps`` and ``child_steps`` (optimisation steps of the parent and of each child). The split
+    ``child_epochs = epochs/(2·members)`` gives the same run as None.
+
     Returns the averaged ensemble's test accuracy, NLL, ECE, its vote accuracy, the members' accuracy (for SSE also
     ``with_parent_*``: the parent averaged in as a ninth member, as Algs. 1–3 print it) and, for ensembles, the
     pairwise disagreement / KL / correlation. For SSE, ``mask_td_fraction`` = TD / (k(k−1)·√n), the
@@ -295,8 +304,8 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
     masks CD ≈ √(n/2), so R gives ≈ 0.707 and 4 NP pairs (8 of the 56 ordered pairs are anti-masks) ≈ 0.749.
     """
     one_of("method", method, BUDGET_METHODS)
-    if epochs % members or epochs % 2 or (epochs // 2) % members:
-        raise ValueError(f"epochs must be divisible by 2·members = {2 * members}, got {epochs}")
+    explicit = child_epochs is not None
+    parent_epochs, child_epochs = _budget_split(method, epochs, members, child_epochs)
     start = time.perf_counter()
     data = load(dataset, data_dir)
     n_in, c = _n_in(data), data.n_classes
@@ -314,13 +323,13 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
             nets.append(net)
     else:
         parent = classifier(n_in, width, depth, c, seed=seed)
-        parent.load_state_dict(_budget_parent_state(dataset, width, depth, epochs // 2, batch_size, seed,
+        parent.load_state_dict(_budget_parent_state(dataset, width, depth, parent_epochs, batch_size, seed,
                                                     data.info.get("folder")))
         out.update(_test(E.evaluate_ensemble([parent], data.x_test, data.y_test), "parent_"))
         nets = E.pruned_children(parent, members, sparsity, method="partition" if method == "sse_np" else "random",
                                  seed=1000 * seed + draw)
         for i, child in enumerate(nets):
-            _adam(child, data, epochs // 2 // members, 1000 * (1000 * seed + draw) + i, batch_size)
+            _adam(child, data, child_epochs, 1000 * (1000 * seed + draw) + i, batch_size)
         masks = [E.child_masks(k) for k in nets]
         n = sum(m.numel() for m in masks[0].values())
         out["mask_td_fraction"] = total_distance(masks) / (members * (members - 1) * math.sqrt(n))
@@ -330,8 +339,54 @@ def budget_run(dataset: str, method: str, draw: int = 0, width: int = 256, depth
                                           diversity=False)
         out.update({f"with_parent_{k}": with_parent[k] for k in ("accuracy", "nll", "ece")})
     out["total_epochs"] = epochs
+    if explicit:
+        per_epoch = steps_per_epoch(data.n_train, batch_size)
+        out.update(parent_epochs=parent_epochs, steps_per_epoch=per_epoch,
+                   parent_steps=parent_epochs * per_epoch, child_steps=child_epochs * per_epoch)
     out["wall_s"] = time.perf_counter() - start
     return out
+
+
+def _budget_split(method, epochs, members, child_epochs):
+    """(parent epochs, epochs per child) of a budget run; the thesis's half-and-half split when child_epochs is None."""
+    if child_epochs is None:
+        if epochs % members or epochs % 2 or (epochs // 2) % members:
+            raise ValueError(f"epochs must be divisible by 2·members = {2 * members}, got {epochs}")
+        return epochs // 2, epochs // 2 // members
+    if method not in ("sse_r", "sse_np"):
+        raise ValueError(f"child_epochs applies to 'sse_r' and 'sse_np' only, got method={method!r}")
+    epochs, members = integer_at_least("epochs", epochs, 2), integer_at_least("members", members, 1)
+    child_epochs = integer_at_least("child_epochs", child_epochs, 1)
+    if epochs - members * child_epochs < 1:
+        raise ValueError(f"child_epochs must leave the parent at least 1 epoch: members·child_epochs <= "
+                         f"{epochs - 1} (epochs={epochs}, members={members}), got child_epochs={child_epochs}")
+    return epochs - members * child_epochs, child_epochs
+
+
+def steps_per_epoch(n_train: int, batch_size: int) -> int:
+    """Optimisation steps in one epoch of the training loop, ⌈n_train / batch_size⌉: every sample once, the last
+    batch smaller when ``batch_size`` does not divide ``n_train`` (:func:`rmtnet.nets.training.train` keeps it).
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples, ≥ 1 (MNIST-5k's split: 4,000; digits: 1,437).
+    batch_size : int
+        Minibatch size, ≥ 1.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    MNIST-5k's 4,000 training images at batch 32 and 128:
+
+    >>> steps_per_epoch(4000, 32), steps_per_epoch(4000, 128)
+    (125, 32)
+    """
+    n_train, batch_size = integer_at_least("n_train", n_train, 1), integer_at_least("batch_size", batch_size, 1)
+    return -(-n_train // batch_size)
 
 
 # --------------------------------------------------------------------------------------------------------------
