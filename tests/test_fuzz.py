@@ -1739,6 +1739,7 @@ WIDTH_STUDY = [
     ("narrow_wide_gap.runs", "runs", lambda v: mw_study.narrow_wide_gap(v), lambda v: v is _WRUNS,
      lambda: st.one_of(st.just(_WRUNS), _not_a_table())),
     ("error_regression.runs", "runs", lambda v: mw_study.error_regression(v), lambda v: False, _not_a_table),
+    ("gap_trend.runs", "runs", lambda v: mw_study.gap_trend(v), lambda v: False, _not_a_table),
 ]
 
 

@@ -109,6 +109,9 @@ def test_narrow_wide_gap_and_regression_on_known_tables():
     assert fit.loc["log C", "coef"] == pytest.approx(-0.01, abs=1e-12)
     assert fit.loc["log m", "coef"] == pytest.approx(0.003, abs=1e-12) and fit.attrs["r2"] == pytest.approx(1.0)
     assert fit.attrs["rho_channels"] < 0
+    trend = mw.gap_trend(pd.DataFrame(rows)).set_index("model")       # gap +0.05 at n = 100, −0.02 at 400
+    assert trend.loc["mixer", "per_doubling"] == pytest.approx(-0.035, abs=1e-12)         # −0.07 over two doublings
+    assert trend.loc["mixer", "n_runs"] == 16
     with pytest.raises(ValueError, match="runs must have the columns"):
         mw.error_regression(pd.DataFrame(dict(channels=C, test_error=err)))
     with pytest.raises(TypeError, match="runs"):

@@ -290,6 +290,40 @@ def narrow_wide_gap(runs, by=("model",)):
     return pd.DataFrame(rows)
 
 
+def gap_trend(runs):
+    """How the narrow-minus-wide gap of :func:`narrow_wide_gap` changes with the training-set size, per model: least
+    squares test error ≈ b₀ + b₁ log₂ n + b₂ narrow + b₃ narrow·log₂ n over the runs at the narrowest and widest S
+    (narrow = 1 at the smallest S), so b₃ is the change of the gap per doubling of n and b₂ + b₃ log₂ n the gap
+    (:func:`rmtnet.studies.effects.linear_model`). A positive b₃ moves towards "wider is better" with more data.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model with at least two sizes: ``model``, ``per_doubling`` (b₃), ``se``, ``p``, ``n_runs``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame(dict(model="m", n_train=[100, 100, 200, 200] * 2, tokens=[4] * 4 + [16] * 4,
+    ...                          channels=[40] * 4 + [16] * 4, test_error=[0.2, 0.21, 0.1, 0.11, 0.1, 0.11, 0.05, 0.06]))
+    >>> print(round(float(gap_trend(runs).per_doubling[0]), 3))
+    -0.05
+    """
+    runs = _runs_table(runs, ["model", "n_train", "tokens", "channels", "test_error"])
+    rows = []
+    for model, g in runs.groupby("model", sort=False):
+        narrow = int(g.tokens.min())
+        wide = int(g.loc[(np.log(g.tokens / g.channels)).abs().idxmin(), "tokens"])
+        g = g[g.tokens.isin([narrow, wide])]
+        if narrow == wide or g.n_train.nunique() < 2:
+            continue
+        log_n, is_narrow = np.log2(g.n_train.to_numpy(float)), (g.tokens == narrow).to_numpy(float)
+        fit = linear_model(g.test_error.to_numpy(float), {"log2 n": log_n, "narrow": is_narrow,
+                                                          "narrow·log2 n": is_narrow * log_n})
+        b = fit.loc["narrow·log2 n"]
+        rows.append(dict(model=model, per_doubling=float(b.coef), se=float(b.se), p=float(b.p), n_runs=len(g)))
+    return pd.DataFrame(rows)
+
+
 def error_regression(runs):
     """Which of the channel count C and the width m = S·C the test error follows: least squares
     test error ≈ b₀ + b₁ log C + b₂ log m over ``runs`` (:func:`rmtnet.studies.effects.linear_model`), one row per
