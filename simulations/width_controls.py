@@ -24,18 +24,19 @@ Panels:
     published Ω = 2¹⁹ (figures/effective_width_full_runs.csv), the same regression on them per Mixer is reported.
 
 Sizes. ``tiny`` (tests): Ω/γ = 8³ on scikit-learn's 8 × 8 digits, one epoch. Quick (default; 10 epochs, 2 seeds,
-48 runs; about 40 s on 2 cores at load 4.5, under 20 s quiet): Ω/γ = 8³ on the 28 × 28 digits,
+40 distinct runs; 19 s wall at load 2.3 on 2 cores, 16.8 s of it in the runs): Ω/γ = 8³ on the 28 × 28 digits,
 (a) S = 4 (C = 14) against S = 9 (C = 7) at 250, 500, 1,000 images for the Mixer and SW-MLP, (c) SW-MLP at S = 9 with
 C = 7, 14, 28 (m = 63 … 252), (d) the Mixer at m = 144 (S = 4, 9, 16, 36) and at C = 16 (S = 4, 9); (c) and (d) on
-1,000 images. ``--full`` (10 epochs, 3 seeds; about 25 minutes of one quiet core for its 47 new runs, 50 on the
-shared machine): the published Ω = 2¹⁹ on the 32 × 32 canvas: (a) S = 4 (C = 360; SW-MLP S = 16, C = 173, its
-S = 4 layers being dense at density 1/4, 15 minutes a run) against S = C = 64 at 1,000, 2,000 and 4,000 images;
-(c) SW-MLP at S = 64 with C = 64, 128, 256 (m = 4,096 … 16,384, density 1/64 … 1/1024) on 1,000 images (a run at
-m = 16,384 costs about 12 s per 1,000 images and epoch against 1.7 s at m = 4,096: the CSR blocks grow with m);
-(d) the Mixer at m = 4,096 (S = 16, 64, 256) and at C = 64 (S = 4, 16, 64) on all 4,000 images. The runs at 4,000
-images have effective_width --full's configurations where they coincide (the store is keyed by configuration):
-copy figures/effective_width_full_runs.csv to OUTDIR/width_controls_full_runs.csv first and those are not run
-again (21 runs). Runs go through rmtnet.experiments.sweep into OUTDIR/width_controls[_full]_runs.csv (resumable).
+500 images. ``--full`` (10 epochs, 3 seeds; 59 new runs, 35 minutes of one niced core at load 3.5 on 2 cores): the
+published Ω = 2¹⁹ on the 32 × 32 canvas: (a) S = 4 (C = 360; SW-MLP S = 16, C = 173, its S = 4 layers being dense at
+density 1/4, 15 minutes a run) against S = C = 64 at 1,000, 2,000 and 4,000 images; (c) SW-MLP at S = 64 with
+C = 64, 128, 256 (m = 4,096 … 16,384, density 1/64 … 1/1024) on 1,000 images (37, 45 and 87 s a run on the loaded
+machine: seconds ∝ m^0.6; one epoch of 1,000 images costs 1.7 s at m = 4,096, 12.6 s at m = 16,384, and had not
+finished in 5 minutes at m = 65,536, so m ≈ 16,000 is as far as 2 cores go at this Ω); (d) the Mixer and the
+RP-Mixer at m = 4,096 (S = 16, 64, 256) and at C = 64 (S = 4, 16, 64) on all 4,000 images. The runs at 4,000 images
+have effective_width --full's configurations where they coincide (the store is keyed by configuration): copy
+figures/effective_width_full_runs.csv to OUTDIR/width_controls_full_runs.csv first and those are not run again
+(24 runs). Runs go through rmtnet.experiments.sweep into OUTDIR/width_controls[_full]_runs.csv (resumable).
 CIFAR-10: ``compute(dataset="cifar10", data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10``; nothing is downloaded): the
 32 × 32 colour images, official split, sizes up to its 50,000 training images.
 Writes figures/width_controls[_full].png and .csv.
@@ -59,13 +60,13 @@ SIZES = {
                  epochs=1, seeds=2, sparse_tokens=9, factors=(1, 2), sparse_n_train=200,
                  control=((4, 16), (9, 16), (16, 9)), control_models=("mixer",), control_n_train=200),
     "quick": dict(side=8, canvas=None, models=("mixer", "swmlp"), narrow={}, wide=9, n_trains=(250, 500, 1000),
-                  epochs=10, seeds=2, sparse_tokens=9, factors=(1, 2, 4), sparse_n_train=1000,
+                  epochs=10, seeds=2, sparse_tokens=9, factors=(1, 2, 4), sparse_n_train=500,
                   control=((4, 36), (9, 16), (16, 9), (36, 4), (4, 16)), control_models=("mixer",),
-                  control_n_train=1000),
+                  control_n_train=500),
     "full": dict(side=64, canvas=32, models=("mixer", "rp", "swmlp"), narrow={"swmlp": 16}, wide=64,
                  n_trains=(1000, 2000, None), epochs=10, seeds=3, sparse_tokens=64, factors=(1, 2, 4),
                  sparse_n_train=1000, control=((16, 256), (64, 64), (256, 16), (4, 64), (16, 64)),
-                 control_models=("mixer",), control_n_train=None),
+                 control_models=("mixer", "rp"), control_n_train=None),
 }
 
 
@@ -318,7 +319,7 @@ def draw(tables):
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "Ω = 2¹⁹ on the 32×32 canvas, 10 epochs, 3 seeds (about 45 minutes on one core)")
+    a = cli.script_args(__doc__, "Ω = 2¹⁹ on the 32×32 canvas, 10 epochs, 3 seeds (about 35 minutes on one core)")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for key in [k for k in ("gap", "gap trend", "sparse", "regression", "published regression") if k in t]:
         print(key, t[key].to_string(index=False, float_format=lambda v: f"{v:.4g}"), sep="\n")

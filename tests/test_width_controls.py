@@ -119,7 +119,7 @@ def test_narrow_wide_gap_and_regression_on_known_tables():
 
 
 def test_full_configurations_at_all_images_are_effective_widths_published_runs():
-    """The data-size runs at 4,000 images and the control's S = C = 64 have effective_width --full's keys (so its
+    """The data-size runs at 4,000 images and the controls' S = C = 64 (Mixer and RP-Mixer) have effective_width --full's keys (so its
     committed runs are not run again); panel (c)'s m = 4,096 is the data-size SW-MLP at 1,000 images, and its wider
     SW-MLPs are at p = Ω/(γm²)."""
     width, ctrl = cli.load_simulation("effective_width"), cli.load_simulation("width_controls")
@@ -128,7 +128,7 @@ def test_full_configurations_at_all_images_are_effective_widths_published_runs()
     omega, panels = ctrl["grids"](ctrl["settings"]("full"))
     assert omega == 2 ** 19
     at_all = [c for c in panels["data size"] + panels["control"] if "n_train" not in c]
-    assert sum(run_key(c, 0) in keys for c in at_all) == 7 and len(at_all) == 11       # 6 + S = C = 64 of (d)
+    assert sum(run_key(c, 0) in keys for c in at_all) == 8 and len(at_all) == 16   # 6 + S = C = 64 of (d), twice
     assert panels["sparse width"][0] in panels["data size"]
     wider = [c for c in panels["sparse width"] if "density" in c]
     assert [(c["channels"], c["density"]) for c in wider] == [(128, 2.0 ** -8), (256, 2.0 ** -10)]
