@@ -27,7 +27,7 @@ Sizes. ``tiny`` (tests): Ω/γ = 8³ on scikit-learn's 8 × 8 digits, one epoch.
 40 distinct runs; 19 s wall at load 2.3 on 2 cores, 16.8 s of it in the runs): Ω/γ = 8³ on the 28 × 28 digits,
 (a) S = 4 (C = 14) against S = 9 (C = 7) at 250, 500, 1,000 images for the Mixer and SW-MLP, (c) SW-MLP at S = 9 with
 C = 7, 14, 28 (m = 63 … 252), (d) the Mixer at m = 144 (S = 4, 9, 16, 36) and at C = 16 (S = 4, 9); (c) and (d) on
-500 images. ``--full`` (10 epochs, 3 seeds; 59 new runs, 35 minutes of one niced core at load 3.5 on 2 cores): the
+500 images. ``--full`` (10 epochs, 3 seeds; 66 new runs, 35 minutes of one niced core at load 3.5 on 2 cores): the
 published Ω = 2¹⁹ on the 32 × 32 canvas: (a) S = 4 (C = 360; SW-MLP S = 16, C = 173, its S = 4 layers being dense at
 density 1/4, 15 minutes a run) against S = C = 64 at 1,000, 2,000 and 4,000 images; (c) SW-MLP at S = 64 with
 C = 64, 128, 256 (m = 4,096 … 16,384, density 1/64 … 1/1024) on 1,000 images (37, 45 and 87 s a run on the loaded
@@ -36,7 +36,8 @@ finished in 5 minutes at m = 65,536, so m ≈ 16,000 is as far as 2 cores go at 
 RP-Mixer at m = 4,096 (S = 16, 64, 256) and at C = 64 (S = 4, 16, 64) on all 4,000 images. The runs at 4,000 images
 have effective_width --full's configurations where they coincide (the store is keyed by configuration): copy
 figures/effective_width_full_runs.csv to OUTDIR/width_controls_full_runs.csv first and those are not run again
-(24 runs). Runs go through rmtnet.experiments.sweep into OUTDIR/width_controls[_full]_runs.csv (resumable).
+(18 runs; the controls' S = C = 64 are the data-size runs at 4,000 images). Runs go through
+rmtnet.experiments.sweep into OUTDIR/width_controls[_full]_runs.csv (resumable).
 CIFAR-10: ``compute(dataset="cifar10", data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10``; nothing is downloaded): the
 32 × 32 colour images, official split, sizes up to its 50,000 training images.
 Writes figures/width_controls[_full].png and .csv.
