@@ -27,16 +27,17 @@ Sizes. ``tiny`` (tests): Ω/γ = 8³ on scikit-learn's 8 × 8 digits, one epoch.
 40 distinct runs; 19 s wall at load 2.3 on 2 cores, 16.8 s of it in the runs): Ω/γ = 8³ on the 28 × 28 digits,
 (a) S = 4 (C = 14) against S = 9 (C = 7) at 250, 500, 1,000 images for the Mixer and SW-MLP, (c) SW-MLP at S = 9 with
 C = 7, 14, 28 (m = 63 … 252), (d) the Mixer at m = 144 (S = 4, 9, 16, 36) and at C = 16 (S = 4, 9); (c) and (d) on
-500 images. ``--full`` (10 epochs, 3 seeds; 66 new runs, 35 minutes of one niced core at load 3.5 on 2 cores): the
+500 images. ``--full`` (10 epochs, 5 seeds; 110 new runs, 51 minutes of one niced core at load 2–4 on 2 cores): the
 published Ω = 2¹⁹ on the 32 × 32 canvas: (a) S = 4 (C = 360; SW-MLP S = 16, C = 173, its S = 4 layers being dense at
 density 1/4, 15 minutes a run) against S = C = 64 at 1,000, 2,000 and 4,000 images; (c) SW-MLP at S = 64 with
-C = 64, 128, 256 (m = 4,096 … 16,384, density 1/64 … 1/1024) on 1,000 images (37, 45 and 87 s a run on the loaded
-machine: seconds ∝ m^0.6; one epoch of 1,000 images costs 1.7 s at m = 4,096, 12.6 s at m = 16,384, and had not
-finished in 5 minutes at m = 65,536, so m ≈ 16,000 is as far as 2 cores go at this Ω); (d) the Mixer and the
+C = 64, 128, 256 (m = 4,096 … 16,384, density 1/64 … 1/1024) on 1,000 images (32, 42 and 93 s a run on the loaded
+machine: seconds ∝ m^0.8; one epoch of 1,000 images, building and evaluation included, takes 10.7, 16.1, 26.1 and
+42.2 s at m = 4,096, 8,192, 16,384 and 32,768, and had not ended after 5 minutes at m = 65,536 (load 5): m ≈ 16,000
+to 32,000 is as far as 2 shared cores go at this Ω); (d) the Mixer and the
 RP-Mixer at m = 4,096 (S = 16, 64, 256) and at C = 64 (S = 4, 16, 64) on all 4,000 images. The runs at 4,000 images
 have effective_width --full's configurations where they coincide (the store is keyed by configuration): copy
 figures/effective_width_full_runs.csv to OUTDIR/width_controls_full_runs.csv first and those are not run again
-(18 runs; the controls' S = C = 64 are the data-size runs at 4,000 images). Runs go through
+(30 runs; the controls' S = C = 64 are the data-size runs at 4,000 images). Runs go through
 rmtnet.experiments.sweep into OUTDIR/width_controls[_full]_runs.csv (resumable).
 CIFAR-10: ``compute(dataset="cifar10", data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10``; nothing is downloaded): the
 32 × 32 colour images, official split, sizes up to its 50,000 training images.
@@ -65,7 +66,7 @@ SIZES = {
                   control=((4, 36), (9, 16), (16, 9), (36, 4), (4, 16)), control_models=("mixer",),
                   control_n_train=500),
     "full": dict(side=64, canvas=32, models=("mixer", "rp", "swmlp"), narrow={"swmlp": 16}, wide=64,
-                 n_trains=(1000, 2000, None), epochs=10, seeds=3, sparse_tokens=64, factors=(1, 2, 4),
+                 n_trains=(1000, 2000, None), epochs=10, seeds=5, sparse_tokens=64, factors=(1, 2, 4),
                  sparse_n_train=1000, control=((16, 256), (64, 64), (256, 16), (4, 64), (16, 64)),
                  control_models=("mixer", "rp"), control_n_train=None),
 }
@@ -320,7 +321,7 @@ def draw(tables):
 
 
 if __name__ == "__main__":
-    a = cli.script_args(__doc__, "Ω = 2¹⁹ on the 32×32 canvas, 10 epochs, 3 seeds (about 35 minutes on one core)")
+    a = cli.script_args(__doc__, "Ω = 2¹⁹ on the 32×32 canvas, 10 epochs, 5 seeds (about 50 minutes on one core)")
     p, t = main(a.full, a.outdir, a.seed, a.backend)
     for key in [k for k in ("gap", "gap trend", "sparse", "regression", "published regression") if k in t]:
         print(key, t[key].to_string(index=False, float_format=lambda v: f"{v:.4g}"), sep="\n")
