@@ -35,7 +35,7 @@ import math
 
 from rmtnet import cli, experiments, figures
 from rmtnet.backend import torch_device
-from rmtnet.studies.mixer_width import IMAGE_SIDE, width_run
+from rmtnet.studies.mixer_width import IMAGE_SIDE, patch_for_tokens, width_run
 from rmtnet.spectra import mixer
 
 GAMMA = 2.0
@@ -56,15 +56,6 @@ def settings(full, **overrides):
     epochs and seeds of quick or full mode, or of a size by name (``overrides`` replace any of them; ``dataset``,
     default ``"mnist5k"``, and ``data_dir``, CIFAR-10's folder, may be added)."""
     return figures.settings(SIZES, full, **overrides)
-
-
-def patch_for_tokens(S, image_side):
-    """The patch side p that cuts an image of side ``image_side`` (zero-padded up to a multiple of p) into S tokens,
-    ⌈side/p⌉² = S; the smallest such p (least padding)."""
-    for p in range(1, image_side + 1):
-        if math.ceil(image_side / p) ** 2 == S:
-            return p
-    raise ValueError(f"no patch size cuts a {image_side}×{image_side} image into S = {S} tokens")
 
 
 def grid(s, device="cpu"):

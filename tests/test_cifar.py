@@ -150,3 +150,20 @@ def test_cka_and_effective_width_studies_run_on_the_generated_files(cifar_folder
     assert set(runs.model) == set(width["MODELS"]) and (runs.dataset == "cifar10").all()
     assert (runs.tokens == 4).all() and runs.test_error.between(0, 1).all()
     assert (runs.patch == 16).all()                                   # ⌈32/16⌉² = 4 tokens of 3·16² inputs
+
+
+def test_width_controls_run_on_the_generated_files(cifar_folder, tmp_path):
+    """The width controls (data size, SW-MLP widened by sparsity, C against m) at their tiny size on CIFAR-shaped
+    data: subsets of the 200 generated training images (100 of them a stratified subset, 200 all), the same 60 test
+    images, the tokens cut from the 32 × 32 colour images (S = 4, 9, 16: patches 16, 11, 8)."""
+    folder, _ = cifar_folder
+    ctrl = load_simulation("width_controls")
+    tables = ctrl["compute"]("tiny", store=tmp_path, n_jobs=1, dataset="cifar10", data_dir=str(folder))
+    runs = tables["runs"]
+    assert (runs.dataset == "cifar10").all() and runs.test_error.between(0, 1).all()
+    assert set(runs.n_train) == {100, 200} and set(runs.tokens) == {4, 9, 16}
+    assert set(runs.patch) == {16, 11, 8}
+    assert set(tables["gap"].n_train) == {100, 200} and len(tables["sparse"]) == 2
+    assert tables["sparse"].density.iloc[1] == mixer_width.sparse_density(9, 14, 2 * 8 ** 3)
+    sub = mixer_width.patched("cifar10", 16, data_dir=folder, n_train=100)
+    assert (sub.n_train, sub.n_test, sub.shape) == (100, N_TEST, (4, 768))

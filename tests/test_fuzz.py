@@ -1775,6 +1775,58 @@ def test_subnetwork_budget_split(name, arg, call, valid, values):
     check_generated("subnetwork_budget", 8, name, arg, call, valid, values())
 
 
+from rmtnet.studies import mixer_width as mw_study  # noqa: E402
+
+_WY = torch.as_tensor(np.repeat(np.arange(3), (30, 50, 20)))
+_WX = torch.arange(100, dtype=torch.float32)[:, None]
+_WDATA = nd.Dataset(_WX, _WY, _WX[:7], _WY[:7], n_classes=3, name="toy", shape=(1,))
+_WRUNS = pd.DataFrame(dict(model="m", tokens=[4, 4, 9, 9], channels=[20, 20, 9, 9], width=[80, 80, 81, 81],
+                           test_error=[0.2, 0.21, 0.1, 0.12]))
+
+
+def _in_range(lo, hi):
+    """An integer in [lo, hi] (an integral float: either way)."""
+    def valid(v):
+        ok = int_at_least(lo)(v)
+        return ok if ok is not True else int(by_value(v)) <= hi
+    return valid
+
+
+def _not_a_table():
+    return st.one_of(scalars(), st.sampled_from([_WRUNS.drop(columns="channels"), [1, 2], {"tokens": [4]}]))
+
+
+WIDTH_STUDY = [
+    ("stratified_subset.n_train", "n_train", lambda v: mw_study.stratified_subset(_WDATA, v).n_train,
+     _in_range(3, 100), lambda: small_ints(-2, 120)),
+    ("stratified_subset.seed", "seed", lambda v: mw_study.stratified_subset(_WDATA, 10, seed=v).n_train,
+     _in_range(0, 2 ** 64 - 1), scalars),
+    ("sparse_density.tokens", "tokens", lambda v: mw_study.sparse_density(v, 4, 2.0), int_at_least(1), small_ints),
+    ("sparse_density.channels", "channels", lambda v: mw_study.sparse_density(4, v, 2.0), int_at_least(1),
+     small_ints),
+    ("sparse_density.omega", "omega", lambda v: mw_study.sparse_density(4, 4, v), real_in(0, 512, lo_open=True),
+     scalars),
+    ("sparse_density.gamma", "gamma", lambda v: mw_study.sparse_density(4, 4, 2.0, v), real_in(1 / 128), scalars),
+    ("patch_for_tokens.S", "S", lambda v: mw_study.patch_for_tokens(v, 8),
+     lambda v: int_at_least(1)(v) and by_value(v) in (1, 4, 9, 16, 64), lambda: small_ints(-2, 70)),
+    ("patch_for_tokens.image_side", "image_side", lambda v: mw_study.patch_for_tokens(4, v),
+     lambda v: int_at_least(2)(v), lambda: small_ints(-2, 60)),
+    ("masked_connections.net", "net", lambda v: mw_study.masked_connections(v), lambda v: False, scalars),
+    ("narrow_wide_gap.runs", "runs", lambda v: mw_study.narrow_wide_gap(v), lambda v: v is _WRUNS,
+     lambda: st.one_of(st.just(_WRUNS), _not_a_table())),
+    ("error_regression.runs", "runs", lambda v: mw_study.error_regression(v), lambda v: False, _not_a_table),
+    ("gap_trend.runs", "runs", lambda v: mw_study.gap_trend(v), lambda v: False, _not_a_table),
+]
+
+
+@pytest.mark.parametrize("name, arg, call, valid, values", WIDTH_STUDY, ids=[c[0] for c in WIDTH_STUDY])
+def test_width_study(name, arg, call, valid, values):
+    """The width study's controls (Hayase & Karakida 2024): training subsets, the SW-MLP density rule, the patch
+    for S tokens, the connections a model keeps, and the narrow-vs-wide and log C / log m fits (15 cases each):
+    finite numbers, or a named refusal."""
+    check_generated("width_study", 15, name, arg, call, valid, values())
+
+
 _r = np.random.default_rng(0)
 CX, CY = _r.standard_normal((6, 3)), _r.standard_normal((6, 2))
 
