@@ -290,7 +290,7 @@ def _draw_sparse(ax, ax_time, sparse, runs):
     ax.set(xscale="log", xlabel="width m = S·C", ylabel="test error (%)", title="(c) SW-MLP wider at the same Ω")
     ax_time.plot(sparse.width, sparse.seconds_mean, "o-", color="C3")
     ax_time.set(xscale="log", yscale="log", xlabel="width m", ylabel="seconds per run (one thread)",
-                title="(c) cost of a run")
+                title="(c) its cost: seconds per run")
 
 
 def _draw_control(ax, runs):

@@ -271,8 +271,10 @@ def _verdict(a, alpha):
         return "not reproduced", (f"no width wider than w = {a['base_width']} trains (mean train error below "
                                   f"{100 * a['trainable']:.0f} %)")
     if not (a["best_width"] != a["base_width"] and a["best_diff"] < 0 and a["best_p"] < alpha):
+        hint = ("; the mean points the claim's way, so more seeds may decide it"
+                if a["best_width"] != a["base_width"] and a["best_diff"] < 0 else "")
         return "not reproduced", (f"no trainable width beats w = {a['base_width']} with p < {alpha} ({best}; "
-                                  f"{a['seeds']} seeds per width)")
+                                  f"{a['seeds']} seeds per width{hint})")
     if a["plateau_width"] == a["widest_trainable"] and not a["worse_than_best"]:
         return "reproduced", (f"test error falls up to the widest trainable width ({best}; Spearman ρ = "
                               f"{a['rho']:.2f}, p = {a['rho_p']:.2g})")
