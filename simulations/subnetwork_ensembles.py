@@ -16,7 +16,7 @@ disagreement, KL and correlation of the members; the paired per-seed effects SSE
 8-epoch parent and NP − R (mean ± SE); and the spread of the SSE ensemble accuracy over mask draws from one parent
 (``draws`` sets of 8 children per seed), R against NP: the variance the antithetic anti-masks should reduce.
 
-Quick mode (default): MNIST-5k, 4 seeds, 2 mask draws (28 runs; ``datasets=("mnist5k", "digits")`` adds
+Quick mode (default): MNIST-5k, 3 seeds, 2 mask draws (21 runs; ``datasets=("mnist5k", "digits")`` adds
 the digits). ``--full``: 10 seeds, 6 draws, and minibatches of 32 and 128. Runs are appended to
 figures/subnetwork_ensembles_runs.csv through rmtnet.experiments.sweep (an interrupted run resumes). Writes
 figures/subnetwork_ensembles.png and .csv (panels "summary", "effects", "variance", "runs").
@@ -52,7 +52,7 @@ LABELS = {"independent": "Independent", "dropout": "Dropout", "bagging": "Baggin
 METRICS = ("accuracy", "nll", "ece", "disagreement", "correlation", "kl", "member_accuracy")
 ORDER = ["independent", "dropout", "bagging", "sse_r", "sse_np"]
 SIZES = {"tiny": dict(datasets=("digits",), seeds=2, draws=2, batch_sizes=(32,), width=16),
-         "quick": dict(datasets=("mnist5k",), seeds=4, draws=2, batch_sizes=(32,), width=256),
+         "quick": dict(datasets=("mnist5k",), seeds=3, draws=2, batch_sizes=(32,), width=256),
          "full": dict(datasets=("mnist5k", "digits"), seeds=10, draws=6, batch_sizes=(32, 128), width=256)}
 
 

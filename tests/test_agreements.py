@@ -64,12 +64,12 @@ def test_red_line_border_is_the_laws_line_at_depth_2(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ subnetworks
 def test_subnetwork_ensembles_show_no_advantage_on_mnist5k(tmp_path):
-    """subnetwork_ensembles.py (quick, the MNIST-5k rows: 4 seeds, 2 mask draws): "The thesis's SSE advantage at this
+    """subnetwork_ensembles.py (quick settings with 4 seeds, the MNIST-5k rows: 2 mask draws): "The thesis's SSE advantage at this
     budget does not appear" — the thesis's smallest advantage, +2 points over the independent model, lies above the
     paired effect SSE(R) − independent by more than 2 of its standard errors (measured at 5 seeds, 3 draws:
     −0.94 ± 0.27 points; here −0.85 ± 0.18), and the children's ensemble does not beat its own 8-epoch parent by 2
     standard errors (measured −0.08 ± 0.50; here −0.53 ± 0.34)."""
-    eff = _compute("subnetwork_ensembles", tmp_path, datasets=("mnist5k",), n_jobs=1)["effects"]
+    eff = _compute("subnetwork_ensembles", tmp_path, datasets=("mnist5k",), seeds=4, n_jobs=1)["effects"]
     eff = eff[eff.dataset == "mnist5k"].set_index("comparison")
     d = eff.loc["SSE(R) − independent"]
     assert d.n_seeds == 4 and d.accuracy_diff + 2 * d.accuracy_se < 0.02, d
@@ -78,11 +78,11 @@ def test_subnetwork_ensembles_show_no_advantage_on_mnist5k(tmp_path):
 
 
 def test_temperature_annealing_beats_one_shot_at_98_percent(tmp_path):
-    """annealing.py (quick, its 98 % rows: width 128, random masks, 3 seeds): temperature annealing − one-shot, best
+    """annealing.py (quick settings with 3 seeds, its 98 % rows: width 128, random masks): temperature annealing − one-shot, best
     accuracy at the target, measured +15.6 ± 2.4 points with the constant learning rate (3 of 3 seeds) and +7.2 ± 3.7
     one-cycle (2 of 3); here +16.3 ± 1.8 and +5.0 ± 4.0. Asserted: the constant-lr gain within 2 of the published
     standard errors of +15.6 and won by every seed; the one-cycle gain within 2 of its standard errors of +7.2."""
-    g = _compute("annealing", tmp_path, sparsities=(0.98,), n_jobs=1)["gains"]
+    g = _compute("annealing", tmp_path, sparsities=(0.98,), seeds=3, n_jobs=1)["gains"]
     g = g[(g.method == "temperature_anneal") & (g.sparsity == 0.98)].set_index("schedule")
     const, cycle = g.loc["constant"], g.loc["onecycle"]
     assert const.n_seeds == 3 and const.best_wins == 3, const
