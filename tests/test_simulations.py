@@ -76,6 +76,8 @@ def test_jacobian_spectra_figure(tmp_path):
     assert mc[mc.model == "linear orthogonal"].var_mc.abs().max() < 1e-12     # JJᵀ = I exactly
 
 
+@pytest.mark.slow          # ~40 s on 2 cores: the quick figure's critical line, χ grid and Monte Carlo check
+@pytest.mark.agreement
 def test_dynamical_isometry_figure(tmp_path):
     from rmtnet.spectra import chi
     tables = _figure("dynamical_isometry", tmp_path)
