@@ -109,14 +109,19 @@ def effects(runs):
     rows = []
     keys = ["dataset", "batch_size", "epochs", "members", "child_epochs", "method"]
     for point, t in paired(runs).groupby(keys, sort=False):
-        point = dict(zip(keys, point), batch_size=int(point[1]), epochs=int(point[2]), members=int(point[3]),
-                     child_epochs=int(point[4]))
+        point = _point(keys, point)
         for name, (col, ref, scale) in COMPARISONS.items():
             d = difference(scale * t[col], scale * t[ref], paired=True)
             rows.append(dict(point, comparison=name, child_steps=int(t.child_steps.iloc[0]),
                              parent_epochs=int(t.parent_epochs.iloc[0]), diff=d["diff"], se=d["se"], t=d["t"],
                              p=d["p"], n_seeds=d["n_a"]))
     return pd.DataFrame(rows + _np_minus_r(runs, keys[:-1]))
+
+
+def _point(keys, values):
+    """A point of the axis as a dict: (data set, batch, E, k, c[, method]) with the counts as ints."""
+    point = dict(zip(keys, values))
+    return point | {k: int(point[k]) for k in ("batch_size", "epochs", "members", "child_epochs")}
 
 
 def _np_minus_r(runs, keys):
@@ -129,8 +134,7 @@ def _np_minus_r(runs, keys):
         return rows
     for point, t in both.dropna().groupby(level=keys, sort=False):
         d = difference(100 * t["accuracy", "sse_np"], 100 * t["accuracy", "sse_r"], paired=True)
-        rows.append(dict(zip(keys, point), batch_size=int(point[1]), epochs=int(point[2]), members=int(point[3]),
-                         child_epochs=int(point[4]), method="sse_np", comparison="SSE(NP) − SSE(R)",
+        rows.append(dict(_point(keys, point), method="sse_np", comparison="SSE(NP) − SSE(R)",
                          child_steps=int(t["child_steps", "sse_np"].iloc[0]),
                          parent_epochs=int(t["parent_epochs", "sse_np"].iloc[0]), diff=d["diff"], se=d["se"],
                          t=d["t"], p=d["p"], n_seeds=d["n_a"]))
