@@ -202,6 +202,37 @@ def finite_array(name, x, dtype=float):
     return arr
 
 
+def runs_table(name, runs, columns, *, of=None, min_rows=1):
+    """Return ``runs`` if it is a pandas DataFrame holding ``columns`` and at least ``min_rows`` rows: the one check
+    of every study function that reads a sweep's table. A value that is not a DataFrame raises TypeError; missing
+    columns or too few rows raise ValueError. Each names ``name``, what the table should come from (``of``, e.g.
+    "a spectra_run sweep"), the columns required and those missing.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs_table("runs", pd.DataFrame({"seed": [0], "test_error": [0.1]}), ["seed", "test_error"]).shape
+    (1, 2)
+    >>> runs_table("runs", pd.DataFrame({"seed": [0]}), ["seed", "test_error"], of="a sweep")
+    Traceback (most recent call last):
+    ...
+    ValueError: runs must be the table of a sweep with the columns ['seed', 'test_error'] and at least 1 row; missing ['test_error'], 1 row
+    """
+    import pandas as pd                       # pandas only where a table is read: the base imports NumPy alone
+
+    source = f"the table of {of}" if of else "a table"
+    columns = list(columns)
+    if not isinstance(runs, pd.DataFrame):
+        raise TypeError(f"{name} must be {source} (a pandas DataFrame with the columns {columns}), got "
+                        f"{type(runs).__name__}")
+    missing = [c for c in columns if c not in runs.columns]
+    if missing or len(runs) < min_rows:
+        rows = lambda n: f"{n} row{'s' * (n != 1)}"          # noqa: E731
+        raise ValueError(f"{name} must be {source} with the columns {columns} and at least {rows(min_rows)}; "
+                         f"missing {missing}, {rows(len(runs))}")
+    return runs
+
+
 def _kind(x):
     """The NumPy dtype kind of ``x`` as given ('f', 'c', 'U' for text, …), or None where NumPy cannot tell (a ragged
     list: :func:`finite_array` then reports NumPy's own refusal)."""

@@ -293,5 +293,7 @@ def test_the_study_refuses_bad_arguments_before_any_work():
                        (([0.5], [-1]), "seeds")):
         with pytest.raises(ValueError, match=name):
             study.sharpness_sweep(*args, width=4, depth=2, n_train=4, steps=1, probe_every=1)
-    with pytest.raises(ValueError, match="runs must"):
+    with pytest.raises(TypeError, match="runs must be the table of sharpness_sweep"):
         study.curves({"eta": 1})
+    with pytest.raises(ValueError, match=r"missing \['seed', 'eta', 'two_over_eta'\]"):
+        study.curves(pd.DataFrame({"eta_factor": [0.5]}))

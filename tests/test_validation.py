@@ -449,3 +449,32 @@ def test_one_of_and_boolean_refuse_arrays_and_other_types_naming_the_argument():
         with pytest.raises(TypeError, match="flag must be True or False"):
             boolean("flag", value)
     assert boolean("flag", np.True_) is True and boolean("flag", False) is False
+
+
+def test_every_study_table_is_checked_by_one_rule():
+    """The study functions that read a sweep's table refuse a non-table with TypeError and a table missing a column
+    (or empty) with ValueError, each naming the argument, the producing function and the missing columns."""
+    import pandas as pd
+    from rmtnet._validation import runs_table
+    from rmtnet.studies import emn, mixer_width, sharpness, trained_spectra, wider_nets
+
+    readers = [(mixer_width.narrow_wide_gap, "runs", "a width_run sweep"),
+               (mixer_width.gap_trend, "runs", "a width_run sweep"),
+               (mixer_width.error_regression, "runs", "a width_run sweep"),
+               (trained_spectra.layer_table, "runs", "a spectra_run sweep"),
+               (trained_spectra.kernel_table, "runs", "a spectra_run sweep"),
+               (wider_nets.width_effects, "runs", "a width_at_fixed_weights_run sweep"),
+               (sharpness.curves, "runs", "sharpness_sweep"),
+               (emn.binary_error_table, "runs", "emn_run rows"),
+               (emn.table1, "tidy", "sweep_emn")]
+    for fn, name, source in readers:
+        with pytest.raises(TypeError, match=f"{name} must be the table of {source} \\(a pandas DataFrame"):
+            fn([{"seed": 0}])
+        with pytest.raises(ValueError, match=f"{name} must be the table of {source} with the columns \\[.*\\] and "
+                                             r"at least 1 row; missing \[.+\], 1 row$"):
+            fn(pd.DataFrame({"seed": [0]}))
+    table = pd.DataFrame({"a": [1.0], "b": [2.0]})
+    assert runs_table("runs", table, ["a"]) is table
+    with pytest.raises(ValueError, match=r"missing \[\], 0 rows"):
+        runs_table("runs", table.iloc[:0], ["a"])
+    assert runs_table("runs", table.iloc[:0], ["a"], min_rows=0).empty

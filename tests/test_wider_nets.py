@@ -168,7 +168,8 @@ def test_width_effects_refuses_what_it_cannot_test():
         width_effects(_runs({8: [.1, .2], 32: [.1]}))
     with pytest.raises(ValueError, match="base_width = 8"):
         width_effects(_runs({16: [.1, .2], 32: [.1, .2]}))
-    with pytest.raises(ValueError, match="runs must be a DataFrame"):
+    with pytest.raises(ValueError, match="runs must be the table of a width_at_fixed_weights_run sweep with the "
+                                         "columns"):
         width_effects(_runs({8: [.1, .2]}).drop(columns="train_error"))
     with pytest.raises(ValueError, match="test_error"):
         width_effects(_runs({8: [.1, np.nan], 32: [.1, .2]}))

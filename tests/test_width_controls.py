@@ -112,7 +112,8 @@ def test_narrow_wide_gap_and_regression_on_known_tables():
     trend = mw.gap_trend(pd.DataFrame(rows)).set_index("model")       # gap +0.05 at n = 100, −0.02 at 400
     assert trend.loc["mixer", "per_doubling"] == pytest.approx(-0.035, abs=1e-12)         # −0.07 over two doublings
     assert trend.loc["mixer", "n_runs"] == 16
-    with pytest.raises(ValueError, match="runs must have the columns"):
+    with pytest.raises(ValueError, match=r"runs must be the table of a width_run sweep with the columns .* "
+                                         r"missing \[.width.\]"):
         mw.error_regression(pd.DataFrame(dict(channels=C, test_error=err)))
     with pytest.raises(TypeError, match="runs"):
         mw.narrow_wide_gap([1, 2])

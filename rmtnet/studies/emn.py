@@ -71,7 +71,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from rmtnet import experiments
-from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, runs_table, scalar
 
 from rmtnet.nets.models import EMN
 
@@ -1043,9 +1043,7 @@ def binary_error_table(runs: pd.DataFrame) -> pd.DataFrame:
     ids = ["condition", "n", "epochs", "meta_epochs", "seed", "dtype", "diagonal"]
     measured = [_binary_column(p) for p in DENSITIES]
     expected = [_binary_column(p, "expected") for p in DENSITIES]
-    missing = [c for c in ids + measured + expected if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs must be emn_run rows; missing columns {missing}")
+    runs = runs_table("runs", runs, ids + measured + expected, of="emn_run rows")
     rows = []
     for run in runs.to_dict("records"):
         for p, m, e in zip(DENSITIES, measured, expected):
@@ -1079,6 +1077,8 @@ def table1(tidy: pd.DataFrame) -> pd.DataFrame:
     >>> int(row.best_epochs), int(row.best_meta_epochs), float(row.paper_error)
     (2, 8, 6.36e-14)
     """
+    tidy = runs_table("tidy", tidy, ["n", "condition", "epochs", "meta_epochs", "test_error"],
+                      of="sweep_emn")
     mean = tidy.groupby(["n", "condition", "epochs", "meta_epochs"], as_index=False).test_error.mean()
     best = mean.loc[mean.groupby(["n", "condition"]).test_error.idxmin()].reset_index(drop=True)
     best = best.rename(columns={"test_error": "error", "epochs": "best_epochs", "meta_epochs": "best_meta_epochs"})

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rmtnet._validation import integer_at_least, one_of, real_scalar, seed_value
+from rmtnet._validation import integer_at_least, one_of, real_scalar, runs_table, seed_value
 from rmtnet.spectra import mixer
 from rmtnet.nets import data as datasets
 from rmtnet.nets.layers import MaskedLinear, SparseMaskedLinear
@@ -245,15 +245,6 @@ def masked_connections(net):
             for m in net.modules() if isinstance(m, (MaskedLinear, SparseMaskedLinear))]
 
 
-def _runs_table(runs, needed):
-    if not isinstance(runs, pd.DataFrame):
-        raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
-    missing = [c for c in needed if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs must have the columns {needed}; missing {missing}")
-    return runs
-
-
 def narrow_wide_gap(runs, by=("model",)):
     """Per group of ``by`` (e.g. model and training-set size), the test error of the narrowest configuration (the
     smallest S) minus that of the widest (S closest to C, the Mixer's largest m at a fixed Ω), by Welch's t-test
@@ -275,7 +266,7 @@ def narrow_wide_gap(runs, by=("model",)):
     4 16 0.01
     """
     by = [by] if isinstance(by, str) else list(by)
-    runs = _runs_table(runs, [*by, "tokens", "channels", "test_error"])
+    runs = runs_table("runs", runs, [*by, "tokens", "channels", "test_error"], of="a width_run sweep")
     rows = []
     for key, g in runs.groupby(by, sort=True):
         narrow = int(g.tokens.min())
@@ -308,7 +299,8 @@ def gap_trend(runs):
     >>> print(round(float(gap_trend(runs).per_doubling[0]), 3))
     -0.05
     """
-    runs = _runs_table(runs, ["model", "n_train", "tokens", "channels", "test_error"])
+    runs = runs_table("runs", runs, ["model", "n_train", "tokens", "channels", "test_error"],
+                      of="a width_run sweep")
     rows = []
     for model, g in runs.groupby("model", sort=False):
         narrow = int(g.tokens.min())
@@ -339,7 +331,7 @@ def error_regression(runs):
     >>> print(round(float(fit.loc["log m", "coef"]), 2), fit.attrs["rho_width"] < 0)
     -0.01 True
     """
-    runs = _runs_table(runs, ["channels", "width", "test_error"])
+    runs = runs_table("runs", runs, ["channels", "width", "test_error"], of="a width_run sweep")
     logC, logm = np.log(runs.channels.to_numpy(float)), np.log(runs.width.to_numpy(float))
     fit = linear_model(runs.test_error.to_numpy(float), {"log C": logC, "log m": logm})
     rc, rm = rank_correlation(runs.channels, runs.test_error), rank_correlation(runs.width, runs.test_error)

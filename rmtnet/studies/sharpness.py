@@ -63,7 +63,7 @@ import pandas as pd
 import torch
 
 from rmtnet import experiments
-from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, runs_table
 from rmtnet.nets import MLP, DivergenceError, data as nets_data, train
 from rmtnet.nets._modules import check_model
 from rmtnet.nets.sharpness import hessian_top_eigenvalues, ntk_top_eigenvalues, sharpness_probe
@@ -347,10 +347,7 @@ def curves(runs):
     >>> curves(runs)[["step", "train_loss", "hessian"]].values.tolist()
     [[0.0, 0.3, 10.0], [1.0, 0.2, nan]]
     """
-    needed = {"eta_factor", "seed", "eta", "two_over_eta"}
-    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
-        raise ValueError(f"runs must be the DataFrame of sharpness_sweep (columns {sorted(needed)}, loss_<t>, …), got "
-                         f"{type(runs).__name__}")
+    runs = runs_table("runs", runs, ["eta_factor", "seed", "eta", "two_over_eta"], of="sharpness_sweep")
     steps = sorted(int(c[5:]) for c in runs.columns if c.startswith("loss_"))
     long = []
     for _, r in runs.iterrows():

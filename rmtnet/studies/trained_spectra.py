@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 
 from rmtnet._io import output_path
-from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar
+from rmtnet._validation import boolean, integer_at_least, one_of, real_scalar, runs_table
 from rmtnet.nets import data as datasets
 from rmtnet.nets.models import EMN, MLP, MLPMixer, RPMixer, SWMLP
 from rmtnet.nets.spectral_audit import jacobian_against_law, ntk_against_law, spectrum_table, weight_spectra
@@ -244,13 +244,7 @@ def _save(net, weights_dir, model, seed, stage):
 
 def _runs(runs, columns):
     """``runs``: a :func:`spectra_run` sweep's table (a DataFrame with ``columns``, at least one row)."""
-    if not isinstance(runs, pd.DataFrame):
-        raise ValueError(f"runs must be the pandas.DataFrame of a spectra_run sweep, got {type(runs).__name__}")
-    missing = [c for c in columns if c not in runs.columns]
-    if missing or runs.empty:
-        raise ValueError(f"runs must be a spectra_run sweep's table with columns {', '.join(columns)} and at least "
-                         f"one row; missing {missing}, {len(runs)} rows")
-    return runs
+    return runs_table("runs", runs, columns, of="a spectra_run sweep")
 
 
 def layer_table(runs):

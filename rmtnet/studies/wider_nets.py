@@ -63,7 +63,7 @@ from rmtnet.nets.layers import MaskedLinear, gaussian_, generator
 from rmtnet.nets.training import train
 from rmtnet.studies import effects
 from rmtnet._optional import require
-from rmtnet._validation import boolean, finite_array, one_of, positive_integers, real_scalar
+from rmtnet._validation import boolean, finite_array, one_of, positive_integers, real_scalar, runs_table
 
 N_IN, N_CLASSES, BASE_WIDTH = 784, 10, 8
 
@@ -338,8 +338,8 @@ def width_effects(runs, base_width=BASE_WIDTH, trainable=0.05, alpha=0.05):
     >>> e.attrs["best_width"], e.attrs["plateau_width"], e.attrs["verdict"]
     (32, 32, 'reproduced only under stated conditions')
     """
-    if not isinstance(runs, pd.DataFrame) or not {"kind", "width", "test_error", "train_error"} <= set(runs.columns):
-        raise ValueError("runs must be a DataFrame with columns kind, width, test_error and train_error")
+    runs = runs_table("runs", runs, ["kind", "width", "test_error", "train_error"],
+                      of="a width_at_fixed_weights_run sweep")
     base_width = positive_integers(base_width=base_width)[0]
     trainable = real_scalar("trainable", trainable, lo=0.0, hi=1.0, lo_open=True)
     alpha = real_scalar("alpha", alpha, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
