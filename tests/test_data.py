@@ -197,6 +197,9 @@ def test_batches_cover_each_sample_once_per_epoch(digits):
     test = torch.cat([y for _, y in digits.loader("test", batch_size=64)])
     assert torch.equal(test, digits.y_test)  # the test split is not shuffled by default
     assert len(digits.loader("train", batch_size=100, drop_last=True)) == 14
+    for size, drop in ((100, False), (100, True), (1437, True), (64, False)):   # the count is what a pass yields
+        loader = digits.loader("train", batch_size=size, drop_last=drop)
+        assert len(list(loader)) == len(loader) == D.Batches.count(1437, size, drop)
     with pytest.raises(ValueError, match="batch_size"):
         digits.loader(batch_size=0)
     with pytest.raises(ValueError, match="split"):

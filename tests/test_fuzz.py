@@ -1765,6 +1765,10 @@ SSE_BUDGET = [
      lambda: small_ints(-2, 10 ** 6)),
     ("steps_per_epoch.batch_size", "batch_size", lambda v: sse_study.steps_per_epoch(4000, v), int_at_least(1),
      lambda: small_ints(-2, 10 ** 6)),
+    ("Batches.count.n", "n", lambda v: sse_study.datasets.Batches.count(v, 32), int_at_least(0),
+     lambda: small_ints(-2, 10 ** 6)),
+    ("Batches.count.batch_size", "batch_size", lambda v: sse_study.datasets.Batches.count(4000, v), int_at_least(1),
+     lambda: small_ints(-2, 10 ** 6)),
 ]
 
 
@@ -2083,6 +2087,7 @@ FLAGS = [
      None),
     ("Batches.shuffle", "shuffle", lambda v: len(list(nd.Batches(_X, _Y, 4, shuffle=v))), False, None),
     ("Batches.drop_last", "drop_last", lambda v: len(list(nd.Batches(_X, _Y, 3, drop_last=v))), False, None),
+    ("Batches.count.drop_last", "drop_last", lambda v: nd.Batches.count(10, 3, drop_last=v), False, None),
     ("sample_masks.exact", "exact", lambda v: ens.sample_masks(_ens_model(), 0.5, exact=v), False, None),
     ("partition_masks.balanced", "balanced", lambda v: ens.partition_masks(_ens_model(), 2, balanced=v), False,
      None),

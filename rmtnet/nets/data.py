@@ -208,7 +208,20 @@ class Batches:
         self.generator = torch.Generator().manual_seed(seed_value("seed", seed, none=False, generators=False))
 
     def __len__(self) -> int:
-        return self.n // self.batch_size if self.drop_last else math.ceil(self.n / self.batch_size)
+        return self.count(self.n, self.batch_size, self.drop_last)
+
+    @staticmethod
+    def count(n: int, batch_size: int, drop_last: bool = False) -> int:
+        """Batches in one pass over ``n`` samples: ⌈n/batch_size⌉, or ⌊n/batch_size⌋ with ``drop_last`` (the
+        optimisation steps of one epoch of :func:`rmtnet.nets.training.train`).
+
+        Examples
+        --------
+        >>> Batches.count(4000, 32), Batches.count(4000, 128), Batches.count(4000, 128, drop_last=True)
+        (125, 32, 31)
+        """
+        n, batch_size = integer_at_least("n", n, 0), integer_at_least("batch_size", batch_size, 1)
+        return n // batch_size if boolean("drop_last", drop_last) else -(-n // batch_size)
 
     def __iter__(self) -> Iterator[tuple]:
         order = torch.randperm(self.n, generator=self.generator) if self.shuffle else torch.arange(self.n)

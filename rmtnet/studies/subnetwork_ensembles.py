@@ -365,7 +365,8 @@ def _budget_split(method, epochs, members, child_epochs):
 
 def steps_per_epoch(n_train: int, batch_size: int) -> int:
     """Optimisation steps in one epoch of the training loop, ⌈n_train / batch_size⌉: every sample once, the last
-    batch smaller when ``batch_size`` does not divide ``n_train`` (:func:`rmtnet.nets.training.train` keeps it).
+    batch smaller when ``batch_size`` does not divide ``n_train`` (:func:`rmtnet.nets.training.train` keeps it;
+    the count is :meth:`rmtnet.nets.data.Batches.count`, the loop's own).
 
     Parameters
     ----------
@@ -385,8 +386,8 @@ def steps_per_epoch(n_train: int, batch_size: int) -> int:
     >>> steps_per_epoch(4000, 32), steps_per_epoch(4000, 128)
     (125, 32)
     """
-    n_train, batch_size = integer_at_least("n_train", n_train, 1), integer_at_least("batch_size", batch_size, 1)
-    return -(-n_train // batch_size)
+    n_train = integer_at_least("n_train", n_train, 1)
+    return datasets.Batches.count(n_train, batch_size)
 
 
 # --------------------------------------------------------------------------------------------------------------
