@@ -116,6 +116,19 @@ def seeds(seed, count):
     return range(seed, seed + int(count))
 
 
+def data_dir_argument(s):
+    """``{"data_dir": str(FOLDER)}`` where the settings ``s`` name a data folder (CIFAR-10's, see
+    :func:`rmtnet.nets.data.cifar10`), else ``{}``: a run's configuration carries the folder only where one was given,
+    so the runs of the offline data keep their configuration (and their rows in a sweep's store).
+
+    Examples
+    --------
+    >>> data_dir_argument({"datasets": ("cifar10",), "data_dir": "/data/cifar"}), data_dir_argument({"seeds": 2})
+    ({'data_dir': '/data/cifar'}, {})
+    """
+    return {} if s.get("data_dir") is None else {"data_dir": str(s["data_dir"])}
+
+
 def output_dir(outdir):
     """``outdir`` as a :class:`~pathlib.Path`, created if missing (where a sweep keeps its runs); checked first by
     :func:`rmtnet._io.output_path` (TypeError for a non-path, ValueError naming ``outdir`` for a file standing

@@ -29,6 +29,8 @@ one-cycle (3 of 5), magnitude masks +0.2 ± 0.2 constant, −0.3 ± 0.5 one-cycl
 leads (+1.3 ± 0.7, +3.3 ± 0.8). Random annealing is as good as temperature annealing (+3.9 ± 0.8, +0.9 ± 0.5 at
 width 256). At ≤ 90 % every method is within about half a point of one-shot.
 Runs are appended to figures/annealing_runs.csv through rmtnet.experiments.sweep (an interrupted run resumes).
+CIFAR-10 (the thesis's data): ``compute(dataset="cifar10", data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10=FOLDER``; FOLDER
+holds the unpacked python batches, see rmtnet.nets.data.cifar10; nothing is downloaded).
 Writes figures/annealing.png and figures/annealing.csv (panels "summary", "gains", "runs").
 """
 from __future__ import annotations
@@ -73,7 +75,7 @@ def grid(s):
                     configs.append(dict(dataset=s["dataset"], method=method, sparsity=float(sparsity),
                                         schedule=schedule, mask=mask, tune_epochs=int(s["tune_epochs"]),
                                         anneal_epochs=int(s["anneal_epochs"]), tau0=float(s["tau0"]),
-                                        width=int(s["width"])))
+                                        width=int(s["width"]), **figures.data_dir_argument(s)))
     return configs
 
 

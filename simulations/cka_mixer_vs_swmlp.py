@@ -62,8 +62,7 @@ def _layers(model):
 
 def _train(s, seed):
     """For one seed: the Mixer and an SW-MLP per density, their CKA matrices and test errors."""
-    common = dict(depth=DEPTH, epochs=s["epochs"], seed=seed, dataset=s["dataset"],
-                  **({"data_dir": s["data_dir"]} if s.get("data_dir") is not None else {}))
+    common = dict(depth=DEPTH, epochs=s["epochs"], seed=seed, dataset=s["dataset"], **figures.data_dir_argument(s))
     mixer, table, data = fit("mixer", s["patch"], s["channels"], **common)
     errors = [dict(model="mixer", density=np.nan, seed=seed, test_error=table.test_error.iloc[-1])]
     batches = [data.x_test[i:i + 200] for i in range(0, data.n_test, 200)]

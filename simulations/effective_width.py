@@ -80,10 +80,7 @@ def _data_arguments(s):
     dataset = s.get("dataset", "mnist5k")
     if dataset not in IMAGE_SIDE:
         raise ValueError(f"dataset must be one of {sorted(IMAGE_SIDE)}, got {dataset!r}")
-    out = {} if dataset == "mnist5k" else {"dataset": dataset}
-    if s.get("data_dir") is not None:
-        out["data_dir"] = str(s["data_dir"])
-    return out
+    return ({} if dataset == "mnist5k" else {"dataset": dataset}) | figures.data_dir_argument(s)
 
 
 def summarise(runs):

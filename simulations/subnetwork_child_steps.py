@@ -43,6 +43,8 @@ cores); full (``--full``: MNIST-5k, width 256, batches 32 and 128, the ten sched
 seeds: 220 runs; measured as R first, 29 min at load ≈ 3.3 on two shared cores, then NP, 15 min at load ≈ 2.4 —
 ≈ 20 min of training on one quiet core in one process, where NP reuses R's parents). Runs are appended to
 ``<outdir>/subnetwork_child_steps[_full]_runs.csv`` through rmtnet.experiments.sweep (an interrupted run resumes).
+CIFAR-10 (the thesis's data): ``compute(datasets=("cifar10",), data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10=FOLDER``;
+FOLDER holds the unpacked python batches, see rmtnet.nets.data.cifar10; nothing is downloaded).
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ from rmtnet import cli, experiments, figures
 from rmtnet.studies.effects import difference, linear_model
 from rmtnet.studies.subnetwork_ensembles import budget_run
 
-NAMES = {"mnist5k": "MNIST-5k", "digits": "digits"}
+NAMES = {"mnist5k": "MNIST-5k", "digits": "digits", "cifar10": "CIFAR-10"}
 LABELS = {"sse_r": "SSE (R)", "sse_np": "SSE (NP)"}
 COMPARISONS = {"ensemble − independent": ("accuracy", "independent_accuracy", 100),  # the two panels (points)
                "ensemble − its parent": ("accuracy", "parent_accuracy", 100),
@@ -87,7 +89,7 @@ def grid(s):
     configs = []
     for dataset in s["datasets"]:
         for bs in s["batch_sizes"]:
-            common = dict(dataset=dataset, batch_size=int(bs), width=int(s["width"]))
+            common = dict(dataset=dataset, batch_size=int(bs), width=int(s["width"]), **figures.data_dir_argument(s))
             for total in sorted({e for e, _, _ in s["schedules"]}):
                 configs.append(dict(method="independent", epochs=int(total), **common))
             configs += [dict(method=m, epochs=int(e), members=int(k), child_epochs=int(c), **common)

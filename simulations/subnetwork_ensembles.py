@@ -20,6 +20,8 @@ Quick mode (default): MNIST-5k, 3 seeds, 2 mask draws (21 runs; ``datasets=("mni
 the digits). ``--full``: 10 seeds, 6 draws, and minibatches of 32 and 128. Runs are appended to
 figures/subnetwork_ensembles_runs.csv through rmtnet.experiments.sweep (an interrupted run resumes). Writes
 figures/subnetwork_ensembles.png and .csv (panels "summary", "effects", "variance", "runs").
+CIFAR-10 (the thesis's data): ``compute(datasets=("cifar10",), data_dir=FOLDER)`` (or ``$RMTNET_CIFAR10=FOLDER``;
+FOLDER holds the unpacked python batches, see rmtnet.nets.data.cifar10; nothing is downloaded).
 
 Measured with both data sets, 5 seeds and 3 mask draws (mean ± SE of paired per-seed differences, accuracy in percentage points): on
 MNIST-5k SSE(R) − independent = −0.94 ± 0.27 (NLL −0.023 ± 0.014, ECE +0.011 ± 0.003), SSE(R) − its 8-epoch parent =
@@ -63,15 +65,21 @@ def main(full=False, outdir="figures", seed=0, backend=None, n_jobs=-1, **overri
 
 def settings(full, **overrides):
     """Data sets, seeds, mask draws, batch sizes and width of quick or full mode, or of a size by name
-    (``overrides`` replace any of them)."""
-    return figures.settings(SIZES, full, **overrides)
+    (``overrides`` replace any of them). ``seeds`` and ``draws`` are at least 2: the effects are paired t-tests over
+    seeds and the "variance" table is the spread over mask draws from one parent."""
+    s = figures.settings(SIZES, full, **overrides)
+    for name in ("seeds", "draws"):
+        if isinstance(s[name], bool) or not isinstance(s[name], (int, np.integer)) or s[name] < 2:
+            raise ValueError(f"{name} must be an integer >= 2 (paired effects over seeds, the spread over mask "
+                             f"draws), got {s[name]!r}")
+    return s
 
 
 def grid(s):
     configs = []
     for dataset in s["datasets"]:
         for bs in s["batch_sizes"]:
-            common = dict(dataset=dataset, batch_size=int(bs), width=int(s["width"]))
+            common = dict(dataset=dataset, batch_size=int(bs), width=int(s["width"]), **figures.data_dir_argument(s))
             configs += [dict(method=m, draw=0, **common) for m in ("independent", "dropout", "bagging")]
             configs += [dict(method=m, draw=d, **common) for m in ("sse_r", "sse_np") for d in range(s["draws"])]
     return configs

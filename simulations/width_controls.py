@@ -94,8 +94,7 @@ def _base(s, model, S, C, **extra):
         config["canvas"] = s["canvas"]
     if s.get("dataset", "mnist5k") != "mnist5k":
         config["dataset"] = s["dataset"]
-    if s.get("data_dir") is not None:
-        config["data_dir"] = str(s["data_dir"])
+    config |= figures.data_dir_argument(s)
     return {**config, **{k: v for k, v in extra.items() if v is not None}}
 
 

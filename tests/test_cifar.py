@@ -167,3 +167,20 @@ def test_width_controls_run_on_the_generated_files(cifar_folder, tmp_path):
     assert tables["sparse"].density.iloc[1] == mixer_width.sparse_density(9, 14, 2 * 8 ** 3)
     sub = mixer_width.patched("cifar10", 16, data_dir=folder, n_train=100)
     assert (sub.n_train, sub.n_test, sub.shape) == (100, N_TEST, (4, 768))
+
+
+@pytest.mark.parametrize("script, data", [("subnetwork_ensembles", dict(datasets=("cifar10",))),
+                                          ("subnetwork_child_steps", dict(datasets=("cifar10",))),
+                                          ("annealing", dict(dataset="cifar10"))])
+def test_the_thesis_studies_run_on_the_generated_files(cifar_folder, tmp_path, script, data):
+    """Whitaker's studies (subnetwork ensembles, steps per child, annealing) at their tiny size on CIFAR-shaped data:
+    every run carries the folder given and reads the 200 generated training images from it (at batch 128 an epoch
+    is ⌈200/128⌉ = 2 steps, where the offline digits' 1,437 images would be 12)."""
+    folder, _ = cifar_folder
+    tables = load_simulation(script)["compute"]("tiny", store=tmp_path, n_jobs=1, data_dir=str(folder), **data)
+    runs = tables["runs"]
+    assert (runs.dataset == "cifar10").all() and (runs.data_dir == str(folder)).all()
+    accuracy = runs["final_accuracy" if script == "annealing" else "accuracy"]
+    assert accuracy.between(0, 1).all() and runs.parent_accuracy.dropna().between(0, 1).all()
+    if script == "subnetwork_child_steps":
+        assert (runs.steps_per_epoch.dropna() == 2).all()

@@ -482,6 +482,9 @@ def test_subnetwork_ensembles_figure(tmp_path):
     eff = tables["effects"].set_index("comparison")
     d = tables["runs"].groupby(["method", "seed"]).accuracy.mean().unstack("method")
     assert eff.loc["SSE(R) − independent", "accuracy_diff"] == pytest.approx((d.sse_r - d.independent).mean())
+    for bad in (dict(draws=1), dict(seeds=1), dict(seeds=2.0)):   # refused before any run: no spread, no t-test
+        with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer >= 2"):
+            _figure("subnetwork_ensembles", tmp_path, datasets=("digits",), n_jobs=1, **bad)
 
 
 def test_annealing_figure(tmp_path):
