@@ -293,15 +293,28 @@ def _draw_sparse(ax, ax_time, sparse, runs):
 
 
 def _draw_control(ax, runs):
+    """Panel (d): test error against C, colour by model, marker by the width m = S·C (the points at one C differ in
+    m); the models sit side by side at each C."""
+    from matplotlib.lines import Line2D                 # drawing only: compute() never imports matplotlib
+
     control = runs[runs.series == "control"]
+    models, widths = list(dict.fromkeys(control.model)), sorted(int(m) for m in control.width.unique())
+    markers = dict(zip(widths, "vsoD^p<>h*"))
     for i, (model, g) in enumerate(control.groupby("model", sort=False)):
         t = g.groupby(["tokens", "channels"]).agg(width=("width", "first"), mean=("test_error", "mean"),
                                                   sd=("test_error", "std")).reset_index()
-        ax.errorbar(t.channels, 100 * t["mean"], yerr=100 * t.sd, fmt="o", capsize=3, color=f"C{i}",
-                    label=LABELS[model])
-        for S, C, m, e in t[["tokens", "channels", "width", "mean"]].itertuples(index=False):
-            ax.annotate(f"S={S}, m={m}", (C, 100 * e), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.set(xscale="log", xlabel="channels C", ylabel="test error (%)", title="(d) C against m (Ω free)")
+        for C, w, e, sd in zip(t.channels, t.width, t["mean"], t.sd):
+            shift = (i - (len(models) - 1) / 2) * 0.2 + (widths.index(int(w)) - (len(widths) - 1) / 2) * 0.06
+            ax.errorbar(C * np.exp(shift), 100 * e, yerr=100 * sd, marker=markers[int(w)], capsize=2, color=f"C{i}",
+                        ms=5, lw=1)
+    handles = [Line2D([], [], color=f"C{i}", marker="o", ls="", label=LABELS[m]) for i, m in enumerate(models)]
+    handles += [Line2D([], [], color="k", marker=markers[w], ls="", label=f"m = {w}") for w in widths]
+    channels = sorted(int(c) for c in control.channels.unique())
+    ax.set(xscale="log", xlabel="channels C", ylabel="test error (%)", title="(d) C against m (Ω free)",
+           xlim=(channels[0] / 1.8, channels[-1] * 1.8))
+    ax.set_xticks(channels, [str(c) for c in channels])
+    ax.minorticks_off()
+    ax.legend(handles=handles, fontsize=7, ncol=2)
 
 
 def draw(tables):
@@ -311,7 +324,7 @@ def draw(tables):
     _draw_gap(axes[0], tables["gap"])
     _draw_sparse(axes[1], axes[2], tables["sparse"], runs)
     _draw_control(axes[3], runs)
-    for ax in (axes[0], axes[1], axes[3]):
+    for ax in (axes[0], axes[1]):
         ax.legend(fontsize=7)
     fig.suptitle(f"Width controls at Ω = {s['omega']:.0f} ({s.get('dataset', 'mnist5k')}, {s['epochs']} epochs, "
                  f"{s['seeds']} seeds): after Hayase & Karakida 2024 and Golubeva, Neyshabur & Gur-Ari 2021")
