@@ -447,6 +447,50 @@ def test_the_time_budget_grows_with_the_batch_so_a_large_grid_is_not_a_stall(mon
     assert np.all(np.isfinite(law._solve(z)[0]))
 
 
+def test_two_threads_may_evaluate_one_law_at_once():
+    """Each continuation keeps its own time budget, so a law may be evaluated from two threads at once. Thread B
+    starts a solve; thread A starts one while B is inside its descent, and descends only after B has finished. The
+    budget used to be an attribute of the law: A took B's for a nested call's, B deleted it on finishing, and A
+    failed with AttributeError. Both results equal the same solves made one after the other."""
+    import threading
+    law = free_mult(FussCatalan(2), PointMasses([1e-3, 1.0], [0.5, 0.5]))
+    z = {"A": np.linspace(0.2, 0.9, 16) + 1e-9j, "B": np.linspace(0.1, 0.8, 3) + 1e-3j}
+    expected = {name: law._solve(v)[0] for name, v in z.items()}
+    events = {name: threading.Event() for name in ("A inside", "B inside", "B done")}
+    out, errors, descend = {}, [], law._solve_within
+
+    def held(points, return_state):                         # the order above, at the start of each descent
+        name = threading.current_thread().name
+        if name == "B" and not events["B inside"].is_set():
+            events["B inside"].set()
+            events["A inside"].wait(60)
+        elif name == "A" and not events["A inside"].is_set():
+            events["A inside"].set()
+            events["B done"].wait(60)
+        return descend(points, return_state)
+
+    def run(name):
+        try:
+            if name == "A":
+                events["B inside"].wait(60)
+            out[name] = law._solve(z[name])[0]
+        except Exception as exc:                            # reported below, with the thread's name
+            errors.append(f"{name}: {exc!r}")
+        finally:
+            if name == "B":
+                events["B done"].set()
+
+    law._solve_within = held
+    threads = [threading.Thread(target=run, args=(name,), name=name) for name in ("A", "B")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == [] and all(e.is_set() for e in events.values())
+    for name in z:
+        np.testing.assert_array_equal(out[name], expected[name])
+
+
 @pytest.mark.slow          # resolves or refuses within the budget: ≤ 60 s
 def test_shifted_hard_edge_times_atoms_resolves_or_refuses_within_its_budget():
     """FussCatalan(1) shifted by ½ (no free-power form: its transform is a nested solve) ⊠ atoms at 10⁻³, 1, 10³:

@@ -9,6 +9,7 @@ O(number of factors) by a Schur complement. Every z = x + iy is reached by conti
 """
 from __future__ import annotations
 
+import contextvars
 import itertools
 import time
 import warnings
@@ -26,6 +27,10 @@ DEFAULT_TOL = 1e-13           # the relative Newton tolerance of the ⊠/⊞ eng
 DEFAULT_MAX_ITER = 2000       # Newton iterations per point before ConvergenceError
 TIME_BUDGET = 40.0            # CPU seconds a continuation of up to BUDGET_POINTS points may take before ConvergenceError
 BUDGET_POINTS = 4096          # a larger batch gets TIME_BUDGET per BUDGET_POINTS points (10⁶ grid points: 2.7 h)
+# The budgets of the continuations under way in this thread (or asyncio task): id(law) → (deadline, budget). A nested
+# solve of the same law shares its caller's budget; another thread starts with none of them, so two threads may
+# evaluate one law at once (the budget was once an attribute of the law, which the first thread to finish deleted).
+_BUDGETS = contextvars.ContextVar("rmtnet_continuation_budgets", default={})
 
 
 class Subordination(Measure):
@@ -178,14 +183,15 @@ class Subordination(Measure):
 
         Returns (u, ω, ẑ): ẑ = z except at points that were stopped just above the real axis (see below), where
         ẑ = x + iy is the height actually reached; every transform must then be evaluated at ẑ."""
-        if "_deadline" in self.__dict__:       # a retry from afar, or a nested call: the same budget
+        running = _BUDGETS.get()
+        if id(self) in running:                # a retry from afar, or a nested call: the same budget
             return self._solve_within(z, return_state)
-        self._budget = self._time_budget * max(1.0, np.size(z) / BUDGET_POINTS)   # large grids are not stalls
-        self._deadline = time.process_time() + self._budget
+        budget = self._time_budget * max(1.0, np.size(z) / BUDGET_POINTS)   # large grids are not stalls
+        token = _BUDGETS.set({**running, id(self): (time.process_time() + budget, budget)})
         try:
             return self._solve_within(z, return_state)
         finally:
-            del self._deadline
+            _BUDGETS.reset(token)
 
     _time_budget = TIME_BUDGET
 
@@ -194,10 +200,11 @@ class Subordination(Measure):
         ``BUDGET_POINTS`` points, at least ``TIME_BUDGET``): where
         (the lowest height still to be left, and its x) and why (the heights there are those of a nearly singular
         system, next to an atom or a hard edge at 0, that float64 resolves only in ever smaller steps)."""
-        if time.process_time() <= self._deadline:
+        deadline, budget = _BUDGETS.get()[id(self)]
+        if time.process_time() <= deadline:
             return
         k = active[np.argmin(y[active])]
-        raise ConvergenceError(f"{self.kind}: the continuation ran past its time budget of {self._budget:.3g} s "
+        raise ConvergenceError(f"{self.kind}: the continuation ran past its time budget of {budget:.3g} s "
                                f"of CPU time with {active.size} point(s) still descending, the lowest at "
                                f"Im z = {float(y[k]):.3g} above x = {float(x[k]):.6g}: next to a hard edge or an "
                                f"atom the system is nearly singular and the steps down shrink{self._reach_note()}",
