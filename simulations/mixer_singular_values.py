@@ -86,6 +86,20 @@ def _draw_ranks(ax, curves, c_g, legend_edge):
     ax.axhline(c_g, color="red", lw=1.2, **({"label": f"c_γ = 1 + √γ = {c_g:.4f}"} if legend_edge else {}))
 
 
+_M = np.geomspace(np.e ** 2, 1e12, 4001)           # √m / log m increases from m = e² on: tabulated for its inverse
+
+
+def _sparsity_ratio(m):
+    """p·m / log m = √m / log m at S = C = √m, p = 1/C (clamped at m = e², where it is least)."""
+    m = np.maximum(np.asarray(m, float), np.e ** 2)
+    return np.sqrt(m) / np.log(m)
+
+
+def _width_at_ratio(r):
+    """The inverse of :func:`_sparsity_ratio` on m ≥ e² (the top axis's ticks are placed through it)."""
+    return np.interp(r, _sparsity_ratio(_M), _M)
+
+
 def draw(tables):
     x = tables.extras
     sizes, c_g, sv, S = x["sizes"], x["c_gamma"], x["mean_sv"], x["sizes"][-1]
@@ -107,8 +121,13 @@ def draw(tables):
         ax.errorbar(t.width * (1 + 0.03 * (i - 1)), t.sv_max_mean, yerr=t.sv_max_std, fmt="o-", capsize=3,
                     color=f"C{i}", label=name)
     ax.axhline(c_g, color="red", lw=1.2, label="c_γ")
-    top = ax.secondary_xaxis("top", functions=(lambda m: np.sqrt(np.maximum(m, 1)) / np.log(np.maximum(m, 2)),
-                                               lambda r: r))
+    ax.set_xscale("log")                                  # the limits are final before the top axis copies them
+    top = ax.twiny()                                      # p·m / log m at the same positions (a monotone map of m)
+    top.set(xscale="log", xlim=ax.get_xlim())
+    lo, hi = _sparsity_ratio(np.array(ax.get_xlim()))
+    ticks = [r for r in (1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 70, 100) if lo <= r <= hi]
+    top.set_xticks(_width_at_ratio(np.array(ticks, float)), [f"{r:g}" for r in ticks])
+    top.minorticks_off()
     top.set_xlabel("p·m / log m = √m / log m", fontsize=8)
     figures.style(ax, xscale="log", xlabel="effective width m = S·C", ylabel="largest singular value",
                   title="edge against width (mean ± std over seeds)")

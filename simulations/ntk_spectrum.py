@@ -48,7 +48,7 @@ def _overlay(law, L, n, draws, seed, backend):
     """The law against the Monte Carlo spectrum at depth L, with λ_max and the first two moments of both."""
     net = _net(L, n)
     eig = to_numpy(sample_fisher_eigs(net, n_samples=draws, seed=seed, backend=backend, qhat="mean_field"))
-    h = plot.histogram(law, eig, label="fisher_law")                 # narrow bands: fine bins
+    h = plot.histogram(law, eig, label="limit law")                  # narrow bands: fine bins
     m = fisher.fisher_moments(net, 2)
     h.table.attrs.update(depth=L, lambda_max=law.hull()[1], lambda_max_mc=float(eig.max()), m1_theory=m[0],
                          m1_mc=float(eig.mean()), m2_theory=m[1], m2_mc=float(np.mean(eig ** 2)),
@@ -95,9 +95,10 @@ def draw(tables):
                title=f"L = {L}: continuous mass {a['continuous_mass']:.3f}\nλ_max = {a['lambda_max']:.4f} "
                      f"(MC {a['lambda_max_mc']:.4f})")
     t, ax = tables["lambda_max vs depth"], axes[-1]
-    ax.plot(t.depth, t.lambda_max, "ko", ms=5, label="fisher_law(net).hull()[1]")
-    ax.plot(t.depth, t.lambda_max_fit, "C3-", lw=1, label=f"fit {t.attrs['slope']:.4f}·L + "
-            f"{t.attrs['intercept']:.4f} (rel. resid. {t.attrs['rel_residual']:.1e})")
+    ax.plot(t.depth, t.lambda_max, "ko", ms=5, label="λ_max of the limit law (top of its support)")
+    ax.plot(t.depth, t.lambda_max_fit, "C3-", lw=1, label=f"fit {t.attrs['slope']:.4f}·L "
+            f"{'+' if t.attrs['intercept'] >= 0 else '−'} {abs(t.attrs['intercept']):.4f} "
+            f"(rel. resid. {t.attrs['rel_residual']:.1e})")
     mc = t.dropna(subset=["lambda_max_mc"])
     ax.plot(mc.depth, mc.lambda_max_mc, "C0x", ms=8, label="Monte Carlo largest eigenvalue")
     figures.style(ax, legend=None, xlabel="depth L", ylabel="λ_max",
@@ -107,7 +108,8 @@ def draw(tables):
     ax2.plot(t.depth, t.critical_learning_rate, "C2s--", ms=4, lw=1)
     ax2.set_ylabel("2/λ_max", color="C2")
     fig.suptitle(f"One-sample Fisher/NTK spectrum, {ACT}, {WEIGHTS} weights, σ_w = {_net(1, s['n']).sigma_w:.4f}, "
-                 f"σ_b = {SIGMA_B}, linear read-out: fisher_law vs Monte Carlo (N = {s['n']}, {s['draws']} draw(s))")
+                 f"σ_b = {SIGMA_B}, linear read-out: the limit law of Hayase & Karakida (AISTATS 2021) vs Monte "
+                 f"Carlo (N = {s['n']}, {s['draws']} draw(s))")
     return fig
 
 

@@ -260,7 +260,10 @@ def _regression_text(table, where):
 
 def caption(tables):
     """Each panel's outcome against Hayase & Karakida (2024) and Golubeva et al. (2021), from the tables."""
-    return " ".join(t for t in (_gap_text(tables["gap"], tables["gap trend"]), _sparse_text(tables["sparse"]),
+    cifar = ("" if tables.extras.get("dataset") == "cifar10" else
+             "(b) CIFAR-10: not drawn here, the data set is not in the offline data (compute(dataset=\"cifar10\", "
+             "data_dir=FOLDER) runs every panel on it).")
+    return " ".join(t for t in (_gap_text(tables["gap"], tables["gap trend"]), cifar, _sparse_text(tables["sparse"]),
                                 _regression_text(tables["regression"], "(d) controls (C at fixed m, m at fixed C)"),
                                 _regression_text(tables.get("published regression", pd.DataFrame()),
                                                  "Published budget Ω = 2¹⁹ (effective_width full runs)")) if t)
@@ -284,12 +287,12 @@ def _draw_sparse(ax, ax_time, sparse, runs):
     wide = wide[wide.tokens == wide.tokens.max()]
     if len(wide):
         ax.errorbar(wide.width.iloc[:1], [100 * wide.test_error.mean()], yerr=[100 * wide.test_error.std()],
-                    fmt="s", color="C0", label="MLP-Mixer, widest (S = C)")
+                    fmt="s", color="C0", label=f"MLP-Mixer, widest (S = {wide.tokens.iloc[0]}, C = {wide.channels.iloc[0]})")
     ax.axvline(sparse.attrs["max_width"], color="0.5", ls=":", lw=1, label="(Ω/γ)^(2/3)")
     ax.set(xscale="log", xlabel="width m = S·C", ylabel="test error (%)", title="(c) SW-MLP wider at the same Ω")
     ax_time.plot(sparse.width, sparse.seconds_mean, "o-", color="C3")
     ax_time.set(xscale="log", yscale="log", xlabel="width m", ylabel="seconds per run (one thread)",
-                title="(c) its cost: seconds per run")
+                title="(c) the SW-MLP's cost: seconds per run")
 
 
 def _draw_control(ax, runs):
