@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 
 from rmtnet._io import output_path
-from rmtnet._validation import scalar
+from rmtnet._validation import integer_at_least, one_of, real_scalar, scalar
 
 __all__ = ["SIZES", "Tables", "size_name", "settings", "seeds", "output_dir", "make", "write", "subplots",
-           "style", "report"]
+           "style", "log_ticks", "caption", "report"]
 
 SIZES = ("tiny", "quick", "full")
 
@@ -268,6 +268,145 @@ def style(ax, legend=7, title_size=None, **properties):
     if legend is not None:
         ax.legend(fontsize=legend)
     return ax
+
+_LOG_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 2, 3, 4, 5, 6, 7, 8, 9),
+                  (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 9))
+
+
+def log_ticks(ax, axis="y", max_ticks=8, values=None):
+    """Label a logarithmic axis of ``ax`` at round numbers inside its present limits (or at ``values``), written
+    plainly (0.8, 1.2, 128) where all lie between 10⁻³ and 10⁴, else as powers of ten; the minor ticks stay,
+    unlabelled. Matplotlib's log axis labels only the powers of ten, so a narrow range (ratios from 0.8 to 4) shows
+    a single labelled tick. Call it once the data are drawn and the limits are final. Returns the tick values.
+
+    The ticks are the finest of the mantissa sets 1; 1, 3; 1, 2, 5; 1, 1.5, 2, 3, 5, 7; 1 … 9; 1, 1.2, …, 1.8, 2,
+    2.5, …, 4, 5, …, 9 (times the powers of ten) that puts at most ``max_ticks`` inside the limits (the coarsest
+    where every set puts more).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The panel.
+    axis : {"x", "y"}, default "y"
+        Which axis.
+    max_ticks : int, default 8
+        The most labelled ticks wanted.
+    values : sequence of float, optional
+        Label these instead (those inside the limits), e.g. the widths a panel ran.
+
+    Returns
+    -------
+    list of float
+        The labelled ticks.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().subplots()
+    >>> _ = ax.plot([1, 2], [0.79, 4.03])
+    >>> _ = ax.set(yscale="log", ylim=(0.75, 4.3), xscale="log", xlim=(100, 600))
+    >>> log_ticks(ax), log_ticks(ax, "x", values=[128, 512, 2048])
+    ([0.8, 0.9, 1.0, 2.0, 3.0, 4.0], [128.0, 512.0])
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['0.8', '0.9', '1', '2', '3', '4']
+    """
+    import numpy as np
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+    one_of("axis", axis, ("x", "y"))
+    max_ticks = integer_at_least("max_ticks", max_ticks, 1)
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    if not 0 < lo < hi:
+        raise ValueError(f"the {axis} axis must have positive limits (a log axis), got {lo!r} to {hi!r}")
+    if values is not None:
+        ticks = sorted(float(v) for v in values if lo <= float(v) <= hi)
+    else:
+        decades = 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
+        candidates = [[float(f"{m * d:.6g}") for d in decades for m in mantissas if lo <= m * d <= hi]
+                      for mantissas in _LOG_MANTISSAS]
+        fitting = [c for c in candidates if len(c) <= max_ticks]
+        ticks = fitting[-1] if fitting else candidates[0]
+    target.set_major_locator(FixedLocator(ticks))
+    plain = all(1e-3 <= abs(v) < 1e4 for v in ticks)          # one notation on an axis
+    target.set_major_formatter(FuncFormatter(lambda v, _pos: _tick_label(v, plain)))
+    target.set_minor_formatter(NullFormatter())
+    return ticks
+
+
+def _tick_label(v, plain):
+    """0.8, 1.2, 128 (plain) or 10ᵏ, m×10ᵏ."""
+    if plain or v == 0:
+        return f"{v:g}"
+    exponent = int(f"{v:e}".split("e")[1])
+    mantissa = float(f"{v / 10.0 ** exponent:.6g}")
+    return f"$10^{{{exponent}}}$" if mantissa == 1 else f"${mantissa:g}\\times10^{{{exponent}}}$"
+
+
+def caption(fig, text, fontsize=7, margin=0.25, pad=4.0):
+    """Write ``text`` below the panels of ``fig`` as a caption: wrapped to the figure's width less ``margin``
+    inches on either side (each paragraph, at line breaks of ``text``, on its own), centred, ``pad`` points below
+    the figure's bottom edge (under the axes' labels of a constrained layout). The figure is saved with
+    ``bbox_inches="tight"`` (:func:`rmtnet.plot.save`), which takes the caption in. Returns the
+    :class:`matplotlib.text.Text`.
+
+    The lines are broken at spaces by the width of the words in the caption's font (matplotlib's ``wrap=True``
+    wraps to the figure's very edge and, centred, may start a line at it).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    text : str
+        The caption (plain text; line breaks start new paragraphs).
+    fontsize : float, default 7
+        Its size in points.
+    margin : float, default 0.25
+        The empty width left on each side, in inches.
+    pad : float, default 4.0
+        The gap between the figure's bottom edge and the caption's first line, in points.
+
+    Returns
+    -------
+    matplotlib.text.Text
+        The caption.
+
+    Examples
+    --------
+    On a 3-inch-wide figure a long caption is broken into lines that each fit in 3 − 2·0.25 inches:
+
+    >>> from matplotlib.figure import Figure
+    >>> from matplotlib.textpath import TextToPath
+    >>> from matplotlib.font_manager import FontProperties
+    >>> fig = Figure(figsize=(3, 2))
+    >>> t = caption(fig, "the ratio of the measured border to the predicted line, by depth; " * 3)
+    >>> lines = t.get_text().split("\\n")
+    >>> width = lambda s: TextToPath().get_text_width_height_descent(s, FontProperties(size=7), False)[0]
+    >>> len(lines) > 1, max(width(s) for s in lines) <= 72 * (3 - 2 * 0.25)
+    (True, True)
+    """
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+    from matplotlib.transforms import ScaledTranslation
+    fontsize = real_scalar("fontsize", fontsize, lo=0.0, lo_open=True)
+    margin = real_scalar("margin", margin, lo=0.0, hi=fig.get_figwidth() / 2, hi_open=True)   # inches, each side
+    pad = real_scalar("pad", pad, lo=0.0)
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    prop, measure = FontProperties(size=fontsize), TextToPath()
+    room = 72.0 * (fig.get_figwidth() - 2 * margin)           # points
+    width = lambda s: measure.get_text_width_height_descent(s, prop, False)[0]
+    lines = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split():
+            if line and width(f"{line} {word}") > room:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    below = fig.transFigure + ScaledTranslation(0, -pad / 72.0, fig.dpi_scale_trans)
+    return fig.text(0.5, 0.0, "\n".join(lines), transform=below, ha="center", va="top", fontsize=fontsize)
 
 
 def report(result, attrs=(), tables=(), width=28):

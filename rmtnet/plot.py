@@ -246,8 +246,9 @@ def histogram(law, samples, bins=80, label=None, x_max=None, atom_rtol=1e-9):
 
 def draw_histogram(ax, hist, color=None):
     """Draw a :class:`Histogram` on ``ax`` in the house style: the sample's histogram (continuous part) filled
-    under the law's density line, the KS distance and the atoms in the legend; a purely atomic law as stems at its
-    atoms (theory mass) beside bars of the Monte Carlo mass on each. Returns ``ax``.
+    under the law's density line, the KS distance and the atoms (on a second line) in the legend, the y axis
+    labelled "density"; a purely atomic law as stems at its atoms (theory mass) beside bars of the Monte Carlo mass
+    on each, the y axis labelled "mass". Returns ``ax``.
 
     Parameters
     ----------
@@ -275,19 +276,23 @@ def draw_histogram(ax, hist, color=None):
     >>> ax = draw_histogram(Figure().subplots(), h)
     >>> [t.get_text() for t in ax.get_legend().get_texts()] == [f"Monte Carlo (KS {h.ks:.3f})", "MP(1/2)"]
     True
+    >>> ax.get_ylabel()
+    'density'
     """
     t, mc_label = hist.table, f"Monte Carlo (KS {hist.ks:.3f})"
+    law_label = hist.label.replace("; atoms ", "\natoms ")   # the atoms on a line of their own: a narrow legend
     if hist.edges is None:
         locs = t["x"].to_numpy()
         pad = 0.1 * max(float(locs.max() - locs.min()), 0.1 * float(np.abs(locs).max()), 1e-3)
         ax.bar(locs, t["mc_mass"], width=0.3 * pad, alpha=0.35, color=color or "C0", label=mc_label)
         ax.vlines(locs, 0, t["theory_mass"], color=color or "k", lw=1.5)
-        ax.plot(locs, t["theory_mass"], "o", color=color or "k", ms=4, label=hist.label)
+        ax.plot(locs, t["theory_mass"], "o", color=color or "k", ms=4, label=law_label)
         ax.set(ylim=(0, 1.1), xlim=(locs.min() - pad, locs.max() + pad), ylabel="mass")
     else:
         ax.stairs(t["mc_density"].to_numpy(), hist.edges, fill=True, alpha=0.35, color=color or "C0",
                   label=mc_label)
-        ax.plot(*hist.curve, color=color or "k", lw=1.5, label=hist.label)
+        ax.plot(*hist.curve, color=color or "k", lw=1.5, label=law_label)
+        ax.set_ylabel("density")
     ax.legend(fontsize=7)
     return ax
 

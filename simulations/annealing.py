@@ -132,11 +132,15 @@ def _draw_accuracy(ax, t, mask, schedule, s):
         if len(m):
             ax.errorbar(np.arange(len(m)) + (i - 1.5) * 0.06, m.best_mean, yerr=m.best_se, fmt="o-", capsize=3,
                         color=f"C{i}", label=LABELS[method])
-    ax.axhline(t.parent_accuracy.mean(), color="k", ls="--", lw=1, label="dense parent")
+    parent = t.parent_accuracy.mean()
+    ax.axhline(parent, color="k", ls="--", lw=1, label="dense parent")
     _sparsity_axis(ax, s, f"{mask} masks, {'constant lr 0.01' if schedule == 'constant' else 'one-cycle, max 0.1'}"
                           f" ({s['tune_epochs']} epochs, ε = {s['anneal_epochs']}; mean ± SE, {s['seeds']} seeds)",
                    ylabel="best test accuracy at the target sparsity")
-    ax.legend(fontsize=7)
+    lo = min(float((t.best_mean - t.best_se.fillna(0)).min()), parent)   # the parent's line inside, off the spine
+    hi = max(float((t.best_mean + t.best_se.fillna(0)).max()), parent)
+    ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo))
+    ax.legend(fontsize=7, loc="lower left")
 
 
 def _draw_gains(ax, g, mask, s):

@@ -104,7 +104,7 @@ def draw(tables):
     axes[0].errorbar(summary.density, summary["mean"], yerr=summary["std"], fmt="o-", capsize=3)
     axes[0].axvline(1 / s["channels"], color="0.5", ls=":", label="p = 1/C (the Mixer's density)")
     figures.style(axes[0], xscale="log", xlabel="density p of the SW-MLP", ylabel="mean diagonal CKA with the Mixer",
-                  title=f"(a) Mixer vs SW-MLP, S = C = {s['channels']}, {s['seeds']} seeds")
+                  title=f"(a) Mixer vs SW-MLP, S = C = {s['channels']}\nmean ± std over {s['seeds']} seeds")
     for ax, p, tag in [(axes[1], s["densities"][0], "(b) SW-MLP p = 1/C"), (axes[2], 1.0, "(c) dense MLP (p = 1)")]:
         t = tables[f"cka matrix p={p:.4g}"]
         layers, m = list(t.mixer_layer), t.drop(columns="mixer_layer").to_numpy()

@@ -2,8 +2,8 @@
 and the spread of its JJᵀ spectrum along the critical line, orthogonal against Gaussian weights.
 
 Panel 1: heat map of log χ, χ = σ_w² E[φ′(√q* ξ)²] at the fixed point q*(σ_w, σ_b) of the length map
-(rmtnet.spectra.chi), over σ_w ∈ [0.5, 2.5], σ_b ∈ [0, 0.5]; the critical line χ = 1 from critical_sigma_w (white),
-with the χ = 1 contour of the grid (black dashed, on top of it) as a check. Left of it the ordered phase (χ < 1,
+(rmtnet.spectra.chi), over σ_w ∈ [0.5, 2.5], σ_b ∈ [0, 0.5]; the critical line χ = 1 from critical_sigma_w (black),
+with the χ = 1 contour of the grid (yellow dashed, on top of it) as a check. Left of it the ordered phase (χ < 1,
 gradients vanish), right of it the chaotic phase (χ > 1, gradients explode).
 Panel 2: Var(JJᵀ) of a depth-L network (J = D_L W_L ⋯ D_1 W_1, input at q*) along the critical line, exact from the
 moments of jacobian_law (law.var()); Gaussian weights give Var ≥ L whatever σ_b, orthogonal weights give
@@ -95,9 +95,10 @@ def _draw_phases(fig, ax, grid, line):
     lim = float(np.abs(log_chi).max())
     im = ax.pcolormesh(SW, SB, log_chi, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
     fig.colorbar(im, ax=ax, label="log χ")
-    ax.plot(line.sigma_w, line.sigma_b, "w-", lw=3, label="critical_sigma_w: χ = 1")
-    ax.contour(SW, SB, log_chi, levels=[0.0], colors="k", linestyles="--", linewidths=1)
-    ax.plot([], [], "k--", lw=1, label="χ = 1 contour of the grid")
+    # the line lies where log χ = 0, the colour map's white: drawn black, the grid's contour dashed yellow on it
+    ax.plot(line.sigma_w, line.sigma_b, "k-", lw=3, label="critical_sigma_w: χ = 1")
+    ax.contour(SW, SB, log_chi, levels=[0.0], colors="gold", linestyles="--", linewidths=1.2)
+    ax.plot([], [], "--", color="gold", lw=1.2, label="χ = 1 contour of the grid")
     ax.text(0.6, 0.45, "ordered\nχ < 1", fontsize=9)
     ax.text(2.0, 0.05, "chaotic\nχ > 1", fontsize=9)
     figures.style(ax, legend=None, xlabel="σ_w", ylabel="σ_b",
@@ -117,7 +118,7 @@ def draw(tables):
         ax.errorbar(m.sigma_b, m.var_mc, yerr=m.var_mc_se, fmt="o", ms=4, color=c, capsize=2,
                     label=f"{w}: MC N = {mc.attrs['width']}, {mc.attrs['draws']} draws")
     ax.axhline(DEPTH, color="k", ls=":", lw=0.8)
-    ax.annotate(f"L = {DEPTH}", (0.0, DEPTH), fontsize=8, va="bottom")
+    ax.annotate(f"L = {DEPTH}", (float(line.sigma_b.max()), DEPTH), fontsize=8, ha="right", va="bottom")
     figures.style(ax, xlabel="σ_b (σ_w = critical_sigma_w(σ_b))", ylabel="Var of the JJᵀ spectrum",
                   title=f"{ACT}, L = {DEPTH}, on the critical line: spread of JJᵀ\n"
                         f"orthogonal → 0 as σ_b → 0 (dynamical isometry); Gaussian ≥ L")

@@ -138,8 +138,12 @@ def _draw_models(axes, summary):
         t2 = t.sort_values("s_over_c")
         axes[1].errorbar(t2.s_over_c * (1 + (i - 1) * 0.04), t2.test_error_mean, yerr=t2.test_error_std, fmt="o-",
                          capsize=3, label=label, color=f"C{i}")
-    for S, C, m in summary[summary.model == "mixer"][["tokens", "channels", "expanded_width"]].itertuples(index=False):
-        axes[0].annotate(f"S={S}\nC={C}", (m, axes[0].get_ylim()[1]), fontsize=7, ha="center", va="top")
+    # the shapes on a top axis, outside the data: inside, the labels sat on the error bars and the max-width line
+    shapes = summary[summary.model == "mixer"].sort_values("expanded_width")
+    top = axes[0].secondary_xaxis("top")
+    top.set_xticks(shapes.expanded_width.to_list(), [f"{S}×{C}" for S, C in zip(shapes.tokens, shapes.channels)])
+    top.tick_params(labelsize=7)
+    top.set_xlabel("S × C (tokens × channels)", fontsize=8)
 
 
 def draw(tables):
@@ -156,11 +160,11 @@ def draw(tables):
     axes[1].axvline(1.0, color="0.5", ls=":", lw=1, label="S = C (largest m)")
     axes[1].set(xscale="log", xlabel="S / C", ylabel="test error", title="the same points against S/C")
     axes[0].plot([], [], "o", color="0.4", mfc="white", label="S > C (open markers)")
-    for ax in axes:
-        ax.legend(fontsize=7)
+    for ax in axes:                                     # below the panels: inside, they covered points
+        ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.suptitle("Test error vs effective width at a fixed connection budget "
                  "(after Hayase & Karakida 2024, width figure, left)")
-    fig.text(0.5, -0.02, caption(summary), ha="center", va="top", fontsize=8, wrap=True)
+    figures.caption(fig, caption(summary), fontsize=8)
     return fig
 
 

@@ -89,8 +89,8 @@ def _weights_panel(ax, op, title):
     W = op.first.reshape(n * c, n)
     lim = np.abs(W).max()
     im = ax.imshow(W, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
-    ax.set(title=title, xlabel="input node j", ylabel="node i, copy k" if c > 1 else "node i",
-           xticks=range(n), yticks=range(n * c))
+    ax.set(xlabel="input node j", ylabel="node i, copy k" if c > 1 else "node i", xticks=range(n), yticks=range(n * c))
+    ax.set_title(title, fontsize=10)
     ax.set_yticklabels([f"{r // c},{r % c}" if c > 1 else str(r) for r in range(n * c)], fontsize=6)
     return im
 
@@ -124,19 +124,20 @@ def draw(tables):
     bx = bottom.subplots(1, 3)
     op = nets["(1)"]
     wc = np.abs(op.readout[:, 0] * op.constants[:, 0] - 1).max()
-    im = _weights_panel(bx[0], op, f"(1): W₁ rows constant at c_i, max|w_i c_i − 1| = {wc:.0e}")
+    im = _weights_panel(bx[0], op, f"(1): W₁ rows constant at c_i\nmax|w_i c_i − 1| = {wc:.0e}")
     for i in range(op.first.shape[0]):
         bx[0].text(op.first.shape[2] - 0.45, i, f"c = {op.constants[i, 0]:.3f}", fontsize=6, va="center",
                    ha="left", clip_on=False)
-    bottom.colorbar(im, ax=bx[0], location="left", shrink=0.8)
-    _weights_panel(bx[1], nets["(2, 2)"], f"(2, 2): W₁, max|Ŵ − 1| = {nets['(2, 2)'].deviation:.1e}")
+    bottom.colorbar(im, ax=bx[0], location="left", shrink=0.8, label="weight")
+    im = _weights_panel(bx[1], nets["(2, 2)"], f"(2, 2): W₁\nmax|Ŵ − 1| = {nets['(2, 2)'].deviation:.1e}")
+    bottom.colorbar(im, ax=bx[1], location="right", shrink=0.8, label="weight")   # its own scale, its own bar
     zero = fig3[~fig3.diagonal.astype(bool)]
     for color, n in zip(colors, ns):
         t = zero[zero.n == n].groupby("density", as_index=False)[["error", "expected"]].mean()
         bx[2].plot(t.density, t.error, "o", ms=4, color=color, label=f"n = {n} measured")
         bx[2].plot(t.density, t.expected, "-", color=color, lw=1, label="a·p + b·p² from Ŵ" if n == ns[0] else None)
-    bx[2].set(xlabel="density p of binary A", ylabel="test error (MSE)",
-              title="trained without diagonal (subsampled, (1, 8))")
+    bx[2].set(xlabel="density p of binary A", ylabel="test error (MSE)")
+    bx[2].set_title("trained without diagonal\n(subsampled, (1, 8))", fontsize=10)
     bx[2].legend(fontsize=6)
     bottom.suptitle(f"Fig. 4: learned weights, n = {s['inspect_n']}, control, float64; (1): max|Ŵ − 1| = "
                     f"{op.deviation:.1e}")

@@ -62,7 +62,8 @@ def draw(tables):
         ax.set_yscale("log")
         ax.set_xticks(n, [str(int(v)) for v in n])
         ax.minorticks_off()
-        figures.style(ax, xlabel="width N", ylabel="|mean deviation|", title=TITLES[word])
+        figures.style(ax, legend=None, xlabel="width N", ylabel="|mean deviation|", title=TITLES[word])
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16))   # below: inside it hid points
     fig.suptitle("a = D₂², b = W₂D₁²W₂ᵀ (tanh, depth 2): deviation from freeness, "
                  f"{tables.extras['n_samples']} networks per point")
     return fig

@@ -128,12 +128,13 @@ def _draw_sweep(ax, sweep):
         mc = t.dropna(subset=["var_mc"])
         ax.errorbar(mc.depth, mc.var_mc, yerr=mc.var_mc_se, fmt="o", ms=3.5, color=f"C{k}", capsize=2)
     depths = t.depth.to_numpy()
-    for slope, txt, va in ((2.0, "2L", "bottom"), (1.0, "L", "top"), (0.0, "0", "bottom")):
+    for slope, txt, dy in ((2.0, "2L", 2), (1.0, "L", -2), (0.0, "0", 2)):
         ax.plot(depths, slope * depths, "k:", lw=0.8)
-        ax.annotate(txt, (depths[-1], slope * depths[-1]), fontsize=8, ha="left", va=va)
+        ax.annotate(txt, (depths[-1], slope * depths[-1]), xytext=(-3, dy), textcoords="offset points",
+                    fontsize=8, ha="right", va="bottom" if dy > 0 else "top")
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=1e-2)
-    ax.set_ylim(0, None)
+    ax.set_ylim(0, 10 * max(2.0 * depths[-1], float(sweep.var_theory.max())))   # room above 2L for its label
     figures.style(ax, legend=None, title_size=9, xlabel="depth L", ylabel="Var of the JJᵀ spectrum (symlog)",
                   title=f"Var(JJᵀ) vs depth at criticality\nlines: law.var(); dots: MC N = "
                         f"{sweep.attrs['mc_width']}, {sweep.attrs['mc_draws']} draws")
@@ -158,8 +159,9 @@ def draw(tables):
     for a in axes[len(panels):]:
         a.remove()
     _draw_sweep(fig.add_subplot(axes[0].get_gridspec()[r, c:]), tables["variance vs depth"])   # rest of the row
-    fig.suptitle(f"JJᵀ spectra at criticality: jacobian_law (lines) vs Monte Carlo (N = {s['n']}, "
-                 f"{s['draws']} draw(s))")
+    fig.suptitle(f"Spectra of JJᵀ at criticality: the free-probability limit law (lines) against Monte Carlo "
+                 f"(histograms, N = {s['n']}, {s['draws']} draw(s)); Pennington, Schoenholz & Ganguli, NeurIPS 2017 "
+                 f"and AISTATS 2018")
     return fig
 
 

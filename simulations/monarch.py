@@ -180,9 +180,13 @@ def draw(tables):
     ax.set_xticks(range(len(MODELS)),
                   [f"{MODELS[m]}\n{int(summary[summary.model == m].connections.iloc[0]):,} conn./block"
                    for m in MODELS])
-    figures.style(ax, legend=None, ylabel="test error (%), seeds and mean ± std",
+    n_seeds, epochs = runs.seed.nunique(), int(runs.epochs.max())
+    figures.style(ax, legend=None, ylabel="test error (%): seeds (dots), mean ± std (squares)", title_size=10,
                   title=f"MNIST-5k, S = {int(runs.tokens.iloc[0])} tokens, equal connections "
-                        f"({int(summary.budget.iloc[0]):,} per Mixer block)")
+                        f"({int(summary.budget.iloc[0]):,} per Mixer block)\n{n_seeds} seeds × {epochs} epochs; "
+                        f"squares: mean ± std over the {n_seeds} runs of each model")
+    fig.suptitle("Monarch (Dao et al., ICML 2022, arXiv 2204.00595) against Kronecker (MLP-Mixer) and dense mixing",
+                 fontsize=10)
     return fig
 
 

@@ -57,6 +57,10 @@ def draw(tables):
         ax.plot(x, pdf, "r--", lw=1, label="parametric Fuss–Catalan")
         ax.legend(fontsize=7)
         ax.set_yscale("log")
+        # one rule in every panel: from a third of the lowest non-empty bin (one eigenvalue's height) up, not down
+        # to where the law's density falls to 0 at the support's edge
+        heights = h.table.mc_density.to_numpy()
+        ax.set_ylim(heights[heights > 0].min() / 3, 2 * max(heights.max(), float(np.nanmax(pdf))))
         ax.set(title=f"{order} Ginibre factor(s)", xlabel="eigenvalue", ylabel="density (log scale)")
     for ax in axes.ravel()[len(RATIOS):len(axes[0])]:
         ax.axis("off")

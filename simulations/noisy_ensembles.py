@@ -150,8 +150,9 @@ def draw(tables):
                   ylabel="KL(parent ‖ child), mean ± std", title="(a) output KL against σ")
     _draw_fit(axes[1], children, fit, s["sparsities"])
     axes[2].axhline(cells.parent_test_accuracy.iloc[0], color="0.4", ls="--", lw=1, label="parent")
-    figures.style(axes[2], legend=5, xscale="log", xlabel="σ", ylabel="ensemble test accuracy",
+    figures.style(axes[2], legend=None, xscale="log", xlabel="σ", ylabel="ensemble test accuracy",
                   title=f"(c) top {s['top_k']} of {s['candidates']}: average vs vote")
+    axes[2].legend(fontsize=7, loc="lower left")         # the lower left is empty: the accuracies fall at large σ
     fig.suptitle("Noisy Subnetwork Ensembles of a spiral MLP (after Whitaker 2023, Fig. 4.3)")
     return fig
 

@@ -176,6 +176,21 @@ def compute(size="quick", seed=0, backend=None, store="figures", widths=None, n_
                            "predictions": pd.concat(preds, ignore_index=True)}, extras=s)
 
 
+def _style_widths(ax, g, n_nets):
+    """A linear y axis from 0: the standard errors are about the size of the gaps, so their lower bars reach 0
+    (off a log axis); the legend above the points, the widths run as the x ticks."""
+    top = max(float((g.rms_gap + g.rms_se_of_mean).max()), float((g.rms_gap_cv + g.rms_se_cv).max()),
+              float(g.rms_network_vs_linear.max()))
+    ax.axhline(0.0, color="k", lw=0.6)
+    widths = g.width.to_numpy(dtype=float)
+    figures.style(ax, legend=None, xscale="log", xlim=(widths.min() / 1.4, widths.max() * 1.4), ylim=(None, 1.7 * top),
+                  xlabel="width W", ylabel="rms (networks' mean − NTK mean)",
+                  title=f"Networks against the NTK predictor, by width\n({n_nets} networks per width; "
+                        f"bars ± 1 SE of the mean)")
+    ax.legend(fontsize=7, loc="upper center")
+    figures.log_ticks(ax, "x", values=widths)
+
+
 def draw(tables):
     curves, g, preds = tables["test MSE against step"], tables["gap against width"], tables["predictions"]
     steps, n_nets = tables.extras["steps"], tables.extras["n_nets"]
@@ -193,6 +208,7 @@ def draw(tables):
     figures.style(axes[0], xscale="log", yscale="log", xlabel="gradient-descent step k", ylabel="test MSE",
                   title="Full-batch GD, ReLU depth 3, η = N/λ_max(Θ)\ntest MSE: networks (dots) and the NTK "
                         "predictor (lines)")
+    figures.log_ticks(axes[0])                          # 0.8 … 1.6 labelled, the NNGP line's 1.135 among them
     lim = [float(preds.ntk_mean.min()), float(preds.ntk_mean.max())]
     axes[1].plot(lim, lim, "k--", lw=1)
     figures.style(axes[1], xlabel=f"NTK predicted mean at step {steps}", ylabel="mean over trained networks",
@@ -202,8 +218,7 @@ def draw(tables):
     axes[2].errorbar(g.width, g.rms_gap_cv, yerr=g.rms_se_cv, fmt="s-", capsize=3,
                      label="the same with each network's f₀ carried by the linear model subtracted")
     axes[2].plot(g.width, g.rms_network_vs_linear, "^-", label="one network against its own linear model (rms)")
-    figures.style(axes[2], xscale="log", yscale="log", xlabel="width W", ylabel="rms (networks' mean − NTK mean)",
-                  title=f"Networks against the NTK predictor, by width\n({n_nets} networks per width)")
+    _style_widths(axes[2], g, n_nets)
     fig.suptitle("Wide networks trained by gradient descent against the NTK ensemble predictor (Lee et al. 2019)")
     return fig
 

@@ -125,6 +125,14 @@ def _cells(ax, g, n_grid):
             seen.add(letter)
 
 
+def _legend_below(fig, axes):
+    """One legend under the panels, the grid's outcomes and lines (top row) then the ratios (bottom row): inside a
+    panel it hid the runs of the grid."""
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    more = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles + more[0], labels + more[1], loc="outside lower center", ncol=6, fontsize=7, frameon=False)
+
+
 def draw(tables):
     runs, depth = tables["runs"], tables["borders by depth"]
     families = list(dict.fromkeys(runs.family))
@@ -141,8 +149,8 @@ def draw(tables):
         ax.errorbar(d.depth, d.stability_border, yerr=np.abs(span), fmt="D", color="k", ms=4, capsize=2,
                     label="measured stability border")
         ax.plot(d.depth, d.divergence_border, "^", mfc="none", color="tab:red", label="measured divergence border")
-        figures.style(ax, legend=6 if j == 0 else None, yscale="log", xlabel="depth L", ylabel="learning rate η",
-                      title=fam, title_size=8)
+        figures.style(ax, legend=None, yscale="log", xlabel="depth L", ylabel="learning rate η", title=fam,
+                      title_size=8)
         _depth_axis(ax, sorted(d.depth))
         ax = axes[1, j]
         for col, mark, label in (("stability_over_law", "D-", "stability border / law's η*"),
@@ -153,9 +161,11 @@ def draw(tables):
             err = [mean - d[f"{col}_min"], d[f"{col}_max"] - mean]
             ax.errorbar(d.depth, mean, yerr=np.abs(err), fmt=mark, ms=4, capsize=2, label=label)
         ax.axhline(1.0, color="r", lw=1)
-        figures.style(ax, legend=6 if j == 0 else None, yscale="log", xlabel="depth L", ylabel="measured / predicted",
+        figures.style(ax, legend=None, yscale="log", xlabel="depth L", ylabel="measured / predicted",
                       title=f"borders against the predicted lines ({int(d.seeds.max())} seeds)", title_size=8)
         _depth_axis(ax, sorted(d.depth))
+        figures.log_ticks(ax)                           # ratios of 0.8 to 4: labelled, not the lone 10⁰
+    _legend_below(fig, axes)
     fig.suptitle("Full-batch gradient descent on ½·mean (f − y)²: where training stops being stable, against the "
                  "NTK's η* = 2Nk/λ_max (Hayase & Karakida 2021; Fan & Wang 2020)", fontsize=10)
     return fig

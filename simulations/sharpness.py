@@ -80,13 +80,16 @@ def draw(tables):
         ax_g.plot(probed.step, probed.ntk / probed.hessian, "o-", ms=3, color=color, label=label)
     predicted = initial.kernel_prediction.mean()
     ax_h.plot([0], [predicted], "k*", ms=11, label=f"predicted λ_max(θ₀) = λ_max(K)/(Nk) = {predicted:.3g}")
-    figures.style(ax_h, yscale="log", xlabel="gradient-descent step t", ylabel="λ_max(∇²L)",
+    figures.style(ax_h, legend=None, yscale="log", xlabel="gradient-descent step t", ylabel="λ_max(∇²L)",
                   title=f"Sharpness λ_max(∇²L) (dots) and 2/η (dashed)\n{s['activation']} MLP, depth {s['depth']}, W = "
                         f"{s['width']}, N = {s['n_train']} MNIST digits, η = c·2/λ_max(θ₀)")
-    figures.style(ax_l, yscale="log", xlabel="gradient-descent step t", ylabel="training loss ½·mean (f − y)²",
-                  title="Training loss (full-batch GD)")
+    figures.log_ticks(ax_h)
+    # one legend under the panels (the runs' colours are the same in all three): inside the first it hid a 2/η line
+    fig.legend(*ax_h.get_legend_handles_labels(), loc="outside lower center", ncol=5, fontsize=8, frameon=False)
+    figures.style(ax_l, legend=None, yscale="log", xlabel="gradient-descent step t",
+                  ylabel="training loss ½·mean (f − y)²", title="Training loss (full-batch GD)")
     h0 = initial.hessian.mean()
-    figures.style(ax_g, xlabel="gradient-descent step t", ylabel="λ_max(Θ)/(Nk) ÷ λ_max(∇²L)",
+    figures.style(ax_g, legend=None, xlabel="gradient-descent step t", ylabel="λ_max(Θ)/(Nk) ÷ λ_max(∇²L)",
                   title=f"Gauss–Newton share of the sharpness\nat t = 0: λ_max(∇²L) = {h0:.3g}, "
                         f"λ_max(Θ)/(Nk) = {initial.gauss_newton.mean():.3g}, kernel {predicted:.3g}")
     return fig

@@ -113,13 +113,19 @@ def draw(tables):
     gs = fig.add_gridspec(n_rows, n_cols + 1, width_ratios=[1.6] + [1] * n_cols)
 
     def panel(ax, key, title):
-        ax.contourf(x["xx"], x["yy"], x["maps"][key], levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.75)
+        filled = ax.contourf(x["xx"], x["yy"], x["maps"][key], levels=np.linspace(0, 1, 11), cmap="RdBu_r",
+                             alpha=0.75)
         ax.scatter(x["x_test"][:, 0], x["x_test"][:, 1], c=x["y_test"], cmap="RdBu_r", s=4, edgecolors="k",
                    linewidths=0.2)
-        ax.set(xticks=[], yticks=[], xlim=(-LIM, LIM), ylim=(-LIM, LIM))
+        ax.set(xticks=[], yticks=[], xlim=(-LIM, LIM), ylim=(-LIM, LIM), aspect="equal")   # the plane unstretched
         ax.set_title(title, fontsize=7)
+        return filled
 
-    panel(fig.add_subplot(gs[0, 0]), "parent", f"parent (test acc {float(cells.parent_accuracy.iloc[0]):.3f})")
+    parent = fig.add_subplot(gs[0, 0])
+    filled = panel(parent, "parent", f"parent (test acc {float(cells.parent_accuracy.iloc[0]):.3f})")
+    bar = fig.colorbar(filled, ax=parent, location="right", shrink=0.9, ticks=np.linspace(0, 1, 6))
+    bar.set_label("P(class 1), every panel\n(dots: test points, by class)", fontsize=7)
+    bar.ax.tick_params(labelsize=7)
     for i, sp in enumerate(x["sparsities"]):
         for j, sig in enumerate(x["sigmas"]):
             row = cells[(cells.sigma == float(sig)) & (cells.sparsity == float(sp))].iloc[0]

@@ -238,7 +238,7 @@ def draw(tables):
                           title=f"{NAMES.get(dataset, dataset)}: {name}, {int(t.n_seeds.max())} seeds")
     fig.suptitle("Sparse Subnetwork Ensembles at an equal total budget: longer children, shorter parent "
                  "(Whitaker 2023, Table 5.1 analogue, MLPs)", fontsize=10)
-    fig.text(0.5, -0.01, verdict(eff), ha="center", va="top", fontsize=7, wrap=True)
+    figures.caption(fig, verdict(eff), fontsize=7)
     return fig
 
 

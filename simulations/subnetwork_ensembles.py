@@ -172,19 +172,23 @@ def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **ov
 
 
 def _draw_metric(ax, t, st, metric, name, title):
-    """Mean ± SE of one metric per method (bars), each seed (dots), the SSE parent after 8 epochs (dashed)."""
+    """Mean ± SE of one metric per method (a marker with error bars: the axis is zoomed on the differences, where
+    bars from a cut baseline would exaggerate them), each seed (dots beside it), the SSE parent after 8 epochs
+    (dashed)."""
     pos = np.arange(len(ORDER))
-    ax.bar(pos, t.loc[ORDER, f"{metric}_mean"], yerr=t.loc[ORDER, f"{metric}_se"], capsize=4,
-           color=[f"C{i}" for i in range(len(ORDER))], alpha=0.75)
     for i, m in enumerate(ORDER):
+        ax.errorbar(i, t.loc[m, f"{metric}_mean"], yerr=t.loc[m, f"{metric}_se"], fmt="o", ms=7, capsize=4,
+                    color=f"C{i}", elinewidth=1.5)
         v = st[st.method == m][metric]
-        ax.plot(np.full(len(v), i) + np.linspace(-0.2, 0.2, len(v)), v, "k.", ms=3)
+        ax.plot(np.full(len(v), i + 0.25) + np.linspace(-0.06, 0.06, len(v)), v, "k.", ms=3,
+                label="each seed" if i == 0 else None)
     p = t.loc["parent_8ep"]
     ax.axhline(p[f"{metric}_mean"], color="k", ls="--", lw=1, label="SSE parent after 8 epochs")
     lo = min(t.loc[ORDER, f"{metric}_mean"].min(), p[f"{metric}_mean"])
     hi = max(t.loc[ORDER, f"{metric}_mean"].max(), p[f"{metric}_mean"])
     pad = 0.6 * (hi - lo) + 1e-3
-    figures.style(ax, legend=None, title_size=9, xticks=pos, ylim=(max(0.0, lo - pad), hi + pad),
+    figures.style(ax, legend=None, title_size=9, xticks=pos, xlim=(-0.5, len(ORDER) - 0.5),
+                  ylim=(max(0.0, lo - pad), hi + pad),
                   ylabel=f"{name} (mean ± SE, {int(t.n_seeds.max())} seeds)", title=f"{title}: {name}")
     ax.set_xticklabels([LABELS[m] for m in ORDER], rotation=20, fontsize=8)
     ax.legend(fontsize=7)

@@ -101,6 +101,19 @@ def compute(size="quick", seed=0, backend=None, store="figures", n_jobs=-1, **ov
                            "histograms": _histograms(runs, layers, int(runs.seed.iloc[0]))}, extras=s)
 
 
+def _layer_name(path, short=False):
+    """A readable name of a layer's module path: "layers.0" → "layer 1"; "blocks.2.f.layer1" → "token mixing 2,
+    layer 1" ("T2.1" short; the Mixers' sub-blocks alternate token, channel); "hidden.0" → "hidden 1"."""
+    parts = path.split(".")
+    if parts[0] == "blocks" and len(parts) == 4:
+        b, j = int(parts[1]), parts[3].removeprefix("layer")
+        kind = ("token", "channel")[b % 2]
+        return f"{kind[0].upper()}{b // 2 + 1}.{j}" if short else f"{kind} mixing {b // 2 + 1}, layer {j}"
+    if parts[0] in ("layers", "hidden") and len(parts) == 2:
+        return f"{'layer' if parts[0] == 'layers' else 'hidden'} {int(parts[1]) + 1}"
+    return path
+
+
 def _draw_histogram(ax, h, model, colour):
     for stage, kw in (("init", dict(color="0.6", lw=1.2)), ("trained", dict(color=colour, lw=1.5))):
         t = h[h.stage == stage]
@@ -110,10 +123,11 @@ def _draw_histogram(ax, h, model, colour):
     ax.axvline(t.law_edge.iloc[0], color="k", ls="--", lw=0.8)
     beyond = int(h[h.stage == "trained"].beyond.iloc[0])
     figures.style(ax, xlabel="eigenvalue of WᵀW (squared singular value)", legend=6,
-                  title=f"{NAMES[model]}: {t.layer.iloc[0]}" + (f" (+{beyond} trained beyond)" if beyond else ""))
+                  title=f"{NAMES[model]}: {_layer_name(t.layer.iloc[0])}" + (f" (+{beyond} trained beyond)" if beyond
+                                                                              else ""), title_size=10)
 
 
-def _draw_ks(ax, t, colour):
+def _draw_ks(ax, t, colour, note=""):
     init, trained = t[t.stage == "init"], t[t.stage == "trained"]
     x = np.arange(len(init))
     ax.bar(x - 0.2, init.ks, 0.4, color="0.6", label="KS at init")
@@ -122,25 +136,32 @@ def _draw_ks(ax, t, colour):
     for xi, n in zip(x, trained.spikes):
         if n:
             ax.annotate(f"{n}", (xi + 0.2, 0.02), ha="center", fontsize=7, color="white")
-    ax.set_xticks(x, [name.replace("blocks.", "b").replace(".f.layer", "/") for name in init.layer], rotation=70,
-                  fontsize=6)
-    figures.style(ax, ylabel="KS to the law at init", legend=6, title="per layer (white: spikes after training)")
+    ax.set_xticks(x, [_layer_name(name, short=True) for name in init.layer], rotation=70, fontsize=6)
+    mixing = any(name.startswith("blocks.") for name in init.layer)
+    top = max(float(init.ks.max()), float(trained.ks.max()), float(init.ks_noise.max()))
+    figures.style(ax, ylabel="KS to the law at init", legend=None, ylim=(0, 1.5 * top), title_size=9,
+                  xlabel="layer (T/C k.j: token/channel mixing k, layer j)" if mixing else "layer",
+                  title="per layer (white numbers: spikes after training)" + note)
+    ax.legend(fontsize=6, loc="upper left")             # above the bars: the axis has room over the tallest
 
 
 def draw(tables):
     fig, axes = figures.subplots(2, len(NAMES), 3.6, 3.4)
     layers, hist = tables["layers"], tables["histograms"]
     seed = layers.seed.min()
-    for i, model in enumerate(NAMES):
-        _draw_histogram(axes[0][i], hist[hist.model == model], model, f"C{i}")
-        _draw_ks(axes[1][i], layers[(layers.model == model) & (layers.seed == seed)], f"C{i}")
-    k = tables["kernels"]
+    k, note = tables["kernels"], ""
     if "jacobian_lambda_max_ratio" in k:
         t = k[k.seed == k.seed.min()].set_index("stage")
-        axes[1][0].set_title(f"MLP NTK λ_max/edge {t.ntk_lambda_max_ratio['init']:.2f} → "
-                             f"{t.ntk_lambda_max_ratio['trained']:.2f}; JJᵀ {t.jacobian_lambda_max_ratio['init']:.2f}"
-                             f" → {t.jacobian_lambda_max_ratio['trained']:.2f}", fontsize=7)
-    fig.suptitle("Trained layers against their laws at initialisation (KS, outliers, spikes; rmtnet.nets.layer_spectra)")
+        note = (f"\nMLP λ_max/edge, init → trained: NTK {t.ntk_lambda_max_ratio['init']:.2f} → "
+                f"{t.ntk_lambda_max_ratio['trained']:.2f}; JJᵀ {t.jacobian_lambda_max_ratio['init']:.2f}"
+                f" → {t.jacobian_lambda_max_ratio['trained']:.2f}")
+    for i, model in enumerate(NAMES):
+        _draw_histogram(axes[0][i], hist[hist.model == model], model, f"C{i}")
+        _draw_ks(axes[1][i], layers[(layers.model == model) & (layers.seed == seed)], f"C{i}",
+                 note if model == "mlp" else "")
+    fig.suptitle("Trained layers against their laws at initialisation: the KS distance of each layer's squared "
+                 "singular values to its law, outliers and spikes\n(Benaych-Georges & Nadakuditi 2012), as in the "
+                 "spectral audits of trained networks of Martin & Mahoney (JMLR 2021)")
     return fig
 
 
