@@ -178,7 +178,7 @@ def draw(tables):
     fig.suptitle(f"Wider at {budget()} weights: static sparsity (after Golubeva, Neyshabur & Gur-Ari, ICLR 2021, "
                  f"Fig. 8)\nsparse test error {a['base_test_error']:.3f} at w = 8 → "
                  f"{a['best_test_error']:.3f} at w = {a['best_width']}")
-    fig.text(0.5, -0.02, caption(summary), ha="center", va="top", fontsize=7, wrap=True)
+    figures.caption(fig, caption(summary), fontsize=7)
     return fig
 
 

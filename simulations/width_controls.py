@@ -331,7 +331,7 @@ def draw(tables):
         ax.legend(fontsize=7)
     fig.suptitle(f"Width controls at Ω = {s['omega']:.0f} ({s.get('dataset', 'mnist5k')}, {s['epochs']} epochs, "
                  f"{s['seeds']} seeds): after Hayase & Karakida 2024 and Golubeva, Neyshabur & Gur-Ari 2021")
-    fig.text(0.5, -0.02, caption(tables), ha="center", va="top", fontsize=7, wrap=True)
+    figures.caption(fig, caption(tables), fontsize=7)
     return fig
 
 

@@ -580,12 +580,38 @@ KERNELS = [
      lambda v: real_in(0, 0.3)(v) if _is_real(v) and float(v) <= 0.3 else (None if _is_real(v) and v > 0 else
                                                                          False), scalars),
     ("ks_distance.law", "law", lambda v: plot.ks_distance(v, [1.0, 2.0]), lambda v: False, scalars),
+    ("figures.caption.fontsize", "fontsize", lambda v: _caption(fontsize=v), real_in(0, lo_open=True, huge=1e3),
+     scalars),
+    ("figures.caption.margin", "margin", lambda v: _caption(margin=v), real_in(0, 0.5, hi_open=True), scalars),
+    ("figures.caption.pad", "pad", lambda v: _caption(pad=v), real_in(0, huge=1e3), scalars),
+    ("figures.caption.text", "text", lambda v: _caption(text=v), lambda v: isinstance(v, str),
+     lambda: st.one_of(st.sampled_from(["", "one line", "two\nparagraphs " * 20]), scalars())),
+    ("figures.log_ticks.axis", "axis", lambda v: _log_ticks(axis=v), one_of("x", "y"),
+     lambda: st.one_of(st.sampled_from(["x", "y", "z", "X"]), scalars())),
+    ("figures.log_ticks.max_ticks", "max_ticks", lambda v: _log_ticks(max_ticks=v), int_at_least(1),
+     lambda: small_ints(-2, 50)),
 ]
+
+
+def _caption(text="A caption of a few words.", **kw):
+    """figures.caption on a 1-inch figure (margins below half an inch)."""
+    from rmtnet import figures
+    return figures.caption(_figure(), text, **kw).get_text()
+
+
+def _log_ticks(**kw):
+    """figures.log_ticks on a panel with log axes over 0.8 … 4.3 and 100 … 600."""
+    from rmtnet import figures
+    fig = _figure()
+    ax = fig.axes[0]
+    ax.set(yscale="log", ylim=(0.8, 4.3), xscale="log", xlim=(100, 600))
+    return figures.log_ticks(ax, **kw)
 
 
 @pytest.mark.parametrize("name, arg, call, valid, values", KERNELS, ids=[c[0] for c in KERNELS])
 def test_kernels_arch_plot(name, arg, call, valid, values):
-    """Kernels (NNGP, NTK, trained-ensemble prediction), network descriptions and the KS distance (22 × 20 cases)."""
+    """Kernels (NNGP, NTK, trained-ensemble prediction), network descriptions, the KS distance and the figure helpers
+    caption and log_ticks (31 × 20 cases)."""
     check_generated("kernels_arch_plot", 20, name, arg, call, valid, values())
 
 
