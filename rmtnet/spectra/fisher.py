@@ -19,9 +19,9 @@ with ν_ℓ the law of φ′(h_ℓ)², h_ℓ ~ N(0, q_ℓ), at the layer's own m
 new law (no S-transform product closes the recursion), so each μ_ℓ is tabulated (:func:`~rmtnet.spectra.measures.
 tabulate`, one tanh-sinh panel per band of μ_ℓ, 100 initial steps each) before it enters the next ⊠: one density
 table per layer instead of nested Newton solves. For hard-tanh with orthogonal weights the tables agree with the
-untabulated recursion (Bernoulli(p) ⊠ μ by free compression, Nica & Speicher 2006) to a median 1e-4 and at worst
-1.1e-3 relative on the inner 80 % of every band at depth 8 (errors grow towards the band edges: 7e-3 at 5 % from
-one); the atoms and moments are exact. Moments stay
+untabulated recursion (Bernoulli(p) ⊠ μ by free compression, Nica & Speicher 2006) to a median 1.5e-4 and at
+worst 1.0e-3 relative on the inner 80 % of every band at depth 8 (1.5e-3 at 5 % from an edge); the atoms and the
+moments are exact. Moments stay
 exact (series of the factors' moments, then the affine binomial: :mod:`rmtnet.spectra.series`), which is the
 independent check of the density. m₁(μ_{ℓ+1}) = q̂_ℓ + σ_w² m₁(ν_ℓ) m₁(μ_ℓ) grows linearly in depth at criticality
 (Karakida et al. 2019); gradient descent on the squared loss diverges for learning rates above 2/λ_max (Hayase &
