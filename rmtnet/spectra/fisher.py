@@ -17,7 +17,11 @@ and asymptotic freeness of (W_ℓ, W_ℓᵀ) and the D_ℓ (Collins & Hayase, CM
 
 with ν_ℓ the law of φ′(h_ℓ)², h_ℓ ~ N(0, q_ℓ), at the layer's own mean-field variance. The shift makes every level a
 new law (no S-transform product closes the recursion), so each μ_ℓ is tabulated (:func:`~rmtnet.spectra.measures.
-tabulate`) before it enters the next ⊠: one density table per layer instead of nested Newton solves. Moments stay
+tabulate`, one tanh-sinh panel per band of μ_ℓ, 100 initial steps each) before it enters the next ⊠: one density
+table per layer instead of nested Newton solves. For hard-tanh with orthogonal weights the tables agree with the
+untabulated recursion (Bernoulli(p) ⊠ μ by free compression, Nica & Speicher 2006) to a median 1.5e-4 and at
+worst 1.0e-3 relative on the inner 80 % of every band at depth 8 (1.5e-3 at 5 % from an edge); the atoms and the
+moments are exact. Moments stay
 exact (series of the factors' moments, then the affine binomial: :mod:`rmtnet.spectra.series`), which is the
 independent check of the density. m₁(μ_{ℓ+1}) = q̂_ℓ + σ_w² m₁(ν_ℓ) m₁(μ_ℓ) grows linearly in depth at criticality
 (Karakida et al. 2019); gradient descent on the squared loss diverges for learning rates above 2/λ_max (Hayase &
@@ -78,6 +82,9 @@ def _fisher_levels(net):
     return out
 
 
+_TABLE_N0 = 100               # initial tanh-sinh steps per band of each level's table (tabulate's n0): one per band
+
+
 def fisher_law(net, q0=None, return_all=False):
     """Limit spectral law of the one-sample NTK / Fisher dual Θ of ``net`` (square, an :func:`rmtnet.spectra.network.mlp`) by the
     Hayase–Karakida recursion (module docstring). ``q0`` overrides the input's ‖x₀‖²/n₀ (then every q_ℓ follows).
@@ -119,7 +126,7 @@ def fisher_law(net, q0=None, return_all=False):
     laws = [mu]
     for (qhat, _), (_, d2) in zip(levels[1:], levels[:-1]):
         core = free_mult_scaled([f for f in (d2, mp, mu) if f is not None], s2)
-        mu = tabulate(Affine(core, 1.0, qhat))
+        mu = tabulate(Affine(core, 1.0, qhat), n0=_TABLE_N0)
         laws.append(mu)
     d2_last = levels[-1][1]
     if d2_last is not None:

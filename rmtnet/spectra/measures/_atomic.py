@@ -273,6 +273,35 @@ class GridDensity(Measure):
         return self.x, integrate.cumulative_trapezoid(self.rho, self.x, initial=0.0), self.rho
 
 
+def _band_start(pdf, x, rho, end, side, jump=1e3, near=1e-3, rounds=6, points=16):
+    """Where the density of a panel really starts next to its end ``end`` (``side`` +1: the left end, −1: the
+    right one), given its values ρ on the tanh-sinh nodes x. A band edge that a solver located a little off the
+    band (outside it) leaves the nodes clustered next to a point of no density, while the density rises, at an edge
+    singular like |x − e|^β (β < 0), between two nodes further in: there ρ jumps by more than ``jump`` times
+    everything nearer the end (the solver's rounding-level values at most), to a value holding mass (ρ·|x − end|
+    above 1e-8 of the panel's), between two nodes a factor < 2 apart in distance, which no power law does. Where such a jump lies
+    within ``near`` of the panel's width of the end, the edge e is bracketed there and found by k-section on
+    ρ > 0 (``rounds`` rounds of ``points`` points); otherwise ``end`` is returned."""
+    order = np.argsort(side * (x - end))
+    d, r = side * (x[order] - end), rho[order]
+    width = float(np.max(d)) if d.size else 0.0
+    mass = abs(float(np.trapezoid(rho, x)))
+    below = np.maximum.accumulate(r)                       # the largest value between the end and each node
+    for k in range(1, d.size):
+        if d[k] > near * width:
+            break
+        if r[k] > jump * below[k - 1] and r[k] * d[k] > 1e-8 * mass and d[k] < 2 * d[k - 1]:
+            lo, hi = end + side * d[k - 1], end + side * d[k]
+            level = 1e-6 * r[k]
+            for _ in range(rounds):
+                t = np.linspace(lo, hi, points + 2)[1:-1]
+                inside = np.asarray(pdf(t)) > level
+                first = int(np.argmax(inside)) if inside.any() else t.size
+                lo, hi = (t[first - 1] if first > 0 else lo), (t[first] if first < t.size else hi)
+            return float(lo)
+    return end
+
+
 class Tabulated(GridDensity):
     """A lazy law frozen onto a table of its density: piecewise linear through (x_i, ρ(x_i)) on tanh-sinh nodes of
     each band (clustered at the band ends, where the density changes fastest), plus its atoms; the moments are still
@@ -282,8 +311,17 @@ class Tabulated(GridDensity):
     μ_{ℓ+1} = (q + σ²·)_*(ν ⊠ μ_ℓ), the conjugate-kernel map) would otherwise nest one Newton solve inside another
     at every level, at a cost exponential in depth; tabulated, each level costs one density table and the next
     level sees the closed-form Cauchy transform of :class:`GridDensity`. ``n0`` is the initial tanh-sinh step
-    count per band, refined (step halved) until the band's mass changes by less than ``rtol``: a table of
-    ~2·n0 to a few thousand nodes. The interpolation error of the density is O(h²) in the node spacing.
+    count per panel, refined (step halved) until the panel's mass changes by less than ``rtol``: ~2·n0 to a few
+    thousand nodes per panel.
+
+    The panels are the source's (``_panels``: its bands, split at sharp interior minima), so every band edge is
+    a panel end where the nodes cluster, and a gap between bands holds no density (two zero nodes at its ends).
+    Between the nodes the density is linear: its interpolation error is O(h²) in the node spacing where ρ is
+    smooth (relative ~(Δx/d)²/8 at a distance d from a square-root edge); next to a singular end (ρ ∝ |x − e|^β,
+    β < 0) the chords over-estimate the mass, and ``normalize`` rescales the table to 1 − atoms (a relative change
+    of 7e-5 for the ReLU–orthogonal depth-4 law, falling as h²). An end that the source
+    placed a little outside a band that rises singularly (a jump of ρ by > 10³ between neighbouring nodes near the
+    end) is moved to where the density starts, found by k-section on ρ > 0, and that panel is tabulated again.
 
     Parameters
     ----------
@@ -307,11 +345,18 @@ class Tabulated(GridDensity):
     def __init__(self, source, n0=200, rtol=1e-9):
         n0 = integer_at_least("n0", n0, 1)
         rtol = real_scalar("rtol", rtol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-        xs, rs = [], []
+        xs, rs, prev = [], [], None
         for a, b in source._panels():
-            x, _, fx, _ = adaptive_tanh_sinh(source.pdf, a, b, rtol=rtol, n0=n0, min_level=1)
+            x, dxdt, fx, h = adaptive_tanh_sinh(source.pdf, a, b, rtol=rtol, n0=n0, min_level=1)
+            a2, b2 = _band_start(source.pdf, x, fx, a, +1), _band_start(source.pdf, x, fx, b, -1)
+            if (a2, b2) != (a, b):                          # an end placed off the band: tabulate from where it starts
+                x, dxdt, fx, h = adaptive_tanh_sinh(source.pdf, a2, b2, rtol=rtol, n0=n0, min_level=1)
+            if prev is not None and a > prev:               # a gap between two bands: no density across it
+                xs.append(np.array([prev, a]))
+                rs.append(np.zeros(2))
             xs.append(x)
             rs.append(fx)
+            prev = b
         x, rho = np.concatenate(xs), np.concatenate(rs)
         keep = np.concatenate([[True], np.diff(x) > 0])
         super().__init__(x[keep], rho[keep], atoms=source.atoms(), normalize=True)

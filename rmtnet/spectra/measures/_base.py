@@ -847,6 +847,13 @@ class Affine(Measure):
         e = sorted(float(v) for v in self._image(s))
         return e[0], e[1]
 
+    def _panels(self):
+        """The base's quadrature panels mapped by x ↦ a·x + b (in increasing order): its gaps and sharp interior
+        minima stay panel ends. (The default, the hull of the support, would put a gap between two bands inside
+        one panel, where tanh-sinh nodes are sparse and the density has edges.)"""
+        panels = [tuple(sorted(float(v) for v in self._image(p))) for p in self.base._panels()]
+        return sorted(panels)
+
     def _expect_continuous(self, func, lo, hi, rtol, atol):
         """∫ func(a·y + b) over the base's continuous part, on y between (lo − b)/a and (hi − b)/a."""
         y = sorted(((lo - self.b) / self.a, (hi - self.b) / self.a))
