@@ -287,7 +287,8 @@ def _draw_sparse(ax, ax_time, sparse, runs):
     wide = wide[wide.tokens == wide.tokens.max()]
     if len(wide):
         ax.errorbar(wide.width.iloc[:1], [100 * wide.test_error.mean()], yerr=[100 * wide.test_error.std()],
-                    fmt="s", color="C0", label=f"MLP-Mixer, widest (S = {wide.tokens.iloc[0]}, C = {wide.channels.iloc[0]})")
+                    fmt="s", color="C0",
+                    label=f"MLP-Mixer, widest (S = {wide.tokens.iloc[0]}, C = {wide.channels.iloc[0]})")
     ax.axvline(sparse.attrs["max_width"], color="0.5", ls=":", lw=1, label="(Ω/γ)^(2/3)")
     ax.set(xscale="log", xlabel="width m = S·C", ylabel="test error (%)", title="(c) SW-MLP wider at the same Ω")
     ax_time.plot(sparse.width, sparse.seconds_mean, "o-", color="C3")

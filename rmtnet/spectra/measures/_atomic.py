@@ -279,9 +279,9 @@ def _band_start(pdf, x, rho, end, side, jump=1e3, near=1e-3, rounds=6, points=16
     band (outside it) leaves the nodes clustered next to a point of no density, while the density rises, at an edge
     singular like |x − e|^β (β < 0), between two nodes further in: there ρ jumps by more than ``jump`` times
     everything nearer the end (the solver's rounding-level values at most), to a value holding mass (ρ·|x − end|
-    above 1e-8 of the panel's), between two nodes a factor < 2 apart in distance, which no power law does. Where such a jump lies
-    within ``near`` of the panel's width of the end, the edge e is bracketed there and found by k-section on
-    ρ > 0 (``rounds`` rounds of ``points`` points); otherwise ``end`` is returned."""
+    above 1e-8 of the panel's), between two nodes a factor < 2 apart in distance, which no power law does. Where
+    such a jump lies within ``near`` of the panel's width of the end, the edge e is bracketed there and found by
+    k-section on ρ > 0 (``rounds`` rounds of ``points`` points); otherwise ``end`` is returned."""
     order = np.argsort(side * (x - end))
     d, r = side * (x[order] - end), rho[order]
     width = float(np.max(d)) if d.size else 0.0
