@@ -51,15 +51,21 @@ def test_every_script_has_compute_draw_and_main():
 
 
 def test_compute_at_tiny_size_imports_no_matplotlib_and_draw_draws_its_tables(tmp_path):
-    """Measured one by one at the tiny sizes: the 18 computes take about 35 s of CPU together (the longest,
-    subnetwork_ensembles, 7 s); the test also draws the 18 tiny figures."""
+    """Every script's tiny compute and draw, in two fresh interpreters side by side (alternate scripts; the 25
+    computes take about 60 s of CPU together, the longest, subnetwork_ensembles, 7 s); each interpreter checks that
+    its own computes import no matplotlib."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLCONFIGDIR": str(tmp_path / "mpl")}
     env.pop("MPLBACKEND", None)
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(_COMPUTE_THEN_DRAW), str(tmp_path), *SCRIPTS],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
-    assert r.returncode == 0, r.stderr[-4000:]
-    results = json.loads(r.stdout.strip().splitlines()[-1])
-    assert results.pop("_imports") is False, "importing rmtnet.cli or rmtnet.figures loaded matplotlib"
+    runs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(_COMPUTE_THEN_DRAW), str(tmp_path), *half],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+            for half in (SCRIPTS[0::2], SCRIPTS[1::2])]
+    results = {}
+    for r in runs:
+        out, err = r.communicate(timeout=900)
+        assert r.returncode == 0, err[-4000:]
+        half = json.loads(out.strip().splitlines()[-1])
+        assert half.pop("_imports") is False, "importing rmtnet.cli or rmtnet.figures loaded matplotlib"
+        results.update(half)
     for name in SCRIPTS:
         assert name in results, f"{name} not reached: an earlier compute imported matplotlib"
         res = results[name]
