@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rmtnet._io import output_path
@@ -310,7 +311,6 @@ def log_ticks(ax, axis="y", max_ticks=8, values=None):
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['0.8', '0.9', '1', '2', '3', '4']
     """
-    import numpy as np
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
     one_of("axis", axis, ("x", "y"))
     max_ticks = integer_at_least("max_ticks", max_ticks, 1)

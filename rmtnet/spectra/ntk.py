@@ -539,8 +539,7 @@ class NTKLaw(Measure):
         for y in np.unique(flat.imag):
             sel = flat.imag == y
             x = flat[sel].real
-            yy = np.maximum(y, self._floor * self._local_scale(x))
-            yy = np.broadcast_to(yy, x.shape)
+            yy = np.broadcast_to(np.maximum(y, self._floor * self._local_scale(x)), x.shape)
             mid, up, down = np.split(self._solve(np.concatenate([x, x + h, x - h]), np.tile(yy, 3)), 3)
             alpha[sel], gp[sel] = mid, -(up - down) / (2 * h)
         return -alpha.reshape(z.shape), gp.reshape(z.shape)

@@ -11,6 +11,7 @@ from ... import backend as B
 from rmtnet._validation import boolean, finite_array, integer_at_least, probability_vector, real_scalar
 from ._base import Measure
 from ._cauchy import atom_cauchy, binned_cauchy
+from ..continuation import k_section
 from ._quadrature import adaptive_tanh_sinh, apply_elementwise, tanh_sinh_pieces
 
 
@@ -291,14 +292,10 @@ def _band_start(pdf, x, rho, end, side, jump=1e3, near=1e-3, rounds=6, points=16
         if d[k] > near * width:
             break
         if r[k] > jump * below[k - 1] and r[k] * d[k] > 1e-8 * mass and d[k] < 2 * d[k - 1]:
-            lo, hi = end + side * d[k - 1], end + side * d[k]
             level = 1e-6 * r[k]
-            for _ in range(rounds):
-                t = np.linspace(lo, hi, points + 2)[1:-1]
-                inside = np.asarray(pdf(t)) > level
-                first = int(np.argmax(inside)) if inside.any() else t.size
-                lo, hi = (t[first - 1] if first > 0 else lo), (t[first] if first < t.size else hi)
-            return float(lo)
+            out, _ = k_section(lambda t: np.asarray(pdf(t)) > level, [end + side * d[k - 1]],
+                               [end + side * d[k]], points=points, rounds=rounds)
+            return float(out[0])
     return end
 
 
@@ -347,10 +344,10 @@ class Tabulated(GridDensity):
         rtol = real_scalar("rtol", rtol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         xs, rs, prev = [], [], None
         for a, b in source._panels():
-            x, dxdt, fx, h = adaptive_tanh_sinh(source.pdf, a, b, rtol=rtol, n0=n0, min_level=1)
+            x, _, fx, _ = adaptive_tanh_sinh(source.pdf, a, b, rtol=rtol, n0=n0, min_level=1)
             a2, b2 = _band_start(source.pdf, x, fx, a, +1), _band_start(source.pdf, x, fx, b, -1)
             if (a2, b2) != (a, b):                          # an end placed off the band: tabulate from where it starts
-                x, dxdt, fx, h = adaptive_tanh_sinh(source.pdf, a2, b2, rtol=rtol, n0=n0, min_level=1)
+                x, _, fx, _ = adaptive_tanh_sinh(source.pdf, a2, b2, rtol=rtol, n0=n0, min_level=1)
             if prev is not None and a > prev:               # a gap between two bands: no density across it
                 xs.append(np.array([prev, a]))
                 rs.append(np.zeros(2))
